@@ -1,0 +1,12 @@
+"""Command-line interface. Each command module registers itself on `app` when imported."""
+
+from __future__ import annotations
+
+from .app import app
+
+# Command modules (import order is the order of `worksurface --help`).
+from . import inspect_cmd  # noqa: E402,F401
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,215 @@
+"""Sticky decisions: the edits stages make to a view, stored once and re-applied identically.
+
+A stage never rewrites the view directly. It returns edits; the core stores them in the session
+and applies them. Because every later call applies the same stored edits to the same messages, the
+view's prefix stays byte-stable between calls and the provider's prompt cache keeps hitting.
+Edits refer to transcript message ids only, so a rewound transcript drops exactly the edits about
+the messages it removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence, Union
+
+from .model import Message, Origin, ToolResult
+from .serial import message_from_json, message_to_json
+
+
+@dataclass(frozen=True)
+class ReplaceResult:
+    """Replace the content of the tool result for `call_id` (budget, snip, microcompact)."""
+
+    stage: str
+    call_id: str
+    content: str
+    artifact: str | None = None
+    tokens_freed: int = 0
+
+    @property
+    def refs(self) -> tuple[str, ...]:
+        return (self.call_id,)
+
+
+@dataclass(frozen=True)
+class ReplaceMessages:
+    """Remove the messages `ids` and put `replacement` where the first of them stood (snip, collapse)."""
+
+    stage: str
+    ids: tuple[str, ...]
+    replacement: tuple[Message, ...] = ()
+    tokens_freed: int = 0
+
+    @property
+    def refs(self) -> tuple[str, ...]:
+        return self.ids
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Replace everything before `tail_start` (system prefix excepted) by `head` (boundary + summary)
+    and put `after_tail` (reinjections) right after `anchor`, the last message at compaction time."""
+
+    stage: str
+    tail_start: str | None
+    anchor: str | None
+    head: tuple[Message, ...]
+    after_tail: tuple[Message, ...] = ()
+    covered: tuple[str, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def refs(self) -> tuple[str, ...]:
+        return tuple(x for x in (self.tail_start, self.anchor) if x is not None)
+
+
+@dataclass(frozen=True)
+class Insert:
+    """Insert `messages` right after the message `after` (status publications)."""
+
+    stage: str
+    after: str | None
+    messages: tuple[Message, ...]
+
+    @property
+    def refs(self) -> tuple[str, ...]:
+        return (self.after,) if self.after is not None else ()
+
+
+Edit = Union[ReplaceResult, ReplaceMessages, Compact, Insert]
+
+
+def apply_edits(messages: Sequence[Message], edits: Iterable[Edit]) -> list[Message]:
+    """Apply edits in order. Runs of `ReplaceResult` are applied in one pass (the later edit for a
+    call id wins), since microcompact clears many results at once."""
+    view = list(messages)
+    pending: dict[str, ReplaceResult] = {}
+    for edit in edits:
+        if isinstance(edit, ReplaceResult):
+            pending[edit.call_id] = edit
+            continue
+        if pending:
+            view = _replace_results(view, pending)
+            pending = {}
+        if isinstance(edit, ReplaceMessages):
+            view = _replace_messages(view, edit)
+        elif isinstance(edit, Compact):
+            view = _compact(view, edit)
+        elif isinstance(edit, Insert):
+            view = _insert(view, edit)
+    if pending:
+        view = _replace_results(view, pending)
+    return view
+
+
+def _replace_results(view: list[Message], by_call: dict[str, ReplaceResult]) -> list[Message]:
+    out = []
+    for m in view:
+        results = m.tool_results
+        if results and any(r.call_id in by_call for r in results):
+            blocks = tuple(
+                ToolResult(b.call_id, by_call[b.call_id].content, b.is_error)
+                if isinstance(b, ToolResult) and b.call_id in by_call else b
+                for b in m.blocks)
+            stages = sorted({by_call[r.call_id].stage for r in results if r.call_id in by_call})
+            m = m.with_blocks(blocks, edited_by=stages)
+        out.append(m)
+    return out
+
+
+def _replace_messages(view: list[Message], edit: ReplaceMessages) -> list[Message]:
+    ids = set(edit.ids)
+    out: list[Message] = []
+    placed = False
+    for m in view:
+        if m.id in ids and m.origin is Origin.CONVERSATION:
+            if not placed:
+                out.extend(edit.replacement)
+                placed = True
+            continue
+        out.append(m)
+    return out
+
+
+def _compact(view: list[Message], edit: Compact) -> list[Message]:
+    prefix = [m for m in _leading_system(view)]
+    start = len(prefix)
+    tail_at = len(view)
+    if edit.tail_start is not None:
+        for i in range(start, len(view)):
+            if view[i].id == edit.tail_start:
+                tail_at = i
+                break
+    tail = view[tail_at:]
+    if edit.after_tail:
+        at = len(tail)
+        if edit.anchor is not None:
+            for i in range(len(tail) - 1, -1, -1):
+                if tail[i].id == edit.anchor:
+                    at = i + 1
+                    break
+        tail = tail[:at] + list(edit.after_tail) + tail[at:]
+    return prefix + list(edit.head) + tail
+
+
+def _insert(view: list[Message], edit: Insert) -> list[Message]:
+    if edit.after is None:
+        return view + list(edit.messages)
+    for i in range(len(view) - 1, -1, -1):
+        if view[i].id == edit.after:
+            return view[:i + 1] + list(edit.messages) + view[i + 1:]
+    return view + list(edit.messages)
+
+
+def _leading_system(view: Sequence[Message]) -> list[Message]:
+    """The stable prefix: system messages of the conversation before anything else."""
+    out = []
+    for m in view:
+        if m.role != "system" or m.origin is not Origin.CONVERSATION or m.meta.get("compact_boundary"):
+            break
+        out.append(m)
+    return out
+
+
+def stable_prefix_length(view: Sequence[Message]) -> int:
+    return len(_leading_system(view))
+
+
+# --- persistence -------------------------------------------------------------------------------
+
+def edit_to_json(edit: Edit) -> dict[str, Any]:
+    if isinstance(edit, ReplaceResult):
+        return {"kind": "replace_result", "stage": edit.stage, "call_id": edit.call_id,
+                "content": edit.content, "artifact": edit.artifact, "tokens_freed": edit.tokens_freed}
+    if isinstance(edit, ReplaceMessages):
+        return {"kind": "replace_messages", "stage": edit.stage, "ids": list(edit.ids),
+                "replacement": [message_to_json(m) for m in edit.replacement],
+                "tokens_freed": edit.tokens_freed}
+    if isinstance(edit, Compact):
+        return {"kind": "compact", "stage": edit.stage, "tail_start": edit.tail_start,
+                "anchor": edit.anchor, "head": [message_to_json(m) for m in edit.head],
+                "after_tail": [message_to_json(m) for m in edit.after_tail],
+                "covered": list(edit.covered), "info": edit.info}
+    if isinstance(edit, Insert):
+        return {"kind": "insert", "stage": edit.stage, "after": edit.after,
+                "messages": [message_to_json(m) for m in edit.messages]}
+    raise TypeError(f"not an edit: {edit!r}")
+
+
+def edit_from_json(data: dict[str, Any]) -> Edit:
+    kind = data["kind"]
+    if kind == "replace_result":
+        return ReplaceResult(data["stage"], data["call_id"], data["content"], data.get("artifact"),
+                             data.get("tokens_freed", 0))
+    if kind == "replace_messages":
+        return ReplaceMessages(data["stage"], tuple(data["ids"]),
+                               tuple(message_from_json(m) for m in data["replacement"]),
+                               data.get("tokens_freed", 0))
+    if kind == "compact":
+        return Compact(data["stage"], data["tail_start"], data["anchor"],
+                       tuple(message_from_json(m) for m in data["head"]),
+                       tuple(message_from_json(m) for m in data["after_tail"]),
+                       tuple(data["covered"]), data.get("info", {}))
+    if kind == "insert":
+        return Insert(data["stage"], data["after"], tuple(message_from_json(m) for m in data["messages"]))
+    raise ValueError(f"unknown edit kind {kind!r}")

@@ -1,0 +1,1 @@
+"""worksurface.integrations"""

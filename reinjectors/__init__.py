@@ -1,0 +1,1 @@
+"""Reinjectors: rebuild the working surface after a compact boundary."""

@@ -1,0 +1,1 @@
+"""The five reducing stages, in their fixed order: budget, snip, microcompact, collapse, autocompact."""
