@@ -9,12 +9,13 @@ from .errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, F
                      SessionError, SessionLockedError, SummarizerError, UnknownFormatError,
                      WorksurfaceError)
 from .model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+from .session import InvariantError, Prepared, PrepareReport, Session, compact
 from .tokens import TokenCounter
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArtifactNotFoundError", "Config", "ConfigError", "ContextOverflowError", "FormatError", "Image",
+    "ArtifactNotFoundError", "Config", "InvariantError", "Prepared", "PrepareReport", "Session", "compact", "ConfigError", "ContextOverflowError", "FormatError", "Image",
     "Message", "Opaque", "Origin", "SessionError", "SessionLockedError", "SummarizerError", "Text",
     "Thinking", "TokenCounter", "ToolCall", "ToolResult", "UnknownFormatError", "WorksurfaceError",
 ]

@@ -47,20 +47,18 @@ class ReplaceMessages:
 
 @dataclass(frozen=True)
 class Compact:
-    """Replace everything before `tail_start` (system prefix excepted) by `head` (boundary + summary)
-    and put `after_tail` (reinjections) right after `anchor`, the last message at compaction time."""
+    """Replace everything before `tail_start` (the system prefix excepted) by `head`: the boundary
+    and the summary. Reinjections are separate `Insert` edits placed after the tail."""
 
     stage: str
     tail_start: str | None
-    anchor: str | None
     head: tuple[Message, ...]
-    after_tail: tuple[Message, ...] = ()
     covered: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def refs(self) -> tuple[str, ...]:
-        return tuple(x for x in (self.tail_start, self.anchor) if x is not None)
+        return (self.tail_start,) if self.tail_start is not None else ()
 
 
 @dataclass(frozen=True)
@@ -111,8 +109,9 @@ def _replace_results(view: list[Message], by_call: dict[str, ReplaceResult]) -> 
                 ToolResult(b.call_id, by_call[b.call_id].content, b.is_error)
                 if isinstance(b, ToolResult) and b.call_id in by_call else b
                 for b in m.blocks)
-            stages = sorted({by_call[r.call_id].stage for r in results if r.call_id in by_call})
-            m = m.with_blocks(blocks, edited_by=stages)
+            edited = dict(m.meta.get("edited_calls", {}))
+            edited.update({r.call_id: by_call[r.call_id].stage for r in results if r.call_id in by_call})
+            m = m.with_blocks(blocks, edited_calls=edited)
         out.append(m)
     return out
 
@@ -122,7 +121,7 @@ def _replace_messages(view: list[Message], edit: ReplaceMessages) -> list[Messag
     out: list[Message] = []
     placed = False
     for m in view:
-        if m.id in ids and m.origin is Origin.CONVERSATION:
+        if m.id in ids:
             if not placed:
                 out.extend(edit.replacement)
                 placed = True
@@ -132,7 +131,7 @@ def _replace_messages(view: list[Message], edit: ReplaceMessages) -> list[Messag
 
 
 def _compact(view: list[Message], edit: Compact) -> list[Message]:
-    prefix = [m for m in _leading_system(view)]
+    prefix = _leading_system(view)
     start = len(prefix)
     tail_at = len(view)
     if edit.tail_start is not None:
@@ -140,16 +139,7 @@ def _compact(view: list[Message], edit: Compact) -> list[Message]:
             if view[i].id == edit.tail_start:
                 tail_at = i
                 break
-    tail = view[tail_at:]
-    if edit.after_tail:
-        at = len(tail)
-        if edit.anchor is not None:
-            for i in range(len(tail) - 1, -1, -1):
-                if tail[i].id == edit.anchor:
-                    at = i + 1
-                    break
-        tail = tail[:at] + list(edit.after_tail) + tail[at:]
-    return prefix + list(edit.head) + tail
+    return prefix + list(edit.head) + view[tail_at:]
 
 
 def _insert(view: list[Message], edit: Insert) -> list[Message]:
@@ -171,6 +161,11 @@ def _leading_system(view: Sequence[Message]) -> list[Message]:
     return out
 
 
+def edited_stage(message: Message, call_id: str) -> str | None:
+    """The stage whose edit replaced this call's result in the view, if any."""
+    return message.meta.get("edited_calls", {}).get(call_id)
+
+
 def stable_prefix_length(view: Sequence[Message]) -> int:
     return len(_leading_system(view))
 
@@ -187,8 +182,7 @@ def edit_to_json(edit: Edit) -> dict[str, Any]:
                 "tokens_freed": edit.tokens_freed}
     if isinstance(edit, Compact):
         return {"kind": "compact", "stage": edit.stage, "tail_start": edit.tail_start,
-                "anchor": edit.anchor, "head": [message_to_json(m) for m in edit.head],
-                "after_tail": [message_to_json(m) for m in edit.after_tail],
+                "head": [message_to_json(m) for m in edit.head],
                 "covered": list(edit.covered), "info": edit.info}
     if isinstance(edit, Insert):
         return {"kind": "insert", "stage": edit.stage, "after": edit.after,
@@ -206,9 +200,8 @@ def edit_from_json(data: dict[str, Any]) -> Edit:
                                tuple(message_from_json(m) for m in data["replacement"]),
                                data.get("tokens_freed", 0))
     if kind == "compact":
-        return Compact(data["stage"], data["tail_start"], data["anchor"],
+        return Compact(data["stage"], data["tail_start"],
                        tuple(message_from_json(m) for m in data["head"]),
-                       tuple(message_from_json(m) for m in data["after_tail"]),
                        tuple(data["covered"]), data.get("info", {}))
     if kind == "insert":
         return Insert(data["stage"], data["after"], tuple(message_from_json(m) for m in data["messages"]))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from .app import app
 
 # Command modules (import order is the order of `worksurface --help`).
+from . import compact_cmd  # noqa: E402,F401
 from . import inspect_cmd  # noqa: E402,F401
+from . import probe_cmd  # noqa: E402,F401
 
 
 def main() -> None:

@@ -11,3 +11,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def fail(message: str, code: int = 2) -> "typer.Exit":
+    """Print a one-line error to stderr and return the Exit to raise (no traceback for user errors)."""
+    typer.echo(f"worksurface: error: {message}", err=True)
+    return typer.Exit(code)

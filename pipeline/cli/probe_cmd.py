@@ -1,0 +1,142 @@
+"""`worksurface probe derive|check|curve`: measure what a compaction made the agent forget."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import WorksurfaceError
+from ..formats import read_transcript
+from ..probes.check import DEFAULT_BASELINES, CheckResult, check
+from ..probes.curve import CurvePoint, curve
+from ..probes.cut import cut
+from ..probes.derive import derive
+from ..probes.match import Score
+from ..probes.model import CATEGORIES, ProbeSet
+from .app import app
+
+probe_app = typer.Typer(help="Forgetting probes: derive them, check a compaction, replay a curve.",
+                        no_args_is_help=True)
+app.add_typer(probe_app, name="probe")
+
+_AT_HELP = "Cut: 'boundary' (before Claude Code's first compaction) or a number of messages. " \
+           "Default: the boundary if there is one, else the whole transcript."
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Report worksurface's own errors as one line and exit code 2, without a traceback."""
+    try:
+        yield
+    except WorksurfaceError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+
+
+@probe_app.command("derive")
+def derive_cmd(
+    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    at: Optional[str] = typer.Option(None, "--at", help=_AT_HELP),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here (default: stdout)."),
+    format: str = typer.Option("auto", "--format", help="Transcript format."),
+) -> None:
+    """Derive probes mechanically from a transcript up to the cut."""
+    with _errors():
+        transcript = read_transcript(path, format)
+        probes = derive(cut(transcript.messages, at).before, str(path), transcript.queued_inputs)
+        if output is None:
+            typer.echo(probes.dumps(), nl=False)
+        else:
+            probes.save(output)
+            Console(stderr=True).print(f"{len(probes)} probes written to {output}", highlight=False)
+
+
+@probe_app.command("check")
+def check_cmd(
+    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    probes: Path = typer.Option(..., "--probes", help="Probe file (JSON)."),
+    at: Optional[str] = typer.Option(None, "--at", help=_AT_HELP),
+    window: Optional[int] = typer.Option(None, "--window", help="Context window (default: configured)."),
+    target: Optional[int] = typer.Option(None, "--target", help="Post-compact target tokens "
+                                         "(default: configured post_compact_target)."),
+    baseline: str = typer.Option(",".join(DEFAULT_BASELINES), "--baseline",
+                                 help="Comma-separated baselines to compare against."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    format: str = typer.Option("auto", "--format", help="Transcript format."),
+) -> None:
+    """Compact at the cut and score worksurface's view against baselines of the same size."""
+    with _errors():
+        names = [b.strip() for b in baseline.split(",") if b.strip()]
+        result = check(read_transcript(path, format), ProbeSet.load(probes), at=at, window=window,
+                       target=target, baselines=names)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        _print_check(result)
+
+
+@probe_app.command("curve")
+def curve_cmd(
+    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    probes: Path = typer.Option(..., "--probes", help="Probe file (JSON)."),
+    window: int = typer.Option(..., "--window", help="A window small enough to force several compactions."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    format: str = typer.Option("auto", "--format", help="Transcript format."),
+) -> None:
+    """Replay the whole transcript and report retention after each compaction."""
+    with _errors():
+        points = curve(read_transcript(path, format), ProbeSet.load(probes), window=window)
+    if as_json:
+        typer.echo(json.dumps([p.to_json() for p in points], indent=2))
+    else:
+        _print_curve(points)
+
+
+def _categories(scores: list[Score]) -> list[str]:
+    present = {c for s in scores for c in s.by_category}
+    return [c for c in CATEGORIES if c in present]
+
+
+def _cell(score: Score, category: str) -> str:
+    kept, total = score.by_category.get(category, (0, 0))
+    return f"{kept}/{total}" if total else "-"
+
+
+def _print_check(result: CheckResult) -> None:
+    console = Console()
+    cats = _categories([m.score for m in result.methods.values()])
+    table = Table(title=f"Probe retention (transcript at the cut: {result.tokens_before:,} tokens)")
+    for col in ("method", "tokens", "retained", *cats):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for name, m in result.methods.items():
+        table.add_row(name, f"{m.tokens:,}", f"{len(m.score.retained)}/{m.score.total} "
+                      f"({m.score.fraction:.0%})", *(_cell(m.score, c) for c in cats))
+    console.print(table)
+    for name, m in result.methods.items():
+        if m.score.forgotten:
+            console.print(f"[bold]{name}[/bold] forgot: "
+                          + ", ".join(f"{p.id}" for p in m.score.forgotten), highlight=False)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+
+
+def _print_curve(points: list[CurvePoint]) -> None:
+    console = Console()
+    if not points:
+        console.print("no compaction happened: try a smaller --window")
+        return
+    cats = _categories([p.score for p in points])
+    table = Table(title="Retention after each compaction")
+    for col in ("#", "messages", "tokens before", "after", "retained", *cats):
+        table.add_column(col, justify="right")
+    for i, p in enumerate(points, 1):
+        table.add_row(str(i), str(p.messages), f"{p.tokens_before:,}", f"{p.tokens_after:,}",
+                      f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
+                      *(_cell(p.score, c) for c in cats))
+    console.print(table)

@@ -1,0 +1,134 @@
+"""Tool calls paired with their results, in transcript order: the raw material of most fact extractors.
+
+Success and failure are judged the same way everywhere: the harness's error flag, a non-zero
+`Exit code N` first line (Claude Code Bash), a `<tool_use_error>`, or a user rejection.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..model import Message, ToolCall, ToolResult
+from ..toolkinds import call_target, effective_kind, normalize_name, shell_command, tool_kind
+from .shell import first_line
+
+# Claude Code's text for a tool use the user rejected or interrupted (the call never ran as asked).
+REJECTION_MARKERS = (
+    "The user doesn't want to proceed with this tool use",
+    "The user doesn't want to take this action",
+    "[Request interrupted by user",
+)
+# Claude Code prefixes a failed shell result with its exit code; OpenHands appends one.
+EXIT_CODE_RE = re.compile(r"^\s*Exit code (\d+)|\[Command finished with exit code (\d+)\]")
+# A cascade failure of a parallel call, not a failure of the call itself.
+SIBLING_ERROR = "Sibling tool call errored"
+# Only the head of an output is searched for an exit code: it is printed first (or last, OpenHands).
+EXIT_CODE_SCAN_CHARS = 300
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One tool call, where it is, and its result (None while it is still pending)."""
+
+    call: ToolCall
+    index: int
+    message_id: str
+    result: ToolResult | None
+    result_index: int | None
+    result_message_id: str | None
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def kind(self) -> str:
+        return effective_kind(self.call)
+
+    @property
+    def target(self) -> str:
+        """The exact command line for shell calls (not their description), else the path, pattern or URL."""
+        if tool_kind(self.call) == "shell":
+            command = shell_command(self.call)
+            if command:
+                return first_line(command)
+        return call_target(self.call)
+
+    @property
+    def command(self) -> str | None:
+        return shell_command(self.call) if self.kind in ("shell", "read", "grep", "list") else None
+
+    @property
+    def output(self) -> str:
+        return self.result.content if self.result is not None else ""
+
+    @property
+    def rejected(self) -> bool:
+        return self.result is not None and is_rejection(self.result.content)
+
+    @property
+    def failed(self) -> bool:
+        """The call ran (or was refused) and did not succeed."""
+        return result_failed(self.result)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.result is not None and not self.failed
+
+
+def is_rejection(text: str) -> bool:
+    return any(marker in text[:400] for marker in REJECTION_MARKERS)
+
+
+def exit_code(text: str) -> int | None:
+    """The exit code a shell result reports, if it reports one."""
+    for chunk in (text[:EXIT_CODE_SCAN_CHARS], text[-EXIT_CODE_SCAN_CHARS:]):
+        m = EXIT_CODE_RE.search(chunk)
+        if m:
+            return int(m.group(1) or m.group(2))
+    return None
+
+
+def result_failed(result: ToolResult | None) -> bool:
+    if result is None:
+        return False
+    if result.is_error:
+        return True
+    head = result.content.lstrip()[:EXIT_CODE_SCAN_CHARS]
+    if head.startswith("<tool_use_error>") or is_rejection(head):
+        return True
+    code = exit_code(result.content)
+    return code is not None and code != 0
+
+
+def is_sibling_error(result: ToolResult | None) -> bool:
+    return result is not None and SIBLING_ERROR in result.content[:200]
+
+
+def tool_calls(messages: Sequence[Message]) -> list[CallRecord]:
+    """Every tool call with its result, in call order (a call with no result has result None)."""
+    results: dict[str, tuple[int, Message, ToolResult]] = {}
+    for i, m in enumerate(messages):
+        for r in m.tool_results:
+            results.setdefault(r.call_id, (i, m, r))
+    out: list[CallRecord] = []
+    for i, m in enumerate(messages):
+        for c in m.tool_calls:
+            found = results.get(c.id)
+            if found is not None and found[0] >= i:
+                out.append(CallRecord(c, i, m.id, found[2], found[0], found[1].id))
+            else:
+                out.append(CallRecord(c, i, m.id, None, None, None))
+    return out
+
+
+def tool_label(record: CallRecord) -> str:
+    """`Name target` for a call, as a summary shows it (the MCP prefix kept: it names the server)."""
+    target = record.target
+    return f"{record.name} {target}".strip() if target else record.name
+
+
+def is_named(record: CallRecord, *names: str) -> bool:
+    return normalize_name(record.name) in names

@@ -1,0 +1,144 @@
+"""Tool errors, the line that says what went wrong, and whether (and how) the agent got past them.
+
+An error is "fixed by" the changes made before the same command next ran without that error, or
+"worked around with" a different command on the same target that succeeded. Rejected calls are not
+errors (they are excluded approaches) and a parallel call's cascade failure is not either.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..model import Message
+from ..toolkinds import call_path, tool_kind
+from .calls import CallRecord, is_sibling_error, tool_calls, tool_label
+from .shell import first_line, signature
+from .text import one_line
+
+# How far ahead (in calls) a retry or workaround of a failed call is looked for.
+RESOLUTION_WINDOW = 60
+# An error line longer than this is cut: the cause is at its start.
+MAX_ERROR_LINE = 300
+# Kinds that change nothing, so they cannot be what fixed an error.
+PASSIVE_KINDS = {"read", "grep", "glob", "list", "search", "fetch", "todo", "plan", "agent", "other"}
+# At most this many changes are named in a "fixed by" note (the latest ones).
+MAX_FIXES_NAMED = 2
+
+TRACEBACK = "Traceback (most recent call last)"
+TRACEBACK_LAST_RE = re.compile(r"^\s*[\w.]*(Error|Exception|Exit|Interrupt|Warning)\b.*")
+# Error lines, strongest first; the first pattern that matches any line picks the line.
+ERROR_LINE_RES = tuple(re.compile(p) for p in (
+    r"\*\* \(\w[\w.]*\)",                              # Elixir: ** (RuntimeError) ...
+    r"^\s*(error|Error|ERROR)(\[\w+\])?\s*[:!]",        # compilers, linters: error: ..., error[E0308]: ...
+    r"^\s*fatal:",                                     # git
+    r"^\s*(FAILED|FAIL)\b",                             # pytest / go test
+    r"\b\w*(Error|Exception)\b",                       # exception names anywhere
+    r"(?i)\b(failed|failure|not found|no such file|permission denied|cannot|could not|unable to)\b",
+))
+EXIT_LINE_RE = re.compile(r"^\s*Exit code \d+\s*$")
+TAG_RE = re.compile(r"</?tool_use_error>")
+
+
+@dataclass(frozen=True)
+class ErrorFact:
+    """A failed tool call; `resolution` says how it was got past, or is None while unresolved."""
+
+    call_id: str
+    tool: str
+    target: str
+    line: str
+    message_id: str
+    index: int
+    resolution: str | None = None
+    resolved_message_id: str | None = None
+    workaround: bool = False
+
+    @property
+    def resolved(self) -> bool:
+        return self.resolution is not None
+
+
+def error_line(output: str) -> str:
+    """The line of an error output that says what went wrong (verbatim, one line)."""
+    text = TAG_RE.sub("", output)
+    lines = [ln for ln in text.splitlines() if ln.strip() and not EXIT_LINE_RE.match(ln)]
+    if not lines:
+        return ""
+    if TRACEBACK in text:
+        for ln in reversed(lines):
+            if TRACEBACK_LAST_RE.match(ln):
+                return one_line(ln, MAX_ERROR_LINE)
+    for pattern in ERROR_LINE_RES:
+        for ln in lines:
+            if pattern.search(ln) and not ln.lstrip().lower().startswith("warning"):
+                return one_line(ln, MAX_ERROR_LINE)
+    return one_line(lines[0], MAX_ERROR_LINE)
+
+
+def target_key(rec: CallRecord) -> str:
+    """What a retry of this call would share with it: the file, the command's signature, or name+target."""
+    path = call_path(rec.call)
+    if path and rec.kind in ("read", "edit", "write"):
+        return f"file:{path}"
+    if tool_kind(rec.call) == "shell" and rec.command:
+        return f"cmd:{signature(rec.command)}"
+    return f"{rec.name}:{rec.target}"
+
+
+def _label(rec: CallRecord) -> str:
+    if rec.command:
+        return f"`{one_line(first_line(rec.command), 160)}`"
+    return one_line(tool_label(rec), 160)
+
+
+def _resolve(records: list[CallRecord], i: int) -> tuple[str, str, bool] | None:
+    """(resolution text, message id, workaround?) for the failed call at `i`, or None."""
+    failed = records[i]
+    key, line = target_key(failed), error_line(failed.output)
+    changes: list[CallRecord] = []
+    for later in records[i + 1: i + 1 + RESOLUTION_WINDOW]:
+        if later.result is None or later.rejected:
+            continue
+        same = target_key(later) == key
+        if same and later.failed and error_line(later.output) == line:
+            changes.clear()  # the same error again: what came before did not fix it
+            continue
+        if same:
+            where = later.result_message_id or later.message_id
+            if later.failed:  # a different error: the earlier one was got past
+                return (_fixed_by(changes) or "got past; next attempt failed differently", where, False)
+            if later.call.input_json != failed.call.input_json and not changes:
+                return f"worked around with {_label(later)}", where, True
+            return (_fixed_by(changes) or "succeeded on retry"), where, False
+        if later.succeeded and later.kind not in PASSIVE_KINDS:
+            changes.append(later)
+    return None
+
+
+def _fixed_by(changes: list[CallRecord]) -> str | None:
+    names: list[str] = []
+    for rec in reversed(changes):
+        label = _label(rec)
+        if label not in names:
+            names.append(label)
+        if len(names) == MAX_FIXES_NAMED:
+            break
+    return "fixed by " + ", ".join(reversed(names)) if names else None
+
+
+def tool_errors(messages: Sequence[Message]) -> list[ErrorFact]:
+    """Every failed tool call, oldest first, with its error line and resolution (None if unresolved)."""
+    records = tool_calls(messages)
+    out: list[ErrorFact] = []
+    for i, rec in enumerate(records):
+        if not rec.failed or rec.rejected or is_sibling_error(rec.result):
+            continue
+        found = _resolve(records, i)
+        resolution, where, workaround = found if found else (None, None, False)
+        out.append(ErrorFact(rec.call.id, rec.name, rec.target, error_line(rec.output),
+                             rec.result_message_id or rec.message_id,
+                             rec.result_index if rec.result_index is not None else rec.index,
+                             resolution, where, workaround))
+    return out

@@ -1,0 +1,375 @@
+"""Which files the agent read, edited, created or deleted, and the last content it saw of each.
+
+Content comes from read results (line-number prefixes stripped, partial reads merged by line number)
+and from write inputs; successful edits are replayed onto known content so it stays current. When an
+edit cannot be replayed the content is marked stale: the file changed after the agent last saw it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..model import Message
+from ..toolkinds import call_path, normalize_name, tool_kind
+from .calls import CallRecord, tool_calls
+from .meta import message_cwd, normalize_path
+from .shell import SimpleCommand, simple_commands
+
+READ, EDITED, CREATED, DELETED = "read", "edited", "created", "deleted"
+At = tuple[int, str]  # where an effect shows: (message index, message id)
+
+# Line-numbered read formats: Claude Code `     1→text`, `cat -n` / OpenHands `     1\ttext`,
+# SWE-agent `1:text`.
+NUMBERED_LINE_RES = (
+    re.compile(r"^\s*(\d+)→(.*)$"),
+    re.compile(r"^\s*(\d+)\t(.*)$"),
+    re.compile(r"^(\d+):(.*)$"),
+)
+# SWE-agent's file window header: `[File: /path (94 lines total)]`.
+SWE_WINDOW_RE = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
+# Write-style inputs carry the whole new file under one of these keys.
+CONTENT_KEYS = ("content", "file_text", "contents", "text")
+# OpenAI apply_patch (Codex) names its files in headers like `*** Update File: path`.
+PATCH_FILE_RE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+# Result text that says a write made a new file, or replaced an existing one.
+CREATED_MARKERS = ("File created successfully", "created successfully at", "File created")
+UPDATED_MARKERS = ("has been updated", "overwritten", "has been modified")
+# Read inputs that ask for part of a file (Claude Code offset/limit, OpenHands view_range).
+RANGE_KEYS = ("offset", "limit", "view_range", "line", "start_line", "end_line")
+SHELL_READERS = {"cat", "head", "tail", "less", "more", "nl", "bat", "open", "view"}
+# Shown between runs of a partially read file, so a reader knows lines are missing.
+GAP_MARKER = "[… lines {start}-{end} not seen …]"
+GAP_MARKER_OPEN = "[… lines from {start} not seen …]"
+
+
+@dataclass(frozen=True)
+class FileFact:
+    """What the transcript shows about one file; `content` is the last content seen, if any."""
+
+    path: str
+    actions: frozenset[str]
+    first_index: int
+    last_index: int
+    last_message_id: str
+    content: str | None = None
+    content_message_id: str | None = None
+    partial: bool = False
+    stale: bool = False
+    edits: int = 0
+
+
+@dataclass
+class _FileState:
+    path: str
+    first_index: int
+    last_index: int = 0
+    last_message_id: str = ""
+    actions: set[str] = field(default_factory=set)
+    lines: dict[int, str] | None = None
+    total: int | None = None
+    complete: bool = False
+    stale: bool = False
+    content_message_id: str | None = None
+    content_index: int = -1
+    edits: int = 0
+
+    def touch(self, action: str, at: At) -> None:
+        self.actions.add(action)
+        if at[0] >= self.last_index:
+            self.last_index, self.last_message_id = at
+
+    def see_text(self, text: str, at: At) -> None:
+        """The whole file's content is now known (seen at message (index, id))."""
+        body = text[:-1] if text.endswith("\n") else text
+        self.lines = {n: line for n, line in enumerate(body.split("\n"), 1)} if text else {}
+        self.total = len(self.lines)
+        self.complete, self.stale = True, False
+        self.content_index, self.content_message_id = at
+
+    def see_lines(self, lines: dict[int, str], at: At, *, whole: bool,
+                  total: int | None = None) -> None:
+        """Some (or, with `whole`, all) of the file's lines are now known."""
+        if whole:
+            self.lines, self.complete = dict(lines), True
+        elif self.lines is not None and not self.stale:
+            self.lines.update(lines)
+        else:
+            self.lines, self.complete = dict(lines), False
+        if total is not None:
+            self.total = total
+            self.complete = self.complete or len(self.lines) >= total
+        self.stale = False
+        self.content_index, self.content_message_id = at
+
+    def text(self) -> str | None:
+        if self.lines is None:
+            return None
+        return "\n".join(self.lines[n] for n in sorted(self.lines))
+
+    def apply(self, replacements: Iterable[tuple[str, str, bool]], at: At) -> None:
+        """Replay an edit's (old, new, replace_all) steps; content that cannot take them goes stale."""
+        self.edits += 1
+        current = self.text() if self.complete and not self.stale else None
+        if current is None:
+            self.stale = self.lines is not None
+            return
+        for old, new, replace_all in replacements:
+            if not old or old not in current:
+                self.stale = True
+                return
+            current = current.replace(old, new) if replace_all else current.replace(old, new, 1)
+        self.see_text(current, at)
+
+    def changed_unseen(self) -> None:
+        """The file changed in a way the transcript does not show."""
+        self.edits += 1
+        if self.lines is not None:
+            self.stale = True
+
+    def fact(self) -> FileFact:
+        content, partial = None, False
+        if self.lines is not None:
+            content, partial = _render(self.lines, self.complete, self.total)
+        return FileFact(self.path, frozenset(self.actions), self.first_index, self.last_index,
+                        self.last_message_id, content, self.content_message_id if content is not None else None,
+                        partial, self.stale and content is not None, self.edits)
+
+
+def _render(lines: dict[int, str], complete: bool, total: int | None) -> tuple[str, bool]:
+    """Known lines in order, with a marker for each gap; (text, partial)."""
+    if complete:
+        return "\n".join(lines[n] for n in sorted(lines)), False
+    out: list[str] = []
+    expected = 1
+    for n in sorted(lines):
+        if n > expected:
+            out.append(GAP_MARKER.format(start=expected, end=n - 1))
+        out.append(lines[n])
+        expected = n + 1
+    if total is not None and expected <= total:
+        out.append(GAP_MARKER.format(start=expected, end=total))
+    elif total is None:
+        out.append(GAP_MARKER_OPEN.format(start=expected))
+    return "\n".join(out), True
+
+
+def numbered_lines(text: str) -> dict[int, str] | None:
+    """Lines of a line-numbered read result keyed by number (the numbering format picked by majority),
+    or None when the text is not line-numbered."""
+    rows = text.split("\n")
+    for pattern in NUMBERED_LINE_RES:
+        found: dict[int, str] = {}
+        for row in rows:
+            m = pattern.match(row)
+            if m:
+                found.setdefault(int(m.group(1)), m.group(2))
+        if found and len(found) * 2 >= sum(1 for r in rows if r.strip() and not r.startswith("<")):
+            return found
+    return None
+
+
+def _edit_steps(inp: dict[str, Any]) -> list[tuple[str, str, bool]] | None:
+    """(old, new, replace_all) steps of a string-replacement edit, or None for other edit shapes."""
+    if isinstance(inp.get("edits"), list):
+        steps = []
+        for e in inp["edits"]:
+            if not isinstance(e, dict):
+                return None
+            old = e.get("old_string", e.get("old_str"))
+            new = e.get("new_string", e.get("new_str", ""))
+            if not isinstance(old, str) or not isinstance(new, str):
+                return None
+            steps.append((old, new, bool(e.get("replace_all"))))
+        return steps
+    old = inp.get("old_string", inp.get("old_str"))
+    new = inp.get("new_string", inp.get("new_str"))
+    if isinstance(old, str) and isinstance(new, str):
+        return [(old, new, bool(inp.get("replace_all")))]
+    return None
+
+
+class _Tracker:
+    """Replays successful calls onto per-file state. `at` is where an effect shows: (index, message id)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, _FileState] = {}
+
+    def state(self, path: str, index: int) -> _FileState:
+        st = self.files.get(path)
+        if st is None:
+            st = self.files[path] = _FileState(path, first_index=index, last_index=index)
+        return st
+
+    def record(self, rec: CallRecord, cwd: str | None) -> None:
+        at = (rec.result_index if rec.result_index is not None else rec.index,
+              rec.result_message_id or rec.message_id)
+        written = (rec.index, rec.message_id)  # content from a call's input is known at the call
+        inp = dict(rec.call.input)
+        if normalize_name(rec.name) == "apply_patch":
+            self._patch(inp, at, cwd)
+            return
+        if tool_kind(rec.call) == "shell":
+            self._shell(rec, cwd, at)
+            return
+        kind = rec.kind
+        raw_path = call_path(rec.call) or _window_path(rec.output)
+        if not raw_path or kind not in ("read", "edit", "write"):
+            return
+        st = self.state(normalize_path(raw_path, cwd), rec.index)
+        if kind == "read":
+            st.touch(READ, at)
+            if not _see_window(st, rec.output, at):
+                lines = numbered_lines(rec.output)
+                if lines is not None:
+                    ranged = any(inp.get(k) not in (None, "", 0) for k in RANGE_KEYS)
+                    st.see_lines(lines, at, whole=not ranged and min(lines) == 1)
+            return
+        if kind == "write":
+            content = next((inp[k] for k in CONTENT_KEYS if isinstance(inp.get(k), str)), None)
+            existed = bool(st.actions - {DELETED}) or any(m in rec.output for m in UPDATED_MARKERS)
+            created = any(m in rec.output for m in CREATED_MARKERS) or not existed
+            st.touch(CREATED if created else EDITED, at)
+            if content is not None:
+                st.edits += 1
+                st.see_text(content, written)
+            else:
+                st.changed_unseen()
+        else:
+            st.touch(EDITED, at)
+            steps = _edit_steps(inp)
+            if steps is not None:
+                st.apply(steps, written)
+            else:
+                st.changed_unseen()
+        _see_window(st, rec.output, at)
+
+    def _patch(self, inp: dict[str, Any], at: At, cwd: str | None) -> None:
+        patch = next((v for v in inp.values() if isinstance(v, str) and "*** " in v), "")
+        for verb, path in PATCH_FILE_RE.findall(patch):
+            st = self.state(normalize_path(path.strip(), cwd), at[0])
+            st.touch({"Add": CREATED, "Delete": DELETED}.get(verb, EDITED), at)
+            st.changed_unseen()
+
+    def _shell(self, rec: CallRecord, cwd: str | None, at: At) -> None:
+        commands = simple_commands(rec.command or "")
+        for sc in commands:
+            for path, append in sc.writes:
+                st = self.state(normalize_path(path, cwd), rec.index)
+                st.touch(EDITED if append or (st.actions - {DELETED}) else CREATED, at)
+                if sc.heredoc is not None and not append and sc.program in ("cat", "tee", ""):
+                    st.edits += 1
+                    st.see_text(sc.heredoc, (rec.index, rec.message_id))
+                else:
+                    st.changed_unseen()
+            self._shell_verb(sc, rec, cwd, at, alone=len(commands) == 1)
+
+    def _shell_verb(self, sc: SimpleCommand, rec: CallRecord, cwd: str | None, at: At, *,
+                    alone: bool) -> None:
+        prog, args = sc.program, [a for a in sc.args if not a.startswith("-")]
+
+        def state(arg: str) -> _FileState:
+            return self.state(normalize_path(arg, cwd), rec.index)
+
+        if prog in SHELL_READERS and args and not sc.writes:
+            whole_file_readers = prog in ("cat", "bat", "nl", "open", "view")
+            for arg in args if whole_file_readers else args[-1:]:
+                if not re.fullmatch(r"[+]?\d+", arg):
+                    state(arg).touch(READ, at)
+            # Only a lone `cat FILE` shows the whole file: its output is the content.
+            if prog == "cat" and len(args) == 1 and alone and sc.heredoc is None:
+                lines = numbered_lines(rec.output) if "-n" in sc.args else None
+                if lines is not None:
+                    state(args[0]).see_lines(lines, at, whole=True)
+                else:
+                    state(args[0]).see_text(rec.output, at)
+            elif prog == "open":
+                _see_window(state(args[0]), rec.output, at)
+        elif prog == "sed" and args and any(a.startswith("-i") or a == "--in-place" for a in sc.args):
+            st = state(args[-1])
+            st.touch(EDITED, at)
+            st.changed_unseen()
+        elif prog in ("create", "touch") and args:
+            st = state(args[0])
+            st.touch(EDITED if st.actions - {DELETED} else CREATED, at)
+            _see_window(st, rec.output, at)
+        elif prog == "edit" and _window_path(rec.output):
+            st = state(_window_path(rec.output) or "")
+            st.touch(EDITED, at)
+            st.changed_unseen()
+            _see_window(st, rec.output, at)
+        elif prog == "rm":
+            for arg in args:
+                state(arg).touch(DELETED, at)
+        elif prog == "git" and len(args) > 1 and args[0] in ("checkout", "restore"):
+            paths = sc.words[sc.words.index("--") + 1:] if "--" in sc.words else (
+                args[1:] if args[0] == "restore" else [])
+            for arg in paths:
+                st = state(arg)
+                st.touch(EDITED, at)
+                st.changed_unseen()
+
+
+def _window_path(output: str) -> str | None:
+    m = SWE_WINDOW_RE.search(output)
+    return m.group(1) if m else None
+
+
+def _see_window(st: _FileState, output: str, at: At) -> bool:
+    """Take a SWE-agent `[File: path (N lines total)]` window as seen content."""
+    m = SWE_WINDOW_RE.search(output)
+    if not m:
+        return False
+    lines = numbered_lines(output[m.end():])
+    if lines is None:
+        return False
+    total = int(m.group(2))
+    st.see_lines(lines, at, whole=len(lines) >= total, total=total)
+    return True
+
+
+def file_activity(messages: Sequence[Message]) -> list[FileFact]:
+    """Every file the transcript shows the agent touching, most recently touched first.
+
+    Failed and rejected calls change nothing (a rejected edit was not written)."""
+    tracker = _Tracker()
+    cwd_by_index = _cwds(messages)
+    for rec in tool_calls(messages):
+        if rec.result is None or rec.failed:
+            continue
+        tracker.record(rec, cwd_by_index[rec.index])
+    facts = [st.fact() for st in _merge_relative(tracker.files).values() if st.actions]
+    facts.sort(key=lambda f: (-f.last_index, f.path))
+    return facts
+
+
+def _cwds(messages: Sequence[Message]) -> list[str | None]:
+    """The working directory in force at each message (the last one a message reported)."""
+    out: list[str | None] = []
+    current: str | None = None
+    for m in messages:
+        current = message_cwd(m) or current
+        out.append(current)
+    return out
+
+
+def _merge_relative(files: dict[str, _FileState]) -> dict[str, _FileState]:
+    """Fold a relative path into the one absolute path that ends with it (a harness that names a file
+    relatively in the call and absolutely in the result, with no cwd to join them)."""
+    absolute = [p for p in files if p.startswith("/")]
+    out = dict(files)
+    for rel in [p for p in files if not p.startswith("/")]:
+        matches = [a for a in absolute if a.endswith("/" + rel)]
+        if len(matches) != 1:
+            continue
+        src, dst = out.pop(rel), out[matches[0]]
+        dst.actions |= src.actions
+        dst.first_index = min(dst.first_index, src.first_index)
+        dst.edits += src.edits
+        if src.last_index > dst.last_index:
+            dst.last_index, dst.last_message_id = src.last_index, src.last_message_id
+        if src.lines is not None and (dst.lines is None or src.content_index > dst.content_index):
+            dst.lines, dst.total, dst.complete, dst.stale = src.lines, src.total, src.complete, src.stale
+            dst.content_message_id, dst.content_index = src.content_message_id, src.content_index
+    return out

@@ -1,0 +1,50 @@
+"""Harness fields that adapters carry in `Message.meta` (working directory, git branch).
+
+Adapters put them either at the top of `meta` or inside the source record they keep for round trips;
+both places are looked at, and a missing field is None, never an error.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from ..model import Message
+
+# Keys an adapter may use for the source record it keeps in meta.
+RECORD_KEYS = ("record", "raw", "source_record")
+
+
+def meta_field(message: Message, *keys: str) -> Any:
+    """The first of `keys` found in the message's meta or in its kept source record."""
+    meta = message.meta
+    for key in keys:
+        if meta.get(key) not in (None, ""):
+            return meta[key]
+    for rk in RECORD_KEYS:
+        record = meta.get(rk)
+        if isinstance(record, dict):
+            for key in keys:
+                if record.get(key) not in (None, ""):
+                    return record[key]
+    return None
+
+
+def message_cwd(message: Message) -> str | None:
+    value = meta_field(message, "cwd")
+    return value if isinstance(value, str) else None
+
+
+def message_branch(message: Message) -> str | None:
+    value = meta_field(message, "gitBranch", "git_branch", "branch")
+    return value if isinstance(value, str) else None
+
+
+def normalize_path(path: str, cwd: str | None) -> str:
+    """A path made absolute against `cwd` when it is relative and a cwd is known; `.`/`..` folded."""
+    p = path.strip().strip("'\"")
+    if not p:
+        return p
+    if not p.startswith(("/", "~")) and cwd:
+        p = posixpath.join(cwd, p)
+    return posixpath.normpath(p) if p not in (".", "..") else p

@@ -1,0 +1,160 @@
+"""A small reader for the shell command lines agents run: simple commands, redirections, heredocs.
+
+It is not a shell parser; it recognises what matters for facts (which files a command reads or
+writes, what a heredoc writes, a command's signature) and gives up quietly on anything else.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+# `<<EOF`, `<<'EOF'`, `<<-"EOF"`: the delimiter of a heredoc whose body follows on the next lines.
+HEREDOC_RE = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
+# Stands where `<<EOF` was, so the body goes to the simple command that opened it.
+HEREDOC_MARK = "__HEREDOC__"
+# Tokens that separate simple commands in a pipeline or list.
+SEPARATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "(", ")"}
+# Redirection targets that are not files.
+NON_FILES = {"/dev/null", "/dev/stdout", "/dev/stderr"}
+# Fallback tokenizer for lines shlex rejects: operators, or runs of anything else.
+ROUGH_TOKEN_RE = re.compile(r"&&|\|\||>>|[;|&()<>]|[^\s;|&()<>]+")
+# Wrappers that run the rest of the line as the real command.
+WRAPPERS = {"sudo", "time", "env", "nohup", "command", "exec", "timeout"}
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One command of a pipeline or list: its words, files it writes (`>`/`>>`) and a heredoc body."""
+
+    words: tuple[str, ...]
+    writes: tuple[tuple[str, bool], ...] = ()  # (path, append)
+    heredoc: str | None = None
+    reads: tuple[str, ...] = field(default=())  # `< file` inputs
+
+    @property
+    def program(self) -> str:
+        return self.words[0] if self.words else ""
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return self.words[1:]
+
+
+def _logical_lines(command: str) -> list[tuple[str, str | None]]:
+    """Command lines paired with the heredoc body that follows each (None when there is none)."""
+    lines = command.replace("\\\n", " ").splitlines()
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = HEREDOC_RE.search(line)
+        if not m:
+            out.append((line, None))
+            i += 1
+            continue
+        delim, body = m.group(2), []
+        i += 1
+        while i < len(lines) and lines[i].strip() != delim:
+            body.append(lines[i])
+            i += 1
+        i += 1  # the delimiter line
+        marked = f"{line[: m.start()]} {HEREDOC_MARK} {line[m.end():]}"
+        out.append((marked, "\n".join(body) + ("\n" if body else "")))
+    return out
+
+
+def _tokens(line: str) -> list[str]:
+    """Shell words and operators; unbalanced quotes (a line cut by a heredoc) fall back to a rough split."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        return [t.strip("'\"") for t in ROUGH_TOKEN_RE.findall(line) if t.strip("'\"")]
+
+
+def _simple(tokens: list[str], heredoc: str | None) -> SimpleCommand | None:
+    if HEREDOC_MARK in tokens:
+        tokens = [t for t in tokens if t != HEREDOC_MARK]
+    else:
+        heredoc = None
+    words: list[str] = []
+    writes: list[tuple[str, bool]] = []
+    reads: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in (">", ">>", ">|", "&>", "&>>") and i + 1 < len(tokens):
+            target = tokens[i + 1]
+            # `2>&1` lexes as "2", ">&", "1"; a digit before ">" is a file-descriptor prefix.
+            if words and words[-1].isdigit():
+                words.pop()
+            if target not in NON_FILES and not target.startswith("&"):
+                writes.append((target, tok.startswith(">>") or tok == "&>>"))
+            i += 2
+            continue
+        if tok in (">&", "<&"):
+            if words and words[-1].isdigit():
+                words.pop()
+            i += 2
+            continue
+        if tok == "<" and i + 1 < len(tokens):
+            reads.append(tokens[i + 1])
+            i += 2
+            continue
+        words.append(tok)
+        i += 1
+    while words and (words[0] in WRAPPERS or re.fullmatch(r"[A-Za-z_]\w*=.*", words[0])):
+        words.pop(0)
+    if not words and not writes:
+        return None
+    return SimpleCommand(tuple(words), tuple(writes), heredoc, tuple(reads))
+
+
+def simple_commands(command: str) -> list[SimpleCommand]:
+    """The simple commands of a command line, in order; heredoc bodies go to the command that opens them."""
+    out: list[SimpleCommand] = []
+    for line, heredoc in _logical_lines(command):
+        tokens = _tokens(line)
+        current: list[str] = []
+        groups: list[list[str]] = []
+        for tok in tokens:
+            if tok in SEPARATORS:
+                if current:
+                    groups.append(current)
+                current = []
+            else:
+                current.append(tok)
+        if current:
+            groups.append(current)
+        for group in groups:
+            sc = _simple(group, heredoc)
+            if sc is not None:
+                out.append(sc)
+    return out
+
+
+def first_line(command: str) -> str:
+    """The command's first non-empty line (a heredoc's body is not the command)."""
+    for line in command.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def signature(command: str) -> str:
+    """What identifies a command across retries: program and subcommand (`git push`, `mix test`),
+    with `cd DIR &&` prefixes, env assignments and output plumbing dropped."""
+    for sc in simple_commands(first_line(command)):
+        if sc.program in ("cd", "source", ".", "export", "set"):
+            continue
+        words = [w for w in sc.words if not w.startswith("-")]
+        if not words:
+            continue
+        if len(words) > 1 and re.fullmatch(r"[a-z][\w.:-]*", words[1]) and "/" not in words[1]:
+            return f"{words[0]} {words[1]}"
+        return words[0]
+    return first_line(command)[:60]

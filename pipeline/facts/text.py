@@ -1,0 +1,102 @@
+"""Text helpers shared by the fact extractors: hook text, sentence and bullet units, one-line trims.
+
+Facts are kept verbatim, so these helpers only cut text at natural boundaries (a bullet, a sentence);
+they never rephrase.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Claude Code wraps hook and harness notes in these tags inside user messages and tool results.
+SYSTEM_REMINDER_RE = re.compile(r"<system-reminder>(.*?)</system-reminder>", re.S)
+# A bullet or numbered item at the start of a line ("- x", "* x", "• x", "1. x", "2) x").
+BULLET_RE = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*\S)\s*$")
+# Markdown headings and "Section:" lines introduce the bullets below them.
+HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+(.+?)|([A-Z][A-Za-z /&-]{2,60}):)\s*$")
+# A sentence ends at . ! or ? followed by space and a capital, quote, backtick or bracket.
+SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
+# A unit longer than this is cut at a word boundary: one rule is never a page of text.
+MAX_UNIT_CHARS = 400
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One bullet or sentence of a text, with the heading it sits under (lower-cased, or "")."""
+
+    text: str
+    heading: str
+    bullet: bool
+
+
+def strip_reminders(text: str) -> str:
+    """The text without `<system-reminder>` blocks (hook and harness notes, not the author's words)."""
+    return SYSTEM_REMINDER_RE.sub("", text).strip()
+
+
+def reminders(text: str) -> list[str]:
+    """The bodies of the `<system-reminder>` blocks in a text, stripped."""
+    return [m.group(1).strip() for m in SYSTEM_REMINDER_RE.finditer(text) if m.group(1).strip()]
+
+
+def trim(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a word boundary, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip() + ELLIPSIS
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """Whitespace runs collapsed to single spaces, then trimmed."""
+    return trim(re.sub(r"\s+", " ", text).strip(), limit)
+
+
+def units(text: str) -> list[Unit]:
+    """Split text into bullets and sentences, each tagged with the heading above it.
+
+    Code fences are skipped: rules live in prose, and code lines only look like sentences.
+    """
+    out: list[Unit] = []
+    heading = ""
+    paragraph: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        if paragraph:
+            joined = " ".join(paragraph)
+            for sentence in SENTENCE_SPLIT_RE.split(joined):
+                if sentence.strip():
+                    out.append(Unit(trim(sentence.strip(), MAX_UNIT_CHARS), heading, False))
+            paragraph.clear()
+
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            flush()
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        if not line.strip():
+            flush()
+            continue
+        head = HEADING_RE.match(line)
+        if head:
+            flush()
+            heading = (head.group(1) or head.group(2) or "").strip().lower()
+            continue
+        bullet = BULLET_RE.match(line)
+        if bullet:
+            flush()
+            out.append(Unit(trim(bullet.group(1), MAX_UNIT_CHARS), heading, True))
+            continue
+        paragraph.append(line.strip())
+    flush()
+    return out

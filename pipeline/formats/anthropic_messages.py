@@ -1,0 +1,352 @@
+"""Anthropic Messages requests: `{"system": str | blocks, "messages": [...], ...}` or a bare message list.
+
+Read: `system` becomes one leading system message (id "system"; its string-or-blocks form kept), each
+API message one message (id = its index). Every block keeps its original JSON (cache_control,
+citations, unknown keys; see rawkeep), so an unmodified request writes back as equal JSON.
+
+Write exports a VALID request, which can change the message structure:
+- leading system messages -> `system` (a string when it is one plain text, else a block list);
+  system messages later in the view -> user text;
+- role "tool" -> user; consecutive same-role messages are merged into one turn;
+- every tool_result moves to the user turn right after the assistant turn holding its tool_use,
+  ahead of that turn's other blocks (a user turn is created when there is none);
+- the API requires the first turn to be the user's: when the view starts with an assistant turn,
+  a minimal user text "(continued)" is inserted before it.
+So read(write(x)) can have fewer messages than x; what is guaranteed is the same sequence of roles
+and blocks after merging, and write(read(write(x))) == write(x).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..errors import FormatError
+from ..model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult
+from .base import Transcript
+from .jsondoc import as_messages, parse_json, peek_json
+from .rawkeep import Recall, raw_meta_key, remember
+from .validate import check_pairing
+
+NAME = "anthropic"
+WRITABLE = True
+
+_EXPECTED = 'an object with a "messages" list (and optional "system") or a JSON list of messages'
+SYSTEM_ID = "system"
+CONTINUED = "(continued)"  # the user text put first when a view would start with an assistant turn
+SHAPE = "_shape"                   # Transcript.meta: "list" or "request"
+_EXTRA = f"{NAME}.extra"           # unmodeled message keys
+_FORM = f"{NAME}.content"          # "string" or "list": how content (or system) was given
+_RAW = raw_meta_key(NAME)
+# Block types only the Messages API uses: their presence tells an Anthropic request from an OpenAI one.
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document",
+                               "server_tool_use", "web_search_tool_result", "search_result"})
+_OPENAI_PARTS = frozenset({"image_url", "input_audio", "refusal"})
+_OPENAI_MESSAGE_KEYS = ("tool_calls", "tool_call_id", "function_call")
+
+
+def looks_anthropic(doc: Any) -> bool:
+    """True for a chat-shaped document with positive Anthropic evidence and nothing OpenAI-only."""
+    msgs = as_messages(doc)
+    if msgs is None:
+        return False
+    evidence = isinstance(doc, dict) and (
+        "system" in doc or "anthropic_version" in doc or str(doc.get("model", "")).startswith("claude"))
+    for m in msgs:
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            return False
+        if any(k in m for k in _OPENAI_MESSAGE_KEYS):
+            return False
+        content = m.get("content")
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            return False
+        for b in content:
+            t = b.get("type") if isinstance(b, dict) else None
+            if t is None or t in _OPENAI_PARTS:
+                return False
+            if t in _ANTHROPIC_BLOCKS or (t == "image" and "source" in b) or "cache_control" in b:
+                evidence = True
+    return evidence
+
+
+def sniff(text: str, path: str | None) -> bool:
+    return looks_anthropic(peek_json(text))
+
+
+def read(text: str, path: str | None = None) -> Transcript:
+    doc = parse_json(text, path, _EXPECTED)
+    messages: list[Message] = []
+    if isinstance(doc, list):
+        raw_msgs, meta = doc, {SHAPE: "list"}
+    elif isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        raw_msgs = doc["messages"]
+        meta = {**{k: v for k, v in doc.items() if k not in ("system", "messages")}, SHAPE: "request"}
+        if "system" in doc:
+            messages.append(_read_system(doc["system"], path))
+    else:
+        raise FormatError(f"expected {_EXPECTED}, found {type(doc).__name__}", path=path)
+    messages += [_read_message(i, m, path) for i, m in enumerate(raw_msgs)]
+    check_pairing(messages, path)
+    return Transcript(messages, NAME, path, meta=meta)
+
+
+def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
+    msgs = list(transcript.messages if messages is None else messages)
+    own = transcript.format == NAME
+    system, turns = _export(msgs, transcript.path)
+    if own and transcript.meta.get(SHAPE) == "list" and system is None:
+        return json.dumps(turns, ensure_ascii=False, indent=2)
+    doc = {k: v for k, v in transcript.meta.items() if k != SHAPE} if own else {}
+    if system is not None:
+        doc["system"] = system
+    doc["messages"] = turns
+    return json.dumps(doc, ensure_ascii=False, indent=2)
+
+
+# ---- read ------------------------------------------------------------------------------------
+
+def _read_system(value: Any, path: str | None) -> Message:
+    if isinstance(value, str):
+        return Message(SYSTEM_ID, "system", (Text(value),), meta={_FORM: "string"})
+    if not isinstance(value, list):
+        raise FormatError(f"system must be a string or a list of blocks, not {type(value).__name__}",
+                          path=path, record="system")
+    raws: dict[str, list[Any]] = {}
+    blocks = [_block(b, raws, path, f"system[{j}]") for j, b in enumerate(value)]
+    return Message(SYSTEM_ID, "system", tuple(blocks), meta={_FORM: "list", _RAW: raws})
+
+
+def _read_message(i: int, raw: Any, path: str | None) -> Message:
+    record = f"messages[{i}]"
+    if not isinstance(raw, dict):
+        raise FormatError(f"expected a message object, found {type(raw).__name__}", path=path, record=record)
+    role = raw.get("role")
+    if role not in ("user", "assistant"):
+        raise FormatError(f"role must be user or assistant, not {role!r}", path=path, record=record)
+    content = raw.get("content")
+    raws: dict[str, list[Any]] = {}
+    meta: dict[str, Any] = {}
+    if isinstance(content, str):
+        blocks: list[Block] = [Text(content)]
+        meta[_FORM] = "string"
+    elif isinstance(content, list):
+        blocks = [_block(b, raws, path, f"{record}.content[{j}]") for j, b in enumerate(content)]
+        meta[_FORM] = "list"
+    else:
+        raise FormatError(f"content must be a string or a list of blocks, not {type(content).__name__}",
+                          path=path, record=record)
+    extra = {k: v for k, v in raw.items() if k not in ("role", "content")}
+    if extra:
+        meta[_EXTRA] = extra
+    if raws:
+        meta[_RAW] = raws
+    return Message(str(i), role, tuple(blocks), meta=meta)
+
+
+def _block(b: Any, raws: dict[str, list[Any]], path: str | None, record: str) -> Block:
+    if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+        raise FormatError('expected a content block object with a "type"', path=path, record=record)
+    block = _block_from(b, path, record)
+    remember(raws, block, b)
+    return block
+
+
+def _block_from(b: dict[str, Any], path: str | None, record: str) -> Block:
+    t = b["type"]
+    if t == "text" and isinstance(b.get("text"), str):
+        return Text(b["text"])
+    if t == "tool_use":
+        if not (isinstance(b.get("id"), str) and isinstance(b.get("name"), str)
+                and isinstance(b.get("input", {}), dict)):
+            raise FormatError("tool_use needs a string id and name and an object input", path=path, record=record)
+        return ToolCall(b["id"], b["name"], b.get("input", {}))
+    if t == "tool_result":
+        if not isinstance(b.get("tool_use_id"), str):
+            raise FormatError("tool_result needs a string tool_use_id", path=path, record=record)
+        text, images = _result_content(b.get("content"), path, record)
+        return ToolResult(b["tool_use_id"], text, bool(b.get("is_error")), images)
+    if t == "thinking" and isinstance(b.get("thinking"), str):
+        return Thinking(b["thinking"], b.get("signature"))
+    if t == "redacted_thinking" and isinstance(b.get("data"), str):
+        # The encrypted payload rides in `signature`: it is not text the model reads back as such.
+        return Thinking("", b["data"], redacted=True)
+    if t == "image":
+        image = _image(b.get("source"))
+        if image is not None:
+            return image
+    return Opaque.of(b)
+
+
+def _result_content(content: Any, path: str | None, record: str) -> tuple[str, tuple[Image, ...]]:
+    if content is None:
+        return "", ()
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list):
+        raise FormatError("tool_result content must be a string or a list of blocks", path=path, record=record)
+    texts = [p["text"] for p in content if isinstance(p, dict) and p.get("type") == "text"
+             and isinstance(p.get("text"), str)]
+    images = [_image(p.get("source")) for p in content if isinstance(p, dict) and p.get("type") == "image"]
+    return "\n".join(texts), tuple(i for i in images if i is not None)
+
+
+def _image(source: Any) -> Image | None:
+    if not isinstance(source, dict):
+        return None
+    if source.get("type") == "base64" and isinstance(source.get("data"), str):
+        return Image(str(source.get("media_type", "image/png")), source["data"])
+    if source.get("type") == "url" and isinstance(source.get("url"), str):
+        return Image(data=source["url"], source="url")
+    return None
+
+
+# ---- write -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Item:
+    """One block of an exported turn: its API JSON, where it came from, the call it makes or answers."""
+
+    api: Any
+    src: tuple[int, int] | None = None     # (message index, block index); None if export made it up
+    call: str | None = None                # tool_use id
+    answers: str | None = None             # tool_result's tool_use id
+
+
+_Turn = tuple[str, list[_Item]]
+
+
+def _export(msgs: list[Message], path: str | None) -> tuple[Any, list[dict[str, Any]]]:
+    k = 0
+    while k < len(msgs) and msgs[k].role == "system":
+        k += 1
+    system = _system_value(msgs[:k]) if k else None
+    rest = msgs[k:]
+    turns = _place_results(_merged(_items(rest, path)))
+    if turns and turns[0][0] == "assistant":
+        turns.insert(0, ("user", [_Item({"type": "text", "text": CONTINUED})]))
+    return system, [_turn_json(role, items, rest) for role, items in turns]
+
+
+def _system_value(head: list[Message]) -> Any:
+    only = head[0]
+    if (len(head) == 1 and only.meta.get(_FORM) != "list" and len(only.blocks) == 1
+            and isinstance(only.blocks[0], Text)):
+        return only.blocks[0].text
+    out = []
+    for m in head:
+        recall = Recall(m, NAME)
+        out += [recall.get(b, _block_json) for b in m.blocks]
+    return out
+
+
+def _items(rest: list[Message], path: str | None) -> list[tuple[str, _Item]]:
+    """(role, item) for every block; results are the user's; pairing checked as we go."""
+    out: list[tuple[str, _Item]] = []
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for mi, m in enumerate(rest):
+        role = "assistant" if m.role == "assistant" else "user"
+        recall = Recall(m, NAME)
+        for bi, b in enumerate(m.blocks):
+            api = recall.get(b, _block_json)
+            if isinstance(b, ToolResult):
+                if b.call_id not in calls or b.call_id in answered:
+                    problem = "has no tool call before it" if b.call_id not in calls else "is given twice"
+                    raise FormatError(f"tool result for call {b.call_id!r} {problem}", path=path,
+                                      record=f"{m.id} (message {mi})")
+                answered.add(b.call_id)
+                out.append(("user", _Item(api, (mi, bi), answers=b.call_id)))
+            elif isinstance(b, ToolCall):
+                if role != "assistant":
+                    raise FormatError(f"tool call in a {m.role} message cannot be written", path=path,
+                                      record=f"{m.id} (message {mi})")
+                calls.add(b.id)
+                out.append((role, _Item(api, (mi, bi), call=b.id)))
+            else:
+                out.append((role, _Item(api, (mi, bi))))
+    return out
+
+
+def _merged(items: list[tuple[str, _Item]]) -> list[_Turn]:
+    turns: list[_Turn] = []
+    for role, item in items:
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(item)
+        else:
+            turns.append((role, [item]))
+    return turns
+
+
+def _place_results(turns: list[_Turn]) -> list[_Turn]:
+    """Move each result to the front of the user turn right after its call's turn.
+
+    A user turn left empty is dropped and its neighbours merged; that assistant turn answered none
+    of its calls there, so the merged turn's results still follow it.
+    """
+    owner = {item.call: ti for ti, (_, items) in enumerate(turns) for item in items if item.call}
+    moved: dict[int, list[_Item]] = {}
+    for _, items in turns:
+        for item in items:
+            if item.answers is not None:
+                moved.setdefault(owner[item.answers], []).append(item)
+    placed: list[_Turn] = []
+    for ti, (role, items) in enumerate(turns):
+        kept = [item for item in items if item.answers is None]
+        if role == "user":
+            kept = moved.get(ti - 1, []) + kept
+        placed.append((role, kept))
+        if role == "assistant" and ti in moved and (ti + 1 == len(turns) or turns[ti + 1][0] != "user"):
+            placed.append(("user", moved[ti]))
+    return _merged([(role, item) for role, items in placed for item in items])
+
+
+def _turn_json(role: str, items: list[_Item], rest: list[Message]) -> dict[str, Any]:
+    blocks = [item.api for item in items]
+    first = items[0].src
+    if first is not None:
+        m = rest[first[0]]
+        if [item.src for item in items] == [(first[0], j) for j in range(len(m.blocks))]:
+            # The turn is exactly one source message: give back its own form and extra keys.
+            content: Any = blocks
+            if m.meta.get(_FORM) == "string" and len(m.blocks) == 1 and isinstance(m.blocks[0], Text):
+                content = m.blocks[0].text
+            return {"role": role, "content": content, **m.meta.get(_EXTRA, {})}
+    return {"role": role, "content": blocks}
+
+
+def _block_json(b: Block) -> Any:
+    if isinstance(b, Text):
+        return {"type": "text", "text": b.text}
+    if isinstance(b, ToolCall):
+        return {"type": "tool_use", "id": b.id, "name": b.name, "input": dict(b.input)}
+    if isinstance(b, ToolResult):
+        d: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.call_id}
+        if b.images:
+            text = [{"type": "text", "text": b.content}] if b.content else []
+            d["content"] = text + [_image_json(i) for i in b.images]
+        else:
+            d["content"] = b.content
+        if b.is_error:
+            d["is_error"] = True
+        return d
+    if isinstance(b, Thinking):
+        if b.redacted:
+            return {"type": "redacted_thinking", "data": b.signature or ""}
+        d = {"type": "thinking", "thinking": b.text}
+        if b.signature is not None:
+            d["signature"] = b.signature
+        return d
+    if isinstance(b, Image):
+        return _image_json(b)
+    if isinstance(b, Opaque):
+        return b.value
+    raise TypeError(f"not a block: {b!r}")
+
+
+def _image_json(i: Image) -> dict[str, Any]:
+    if i.source == "url":
+        return {"type": "image", "source": {"type": "url", "url": i.data}}
+    return {"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}}

@@ -1,0 +1,42 @@
+"""What a format adapter is: a module with NAME, sniff, read and (for request formats) write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from ..model import Message
+
+
+@dataclass
+class Transcript:
+    """A transcript as read from one file.
+
+    `messages` is what the model saw (in order). `extras` keeps what is not a message but must survive
+    a round trip (Claude Code progress, file-history-snapshot, queue-operation records, ...), each as
+    `(id of the message it follows or None, raw record)`. `meta` holds request-level fields (OpenAI
+    `tools`/`model`, Anthropic `system` form, ...). `queued_inputs` is user text typed while the agent
+    was busy (Claude Code `queue-operation` enqueue), as `(after message id, text)`: user input too.
+    """
+
+    messages: list[Message]
+    format: str
+    path: str | None = None
+    extras: list[tuple[str | None, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    queued_inputs: list[tuple[str | None, str]] = field(default_factory=list)
+
+
+class FormatAdapter(Protocol):
+    NAME: str
+    WRITABLE: bool
+
+    def sniff(self, text: str, path: str | None) -> bool:
+        """True when `text` looks like this format (cheap: looks at the first records only)."""
+
+    def read(self, text: str, path: str | None = None) -> Transcript:
+        """Parse; raise FormatError naming the path, line or record and the problem."""
+
+    def write(self, transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
+        """Serialize `messages` (default: transcript.messages) using `transcript` for what is not a
+        message; `read(write(t))` gives back equal messages."""

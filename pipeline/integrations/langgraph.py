@@ -1,0 +1,59 @@
+"""LangGraph integration: worksurface as a pre-model hook or as a subgraph.
+
+The hook returns the view as `llm_input_messages`, which `create_react_agent` sends to the model
+without writing it into the graph's state: the state keeps the full history (so nothing is lost and
+the checkpoint stays append-only) while the model sees the compacted view, whose prefix worksurface
+keeps byte-stable between calls so the provider's prompt cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
+
+from .sessions import SessionPool, SessionSource, prepare_view, thread_id_of
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph.state import CompiledStateGraph
+
+PreModelHook = Callable[[Any, "RunnableConfig"], dict[str, Any]]
+
+
+def make_pre_model_hook(sessions: SessionSource = None, **config: Any) -> PreModelHook:
+    """A node for `create_react_agent(pre_model_hook=...)`: (state, config) ->
+    {"llm_input_messages": view}, one session per `config["configurable"]["thread_id"]`.
+    `sessions`: a base directory, None for memory-only sessions, or a callable thread_id -> Session;
+    `config` goes to `Session.open`. The pool is reachable as `hook.sessions` (to close it)."""
+    pool = SessionPool(sessions, **config)
+
+    def worksurface_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        messages = state["messages"] if isinstance(state, dict) else state.messages
+        return {"llm_input_messages": prepare_view(pool, messages, thread_id_of(config))}
+
+    worksurface_pre_model_hook.sessions = pool  # type: ignore[attr-defined]
+    return worksurface_pre_model_hook
+
+
+class _Input(TypedDict):
+    messages: list[Any]
+
+
+class _Output(TypedDict):
+    llm_input_messages: list[Any]
+
+
+class _State(_Input, _Output):
+    pass
+
+
+def make_compaction_subgraph(sessions: SessionSource = None, **config: Any) -> "CompiledStateGraph":
+    """The same step as a compiled graph for custom graphs: {"messages"} in, {"llm_input_messages"}
+    out. Add it as a node (the parent state needs an `llm_input_messages` key for the model node to
+    read) or invoke it from a node with the node's config, so the thread id comes along."""
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(_State, input_schema=_Input, output_schema=_Output)
+    graph.add_node("worksurface", make_pre_model_hook(sessions, **config))
+    graph.add_edge(START, "worksurface")
+    graph.add_edge("worksurface", END)
+    return graph.compile()

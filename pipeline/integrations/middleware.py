@@ -1,0 +1,50 @@
+"""LangChain v1 agent middleware: the model gets worksurface's view, the agent state keeps everything.
+
+Middleware that summarizes by rewriting `state["messages"]` changes the history on every turn, so
+the provider's prompt cache misses; this one only swaps the messages of the model request, and
+worksurface's sticky decisions keep that view's prefix stable from call to call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+except ImportError as exc:  # langchain is an optional extra
+    raise ImportError("WorksurfaceMiddleware needs LangChain v1: pip install 'worksurface[langchain]'") from exc
+
+from .sessions import SessionPool, SessionSource, prepare_view, thread_id_of
+
+
+class WorksurfaceMiddleware(AgentMiddleware):
+    """For `create_agent(middleware=[WorksurfaceMiddleware(...)])`. Sessions as in
+    `make_pre_model_hook`: a base directory, None (memory-only) or a callable thread_id -> Session,
+    one per LangGraph thread id; `config` goes to `Session.open`."""
+
+    def __init__(self, sessions: SessionSource = None, **config: Any) -> None:
+        super().__init__()
+        self.sessions = SessionPool(sessions, **config)
+
+    def wrap_model_call(self, request: ModelRequest,
+                        handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        view = prepare_view(self.sessions, request.messages, _thread_id(request))
+        return handler(request.override(messages=view))
+
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
+        # prepare may summarize (an HTTP call) or touch disk: keep it off the event loop.
+        view = await asyncio.to_thread(prepare_view, self.sessions, request.messages, _thread_id(request))
+        return await handler(request.override(messages=view))
+
+
+def _thread_id(request: ModelRequest) -> str:
+    """The thread id of the running graph: from its config, else from the runtime's execution info."""
+    from langgraph.config import get_config
+
+    try:
+        return thread_id_of(get_config())
+    except RuntimeError:  # called outside a graph run
+        info = getattr(request.runtime, "execution_info", None)
+        return thread_id_of({"configurable": {"thread_id": getattr(info, "thread_id", None)}})

@@ -1,0 +1,104 @@
+"""Score worksurface's post-compact view against baselines given the same token budget.
+
+The transcript is cut (see `cut.py`), compacted as a forced manual compaction, and every method's view
+is scored on the same probes. Baselines get exactly as many tokens as worksurface's view; Claude
+Code's real summary, when the cut is its boundary, is scored at whatever size it has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..formats.base import Transcript
+from ..model import Message
+from ..session import compact
+from ..tokens import TokenCounter
+from ..view import live_slice
+from .baselines import BASELINES
+from .cut import cut
+from .match import Score, score
+from .model import Probe, ProbeError, ProbeSet
+
+WORKSURFACE = "worksurface"
+CLAUDE_CODE = "claude-code"
+DEFAULT_BASELINES: tuple[str, ...] = (*BASELINES, CLAUDE_CODE)
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    view: list[Message]
+    tokens: int
+    score: Score
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, **self.score.to_json()}
+
+
+@dataclass
+class CheckResult:
+    """Tokens of the cut transcript, each method's view and score (worksurface first), and notes on
+    baselines that could not run."""
+
+    tokens_before: int
+    methods: dict[str, MethodResult]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"tokens_before": self.tokens_before,
+                             "methods": {k: v.to_json() for k, v in self.methods.items()}}
+        if self.notes:
+            d["notes"] = list(self.notes)
+        return d
+
+
+def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterable[Probe], *,
+          at: str | int | None = None, window: int | None = None, target: int | None = None,
+          baselines: Sequence[str] = DEFAULT_BASELINES, counter: TokenCounter | None = None) -> CheckResult:
+    """Cut `transcript` at `at`, compact it (forced, post-compact target `target`, context `window`;
+    None keeps the configured value) and score worksurface and each named baseline."""
+    unknown = [b for b in baselines if b not in DEFAULT_BASELINES]
+    if unknown:
+        raise ProbeError(f"unknown baseline(s) {', '.join(unknown)} (known: {', '.join(DEFAULT_BASELINES)})")
+    probe_list = list(ProbeSet.of(probes))
+    counter = counter or TokenCounter()
+    messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
+    c = cut(messages, at)
+    # Only what the harness still sends takes part: past an earlier compaction, that is its tail.
+    live = live_slice(c.before)
+    overrides = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target)) if v is not None}
+    prepared = compact(_cut_transcript(transcript, c.before), force=True, **overrides)
+    budget = counter.messages(prepared.messages)
+    result = CheckResult(counter.messages(live), {})
+    result.methods[WORKSURFACE] = _method(prepared.messages, probe_list, counter)
+    for name in baselines:
+        if name == CLAUDE_CODE:
+            if c.claude_code_view is None:
+                result.notes.append(f"{CLAUDE_CODE}: skipped, the cut is not at a Claude Code compact "
+                                    "boundary followed by its summary")
+            else:
+                result.methods[name] = _method(c.claude_code_view, probe_list, counter)
+            continue
+        try:
+            view = BASELINES[name](live, budget, counter)
+        except ImportError:
+            result.notes.append(f"{name}: skipped, langchain-core is not installed "
+                                "(pip install 'worksurface[langchain]')")
+            continue
+        result.methods[name] = _method(view, probe_list, counter)
+    return result
+
+
+def _method(view: list[Message], probes: Sequence[Probe], counter: TokenCounter) -> MethodResult:
+    return MethodResult(view, counter.messages(view), score(view, probes))
+
+
+def _cut_transcript(transcript: Transcript | Sequence[Message], before: list[Message]) -> Transcript | list[Message]:
+    """The transcript as it stood at the cut: its messages before the cut, and only the queued user
+    inputs that had arrived by then."""
+    if not isinstance(transcript, Transcript):
+        return before
+    ids = {m.id for m in before}
+    queued = [(after, text) for after, text in transcript.queued_inputs if after is None or after in ids]
+    return Transcript(before, transcript.format, transcript.path, list(transcript.extras),
+                      dict(transcript.meta), queued)

@@ -1,0 +1,71 @@
+"""Retention along a replay: how much of what was established survives each successive compaction.
+
+The transcript is replayed as a harness would send it, one model call at a time (before every
+assistant message, and once at the end), through one session whose small window forces several
+compactions. After each compaction the view is scored on the probes established before that point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+from ..formats.base import Transcript
+from ..model import Message
+from ..session import Session
+from .match import Score, score
+from .model import Probe, ProbeSet
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One compaction of the replay: where it happened and what its view retained."""
+
+    messages: int  # transcript messages sent when the compaction ran
+    tokens_before: int
+    tokens_after: int
+    score: Score  # over the probes established before `messages`
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messages": self.messages, "tokens_before": self.tokens_before,
+                "tokens_after": self.tokens_after, **self.score.to_json()}
+
+
+def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterable[Probe], *,
+          window: int, **config: Any) -> list[CurvePoint]:
+    """Replay `transcript` through a memory-only session with context `window` (and other config
+    overrides) and score the view after each compaction. A probe without `established_at`, or with an
+    id the transcript does not contain, counts as established from the start."""
+    messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
+    probe_list = list(ProbeSet.of(probes))
+    position = {m.id: i for i, m in enumerate(messages)}
+    calls = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0] + [len(messages)]
+    points: list[CurvePoint] = []
+    now = 0.0
+    with Session.open(None, window=window, **config) as session:
+        for n in calls:
+            now = _clock(messages[n - 1], now)
+            prepared = session.prepare(messages[:n], now=now)
+            report = prepared.report
+            if report.boundary is None:
+                continue
+            established = [p for p in probe_list if position.get(p.established_at or "", -1) < n]
+            points.append(CurvePoint(n, report.tokens_before, report.tokens_after,
+                                     score(prepared.messages, established)))
+    return points
+
+
+def _clock(message: Message, previous: float) -> float:
+    """The replayed call's time: the message's timestamp when the format records one (so idle gaps
+    are the real ones), else one second after the previous call; never earlier than `previous`, and
+    never the wall clock, so a replay is deterministic."""
+    stamp = message.meta.get("timestamp")
+    if isinstance(stamp, str):
+        try:
+            t = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            t = None
+        if t is not None and t >= previous:
+            return t
+    return previous + 1.0

@@ -1,0 +1,71 @@
+"""Where a probe run cuts a transcript, and what Claude Code's own compaction left there.
+
+`boundary` is just before the first real compaction marker of a Claude Code file (the message whose
+meta has `compact_boundary`); a number N keeps the first N messages. Claude Code's view at its
+boundary is the system prefix plus the summary message it wrote (meta `is_compact_summary`): the
+files it re-attached after compacting are not recorded in the file, so they cannot be counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..model import Message
+from .baselines import split_prefix
+from .model import ProbeError
+
+BOUNDARY = "boundary"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The messages a compaction at the cut works on, and Claude Code's view there if it wrote one."""
+
+    before: list[Message]
+    index: int
+    at_boundary: bool
+    claude_code_view: list[Message] | None
+
+
+def first_boundary(messages: Sequence[Message]) -> int | None:
+    return next((i for i, m in enumerate(messages) if m.meta.get("compact_boundary")), None)
+
+
+def parse_at(value: str | int | None) -> str | int | None:
+    """`boundary`, a message count, or None (the boundary if there is one, else the whole transcript)."""
+    if value is None or isinstance(value, int) or value == BOUNDARY:
+        return value
+    if value.isdigit():
+        return int(value)
+    raise ProbeError(f"--at must be {BOUNDARY!r} or a number of messages, not {value!r}")
+
+
+def cut(messages: Sequence[Message], at: str | int | None = None) -> Cut:
+    at = parse_at(at)
+    boundary = first_boundary(messages)
+    if at is None:
+        at = BOUNDARY if boundary is not None else len(messages)
+    if at == BOUNDARY:
+        if boundary is None:
+            raise ProbeError("the transcript has no compact boundary to cut at; give --at N instead")
+        before = list(messages[:boundary])
+        return Cut(before, boundary, True, claude_code_view(messages, boundary))
+    assert isinstance(at, int)
+    if not 0 < at <= len(messages):
+        raise ProbeError(f"--at {at} is outside the transcript (1..{len(messages)} messages)")
+    at_boundary = at == boundary
+    return Cut(list(messages[:at]), at, at_boundary,
+               claude_code_view(messages, at) if at_boundary else None)
+
+
+def claude_code_view(messages: Sequence[Message], boundary: int) -> list[Message] | None:
+    """What Claude Code's model saw right after the boundary at `boundary`: the system prefix and the
+    compaction summary that follows the marker (None when the file has no such summary)."""
+    prefix, _ = split_prefix(messages[:boundary])
+    for m in messages[boundary + 1:]:
+        if m.meta.get("is_compact_summary"):
+            return prefix + [m]
+        if m.role == "assistant":
+            break
+    return None

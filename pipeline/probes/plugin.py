@@ -1,0 +1,29 @@
+"""pytest plugin (entry point `pytest11`): a temporary worksurface session and `assert_retains`.
+
+    def test_compaction_keeps_the_plan(worksurface_session, assert_retains):
+        prepared = worksurface_session.compact(transcript)
+        assert_retains(prepared, "probes.json", min_fraction=0.9)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from ..session import Session
+from .assertions import assert_retains as _assert_retains
+
+
+@pytest.fixture
+def worksurface_session(tmp_path: Path) -> Iterator[Session]:
+    """A fresh `Session` stored under the test's tmp_path, closed after the test."""
+    with Session.open(tmp_path / "worksurface-session") as session:
+        yield session
+
+
+@pytest.fixture(name="assert_retains")
+def assert_retains_fixture() -> Callable[..., object]:
+    """`assert_retains(view, probes, min_fraction=1.0)`, also importable from `worksurface.probes`."""
+    return _assert_retains

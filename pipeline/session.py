@@ -1,0 +1,288 @@
+"""Session: the append-only log of a harness's transcript and the sticky surface built on it.
+
+`prepare` is what a harness calls before every model call. It syncs the transcript into the log
+(detecting new, edited or rewound history), rebuilds the view from the log and the stored edits
+(incrementally when only new messages arrived), runs the staged graph, and commits the log, the new
+edits and the metadata in one transaction, so a crash leaves the previous consistent state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .config import Config
+from .edits import Edit, apply_edits
+from .errors import ArtifactNotFoundError, ContextOverflowError, WorksurfaceError
+from .formats.base import Transcript
+from .graph import STAGE_NAMES, build_graph
+from .model import Message, Origin, ToolResult, orphans
+from .state import StageContext, StageReport
+from .store import MemoryStore, SessionStore
+from .tokens import TokenCounter
+from .view import check_no_duplicates, check_pairing, live_slice, protected_ids
+
+
+class InvariantError(WorksurfaceError):
+    """A view broke one of DESIGN.md section 9's invariants: a bug in worksurface, never the input."""
+
+
+@dataclass
+class PrepareReport:
+    """What one `prepare` did: token figures, one report per stage and reinjector, the boundary."""
+
+    tokens_before: int
+    view_tokens_before: int
+    tokens_after: int
+    stages: list[StageReport]
+    reinjected: list[StageReport] = field(default_factory=list)
+    boundary: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+    ms: float = 0.0
+    rewound: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tokens_before": self.tokens_before,
+            "view_tokens_before": self.view_tokens_before,
+            "tokens_after": self.tokens_after,
+            "stages": [{"name": s.name, "tokens_before": s.tokens_before, "tokens_after": s.tokens_after,
+                        "items": s.items, "ms": round(s.ms, 3), "skipped": s.skipped} for s in self.stages],
+            "reinjected": [r.to_json() for r in self.reinjected],
+            "boundary": self.boundary,
+            "status": self.status,
+            "ms": round(self.ms, 3),
+            "rewound": self.rewound,
+        }
+
+
+@dataclass
+class Prepared:
+    """The view to send, the report, and the cleared call ids for providers that delete server-side."""
+
+    messages: list[Message]
+    report: PrepareReport
+    cache_edits: list[str]
+
+
+def _as_messages(transcript: Transcript | Sequence[Message]) -> list[Message]:
+    if isinstance(transcript, Transcript):
+        return transcript.messages
+    return list(transcript)
+
+
+class Session:
+    """A harness's session. Open with `Session.open(directory)` (or `None` for memory only)."""
+
+    def __init__(self, store: SessionStore | MemoryStore, config: Config, summarizer: Any = None,
+                 reinjectors: Sequence[Any] | None = None) -> None:
+        self.store = store
+        self.config = config
+        self.summarizer = summarizer
+        self.counter = TokenCounter()
+        self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
+        self._graph = build_graph()
+        self._log: list[Message] = store.log_messages()
+        self._digests: list[str] = [m.digest for m in self._log]
+        self._edits: list[Edit] = store.edits()
+        self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
+             summarizer: Any = None, **overrides: Any) -> "Session":
+        """Open or create the session at `path`; config from `config`, else defaults, then overrides."""
+        cfg = (config or Config()).with_overrides(**overrides)
+        store = MemoryStore() if path is None else SessionStore.open(Path(path))
+        return cls(store, cfg, summarizer)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the main call --------------------------------------------------------------------------
+
+    def prepare(self, transcript: Transcript | Sequence[Message], usage: int | tuple[str, int] | None = None,
+                now: float | None = None, *, force: bool = False, instructions: str | None = None) -> Prepared:
+        """Build the view for the next model call. `usage` is the provider's reported input tokens for
+        the previous call (an int, anchored at the last message sent, or `(message_id, tokens)`)."""
+        started = time.perf_counter()
+        now = time.time() if now is None else now
+        with self.store.lock():
+            live = live_slice(_as_messages(transcript))
+            keep = self._sync_point(live)
+            rewound = len(self._log) - keep
+            if rewound:
+                removed = {m.id for m in self._log[keep:]}
+                removed |= {c.id for m in self._log[keep:] for c in m.tool_calls}
+                removed |= {r.call_id for m in self._log[keep:] for r in m.tool_results}
+                self._edits = [e for e in self._edits if not removed.intersection(e.refs)]
+                self._cached = None
+            view = self._current_view(live, keep)
+            raw_tokens = self.counter.messages(live)
+            counted = self.counter.messages(view)
+            offset = self._usage_offset(view, counted, usage)
+            ctx = self._context(now, force, instructions)
+            ctx.protected = protected_ids(view)
+            start_state = {"view": view, "tokens": counted + offset, "edits": [], "reports": [],
+                           "cache_edits": [], "compacted": False}
+            ctx.extras["token_offset"] = offset
+            final = self._graph.invoke(start_state, config={"configurable": {"ctx": ctx}})
+            new_edits: list[Edit] = final.get("edits", [])
+            out_view = final["view"]
+            self._check(live, out_view)
+            report = self._report(final, raw_tokens, counted + offset, started, rewound)
+            self._commit(live, keep, new_edits, out_view, now, report)
+            if report.boundary and report.tokens_after > self.config.threshold:
+                raise ContextOverflowError("compaction could not bring the view under the threshold",
+                                           tokens=report.tokens_after, threshold=self.config.threshold)
+            return Prepared(out_view, report, list(final.get("cache_edits", [])))
+
+    def compact(self, transcript: Transcript | Sequence[Message], instructions: str | None = None,
+                now: float | None = None) -> Prepared:
+        """A manual compaction (what `/compact` does): summarize now, whatever the size."""
+        return self.prepare(transcript, now=now, force=True, instructions=instructions)
+
+    def snip(self, ids: Iterable[str], reason: str) -> None:
+        """Ask the next `prepare` to remove these messages (with their tool pairs) and leave a marker."""
+        with self.store.lock(), self.store.transaction():
+            pending = self.store.get_meta("pending_snips", [])
+            pending.append([list(ids), reason])
+            self.store.set_meta("pending_snips", pending)
+
+    # --- fetching back what was removed (invariant 6) ------------------------------------------
+
+    def original(self, message_id: str) -> Message:
+        """The message as the harness sent it, whatever the view now shows."""
+        for m in self._log:
+            if m.id == message_id:
+                return m
+        raise ArtifactNotFoundError(f"no message {message_id!r} in this session's log")
+
+    def artifact(self, artifact_id: str) -> str:
+        return self.store.get_artifact(artifact_id)
+
+    @property
+    def edits(self) -> list[Edit]:
+        return list(self._edits)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _sync_point(self, live: Sequence[Message]) -> int:
+        """Length of the common prefix of the log and the live transcript."""
+        n = min(len(self._log), len(live))
+        i = 0
+        while i < n and self._digests[i] == live[i].digest:
+            i += 1
+        return i
+
+    def _current_view(self, live: list[Message], keep: int) -> list[Message]:
+        """Stored edits applied to the live transcript; incremental when only messages were appended
+        (edits only ever refer to messages that existed when they were made)."""
+        cached = self._cached
+        if cached is not None and cached[0] == keep and cached[1] == len(self._edits) and keep == len(self._log):
+            return cached[2] + live[keep:]
+        return apply_edits(live, self._edits)
+
+    def _usage_offset(self, view: list[Message], counted: int, usage: int | tuple[str, int] | None) -> int:
+        if usage is None:
+            return 0
+        anchor = usage if isinstance(usage, tuple) else self.store.get_meta("last_view_tail")
+        if isinstance(usage, int):
+            anchor = (anchor, usage) if anchor else None
+        if not anchor:
+            return 0
+        return self.counter.estimate(view, tuple(anchor)) - counted
+
+    def _context(self, now: float, force: bool, instructions: str | None) -> StageContext:
+        last = self.store.get_meta("last_prepare_at")
+        snips = [(tuple(ids), reason) for ids, reason in self.store.get_meta("pending_snips", [])]
+        return StageContext(
+            config=self.config, counter=self.counter, artifacts=self.store, now=now,
+            idle_seconds=None if last is None else max(0.0, now - last), forced=force,
+            instructions=instructions, epoch=self.store.get_meta("epoch", 0), explicit_snips=snips,
+            summarizer=self.summarizer, consecutive_failures=self.store.get_meta("consecutive_failures", 0),
+            extras={"reinjectors": self.reinjectors})
+
+    def _check(self, live: list[Message], view: list[Message]) -> None:
+        before_calls, before_results = orphans(live)
+        after_calls, after_results = orphans(view)
+        problems = []
+        if not after_calls <= before_calls or not after_results <= before_results:
+            problems += check_pairing(view)
+        problems += check_no_duplicates(view)
+        if problems:
+            raise InvariantError("worksurface produced an invalid view: " + "; ".join(problems[:5]))
+
+    def _report(self, final: dict, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
+        by_name = {r.name: r for r in final.get("reports", [])}
+        stages, reinjected = [], []
+        for r in final.get("reports", []):
+            if r.name not in STAGE_NAMES:
+                reinjected.append(r)
+        tokens_after = self.counter.messages(final["view"])
+        running = before
+        for name in STAGE_NAMES:
+            r = by_name.get(name) or StageReport(name, running, running, skipped="under target")
+            running = r.tokens_after
+            stages.append(r)
+        boundary = by_name["autocompact"].details if "autocompact" in by_name and not by_name["autocompact"].skipped else None
+        return PrepareReport(raw, before, tokens_after, stages, reinjected, boundary,
+                             ms=(time.perf_counter() - started) * 1000, rewound=rewound)
+
+    def _commit(self, live: list[Message], keep: int, new_edits: list[Edit], view: list[Message],
+                now: float, report: PrepareReport) -> None:
+        store = self.store
+        with store.transaction():
+            if keep < len(self._log):
+                store.truncate_log(keep)
+            if keep < len(live):
+                store.append_messages(live[keep:])
+            if new_edits:
+                store.add_edits(new_edits)
+            store.set_meta("last_prepare_at", now)
+            store.set_meta("pending_snips", [])
+            if report.boundary:
+                store.set_meta("epoch", report.boundary["epoch"])
+                store.set_meta("consecutive_failures",
+                               store.get_meta("consecutive_failures", 0) + 1
+                               if report.tokens_after > self.config.threshold else 0)
+            store.set_meta("last_view_tail", view[-1].id if view else None)
+            store.set_meta("view_digest", view_digest(view))
+        self._log = self._log[:keep] + list(live[keep:])
+        self._digests = self._digests[:keep] + [m.digest for m in live[keep:]]
+        self._edits = self._edits + list(new_edits)
+        self._cached = (len(self._log), len(self._edits), view)
+
+    def view(self) -> list[Message]:
+        """The view as of the last `prepare`, rebuilt from the log and the edits (no new decisions)."""
+        return apply_edits(live_slice(self._log), self._edits)
+
+
+def view_digest(view: Sequence[Message]) -> str:
+    """A digest of a whole view, from the per-message digests (cheap: those are cached)."""
+    h = hashlib.blake2b(digest_size=16)
+    for m in view:
+        h.update(m.digest.encode())
+    return h.hexdigest()
+
+
+def _default_reinjectors() -> tuple[Any, ...]:
+    from worksurface.reinjectors import DEFAULT_REINJECTORS
+    return tuple(DEFAULT_REINJECTORS)
+
+
+def compact(messages: Transcript | Sequence[Message], *, force: bool = False, instructions: str | None = None,
+            now: float | None = None, config: Config | None = None, summarizer: Any = None,
+            **overrides: Any) -> Prepared:
+    """One-shot, stateless form: prepare `messages` once in a memory-only session."""
+    with Session.open(None, config=config, summarizer=summarizer, **overrides) as session:
+        return session.prepare(messages, now=now, force=force, instructions=instructions)

@@ -1,0 +1,101 @@
+"""How each field reads on the bar, as plain text (render.py escapes it).
+
+Diff compares these strings, not raw values: a token count that moves by a few hundred displays
+the same and so publishes nothing, which keeps the bar from changing on every call.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .snapshot import Field
+
+# Longest value shown; longer ones (a goal, a commit message) are cut with an ellipsis. The full
+# value stays in the snapshot.
+MAX_VALUE_CHARS = 160
+# Lists shown inline (changed files, tools by count, approved prefixes): the first few, then "+N".
+MAX_LIST_ITEMS = 5
+MAX_TOOLS_SHOWN = 4
+# Todo lines shown: every item in progress, then this many pending ones; completed ones as a count.
+MAX_PENDING_TODOS = 5
+
+_TODO_MARK = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Multi-line fields render as an element body, one item per line; the rest are attributes.
+BLOCK_FIELDS = frozenset({("task", "todos")}) | {("signals", n) for n in
+                                                  ("fix_verification", "change_approach",
+                                                   "stop_searching", "wrap_up")}
+
+
+def one_line(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """Whitespace collapsed, control characters dropped, cut to `limit` characters."""
+    text = " ".join(_CONTROL.sub("", text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _count_k(n: int) -> str:
+    """Token counts to the thousand: precise enough to decide, stable enough not to churn."""
+    return f"{round(n / 1000)}k" if n >= 1000 else str(n)
+
+
+def _listing(items: list[str]) -> str:
+    shown = [one_line(i, 80) for i in items[:MAX_LIST_ITEMS]]
+    more = len(items) - MAX_LIST_ITEMS
+    return ", ".join(shown) + (f" +{more} more" if more > 0 else "")
+
+
+def _run(value: dict[str, Any]) -> str:
+    text = f"{value['passed']} passed, {value['failed']} failed"
+    if value["skipped"]:
+        text += f", {value['skipped']} skipped"
+    if value["failing"]:
+        text += f"; failing: {_listing(value['failing'])}"
+    if value.get("artifact"):
+        text += f"; log: {value['artifact']}"
+    return one_line(text, 2 * MAX_VALUE_CHARS)
+
+
+def _todos(items: list[dict[str, str]]) -> str:
+    done = sum(1 for t in items if t["status"] == "completed")
+    active = [t for t in items if t["status"] == "in_progress"]
+    pending = [t for t in items if t["status"] == "pending"]
+    lines = [f"{_TODO_MARK[t['status']]} {one_line(t['content'], 120)}"
+             for t in active + pending[:MAX_PENDING_TODOS]]
+    if len(pending) > MAX_PENDING_TODOS:
+        lines.append(f"[ ] +{len(pending) - MAX_PENDING_TODOS} more pending")
+    if done:
+        lines.append(f"[x] {done} of {len(items)} done")
+    return "\n".join(lines)
+
+
+def display(section: str, name: str, field: Field) -> str:
+    """The text the model reads for this field (freshness included when it is not current)."""
+    v = field.value
+    if section == "verification":
+        text = _run(v)
+    elif (section, name) == ("task", "todos"):
+        text = _todos(v)
+    elif name == "by_tool":
+        shown = ", ".join(f"{n} {c}" for n, c in v[:MAX_TOOLS_SHOWN])
+        text = shown + (" …" if len(v) > MAX_TOOLS_SHOWN else "")
+    elif name in ("tokens_used", "token_limit", "tokens_left"):
+        text = _count_k(v)
+    elif name in ("cost_usd", "cost_limit_usd"):
+        text = f"${v:.2f}"
+    elif name == "changed_files":
+        text = f"{len(v)}: {_listing(v)}" if v else "none"
+    elif isinstance(v, list):
+        text = _listing(v)
+    elif isinstance(v, str):
+        text = one_line(v) if (section, name) not in BLOCK_FIELDS else one_line(v, 2 * MAX_VALUE_CHARS)
+    else:
+        text = str(v)
+    if field.freshness == "session_start":
+        text += " (as of session start)"
+    return text
+
+
+def attr_name(name: str) -> str:
+    """Field names as attribute names: `next_action` -> `next-action`."""
+    return name.replace("_", "-")

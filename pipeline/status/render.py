@@ -1,0 +1,81 @@
+"""Render snapshots and diffs as an `<agent-status>` block the model reads.
+
+One element per section: short fields as attributes, multi-line ones (todos, signals) as the
+body. Every value is escaped, so text that came from tool output (a test name, a file name, a
+commit message) can never close the block or open a fake one.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+
+from .diff import Diff
+from .display import BLOCK_FIELDS, attr_name, display, one_line
+from .snapshot import Field, Snapshot
+
+TAG = "agent-status"
+# Explains the merge rule once per delta: without it a model may keep old and new values both.
+DELTA_NOTE = ("Changes since seq {since}: fields not listed are unchanged; "
+              "fields listed in removed no longer apply.")
+# Seed 000's wording for a status that was cleared: say so, don't fall silent.
+CLEARED_NOTE = "Current runtime status: none. Earlier status snapshots no longer apply."
+
+
+def _attr(text: str) -> str:
+    return html.escape(one_line(text, 10_000), quote=True)
+
+
+def _body(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def generated_at(now: float) -> str:
+    """`now` (a Unix timestamp) as ISO 8601 UTC to the second."""
+    return datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _header(kind: str, epoch: int, seq: int, now: float, since: int | None = None) -> str:
+    extra = f' since="{since}"' if since is not None else ""
+    return f'<{TAG} kind="{kind}" epoch="{epoch}" seq="{seq}"{extra} generated-at="{generated_at(now)}">'
+
+
+def _element(section: str, fields: tuple[tuple[str, Field], ...], removed: tuple[str, ...] = (),
+             gone: bool = False) -> str:
+    if gone:
+        return f'<{section} removed="all"/>'
+    attrs, body = [], []
+    for name, field in fields:
+        text = display(section, name, field)
+        if (section, name) in BLOCK_FIELDS:
+            lines = text.split("\n")
+            body.extend(_body(line) if section == "task" else "- " + _body(line) for line in lines)
+        else:
+            attrs.append(f'{attr_name(name)}="{_attr(text)}"')
+    if removed:
+        attrs.append(f'removed="{_attr(" ".join(attr_name(r) for r in removed))}"')
+    opening = f"<{section}" + "".join(" " + a for a in attrs)
+    if not body:
+        return opening + "/>"
+    return opening + ">\n" + "\n".join(body) + f"\n</{section}>"
+
+
+def render(snapshot: Snapshot, *, epoch: int, seq: int, now: float, kind: str = "baseline") -> str:
+    """The whole snapshot (a baseline, or a full snapshot for append and replace)."""
+    lines = [_header(kind, epoch, seq, now)]
+    lines.extend(_element(s, tuple(fs.items())) for s, fs in snapshot.sections.items() if fs)
+    lines.append(f"</{TAG}>")
+    return "\n".join(lines)
+
+
+def render_delta(d: Diff, *, epoch: int, seq: int, since: int, now: float) -> str:
+    """Only what changed since publication `since`, with removed fields named."""
+    lines = [_header("delta", epoch, seq, now, since), DELTA_NOTE.format(since=since)]
+    lines.extend(_element(s.name, s.changed, s.removed, s.gone) for s in d.sections)
+    lines.append(f"</{TAG}>")
+    return "\n".join(lines)
+
+
+def render_cleared(*, epoch: int, seq: int, now: float) -> str:
+    """The explicit marker for a status that went from something to nothing."""
+    return f"{_header('cleared', epoch, seq, now)}\n{CLEARED_NOTE}\n</{TAG}>"

@@ -1,0 +1,174 @@
+"""The `llm` summarizer: a model writes the summary, over OpenAI-compatible or Anthropic HTTP.
+
+Transient failures are retried (see retry.py). A request over the summarizing model's own window is
+shrunk by dropping the oldest whole rounds, at most MAX_ROUND_DROPS times; the user's messages of
+the dropped rounds still reach the summary verbatim, since worksurface writes that section itself.
+Any final failure raises SummarizerError; `FallbackSummarizer` turns that into a structured summary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Any, Callable, Sequence
+
+import httpx
+
+from ..errors import SummarizerError
+from ..model import Message, is_user_turn
+from ..tokens import TokenCounter
+from ..view import rounds as steps
+from .base import Summary, SummaryRequest
+from .prompt import (assemble, build_prompt, extract_summary, fit_to_budget, render_sections,
+                     user_messages_section)
+from .providers import error_message, get_provider, is_prompt_too_long, token_gap
+from .retry import RETRY_AFTER_CAP_SECONDS, RetryPolicy, TransientError, parse_retry_after
+
+# Dropping old rounds to fit the summarizing model's window: at most this many times (DESIGN.md 4).
+MAX_ROUND_DROPS = 3
+# When the error does not say by how much the prompt is over, drop this share of the rounds.
+DROP_FRACTION = 0.2
+# The provider's tokenizer differs from ours; free this much more than the reported excess.
+GAP_MARGIN = 0.1
+# Output room for the <analysis> scratchpad on top of the summary budget.
+ANALYSIS_TOKENS = 4_000
+DEFAULT_TIMEOUT_SECONDS = 120.0
+
+_DEFAULT_KEY_ENV = "<provider default>"
+
+
+class _PromptTooLong(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.gap = token_gap(message)
+
+
+class LLMSummarizer:
+    """Summarizes with a model over HTTP. `api_key_env` names the environment variable holding the
+    key (default OPENAI_API_KEY / ANTHROPIC_API_KEY; None for servers that need no key). `sleep`
+    and `transport` are injectable so tests neither wait nor need a network."""
+
+    name = "llm"
+
+    def __init__(self, provider: str = "openai", *, model: str, base_url: str | None = None,
+                 api_key_env: str | None = _DEFAULT_KEY_ENV,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = 4,
+                 max_output_tokens: int | None = None,
+                 retry_after_cap: float = RETRY_AFTER_CAP_SECONDS,
+                 sleep: Callable[[float], None] = time.sleep,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.provider = get_provider(provider)
+        self.model = model
+        self.url = (base_url or self.provider.default_base_url).rstrip("/") + self.provider.path
+        self.api_key_env = self.provider.default_key_env if api_key_env == _DEFAULT_KEY_ENV else api_key_env
+        self.timeout = timeout
+        self.max_output_tokens = max_output_tokens
+        self.retry = RetryPolicy(max_retries=max_retries, retry_after_cap=retry_after_cap, sleep=sleep)
+        self.transport = transport
+
+    def summarize(self, request: SummaryRequest, counter: TokenCounter) -> Summary:
+        headers = self.provider.headers(self._api_key())
+        kept = list(request.messages)
+        dropped: list[str] = []
+        retries: list[dict[str, Any]] = []
+        sizes: list[int] = []
+        with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
+            for drop_round in range(MAX_ROUND_DROPS + 1):
+                system, user = build_prompt(kept, request)
+                body = self.provider.body(self.model, system, user, self._max_tokens(request))
+                sizes.append(counter.text(system) + counter.text(user))
+                try:
+                    raw = self.retry.run(lambda: self._post(client, headers, body), retries)
+                    break
+                except TransientError as exc:
+                    raise SummarizerError(
+                        f"{self.provider.name}: gave up after {len(retries) + 1} attempts: "
+                        f"{exc.reason}") from None
+                except _PromptTooLong as exc:
+                    if drop_round == MAX_ROUND_DROPS:
+                        raise SummarizerError(
+                            f"{self.provider.name}: prompt still too long after dropping the oldest "
+                            f"rounds {MAX_ROUND_DROPS} times: {exc}") from None
+                    gone = _drop_oldest(kept, exc.gap, counter)
+                    dropped += [m.id for m in gone]
+                    kept = kept[len(gone):]
+        text = extract_summary(raw)
+        sections = assemble(text, user_messages_section(
+            request.messages, request.user_messages_tokens, counter))
+        final, cut = fit_to_budget(sections, request.budget_tokens, counter)
+        details: dict[str, Any] = {"provider": self.provider.name, "model": self.model,
+                                   "attempts": len(sizes) + len(retries), "retries": retries,
+                                   "prompt_tokens": sizes}
+        if dropped:
+            details["dropped_messages"] = dropped
+        if cut:
+            details["trimmed_sections"] = cut
+            details["tokens_before_trim"] = counter.text(render_sections(sections))
+        return Summary(final, self.name, counter.text(final), details)
+
+    def _api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise SummarizerError(f"{self.provider.name}: environment variable {self.api_key_env} "
+                                  "is not set (pass api_key_env=None for a server without keys)")
+        return key
+
+    def _max_tokens(self, request: SummaryRequest) -> int:
+        return self.max_output_tokens or request.budget_tokens + ANALYSIS_TOKENS
+
+    def _post(self, client: httpx.Client, headers: dict[str, str], body: dict[str, Any]) -> str:
+        """One HTTP attempt: the reply text, or TransientError / _PromptTooLong / SummarizerError."""
+        try:
+            resp = client.post(self.url, headers=headers, json=body)
+        except httpx.TimeoutException:
+            raise TransientError(f"no response within {self.timeout} s") from None
+        except httpx.TransportError as exc:
+            raise TransientError(f"connection error: {exc.__class__.__name__}: {exc}") from None
+        status = resp.status_code
+        if status == 429 or status >= 500:
+            raise TransientError(f"HTTP {status}: {error_message(resp.content)}",
+                                 parse_retry_after(resp.headers))
+        if status >= 400:
+            message = error_message(resp.content)
+            if is_prompt_too_long(status, message):
+                raise _PromptTooLong(message)
+            raise SummarizerError(f"{self.provider.name}: HTTP {status} (not retried): {message}")
+        try:
+            data = json.loads(resp.content)
+        except ValueError:
+            raise SummarizerError(f"{self.provider.name}: malformed JSON in the response: "
+                                  f"{resp.content[:200]!r}") from None
+        return self.provider.parse(data)
+
+
+def _drop_oldest(messages: Sequence[Message], gap: int | None, counter: TokenCounter) -> list[Message]:
+    """The oldest whole rounds to drop: a round is a user turn up to the next one; with a single
+    round left, agent steps (an assistant message and its results) are the unit instead. Enough to
+    cover `gap` tokens when known, else DROP_FRACTION of the rounds; never the last one."""
+    units = _user_rounds(messages)
+    if len(units) < 2:
+        units = [list(r.messages(messages)) for r in steps(messages)]
+    if len(units) < 2:
+        raise SummarizerError("prompt too long, and a single message is left to summarize")
+    if gap is None:
+        n = max(1, math.ceil(len(units) * DROP_FRACTION))
+    else:
+        target, freed, n = gap * (1 + GAP_MARGIN), 0, 0
+        while n < len(units) and freed < target:
+            freed += counter.messages(units[n])
+            n += 1
+    return [m for unit in units[: min(n, len(units) - 1)] for m in unit]
+
+
+def _user_rounds(messages: Sequence[Message]) -> list[list[Message]]:
+    out: list[list[Message]] = []
+    for m in messages:
+        if is_user_turn(m) or not out:
+            out.append([m])
+        else:
+            out[-1].append(m)
+    return out

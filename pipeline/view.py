@@ -1,0 +1,134 @@
+"""Core helpers over a view: live slice, protected messages, rounds, tail choice, invariant checks.
+
+Stages share these so that none of them needs to import another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .edits import stable_prefix_length
+from .model import Message, Origin, ToolCall, is_user_turn, orphans
+from .tokens import TokenCounter
+
+
+def live_slice(messages: Sequence[Message]) -> list[Message]:
+    """What the harness still sends: from the last harness compact boundary on (Claude Code keeps
+    the pre-compaction history in its file, but the model no longer sees it)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].meta.get("compact_boundary") or messages[i].origin is Origin.BOUNDARY:
+            return list(messages[i:])
+    return list(messages)
+
+
+def last_user_turn_index(view: Sequence[Message]) -> int | None:
+    for i in range(len(view) - 1, -1, -1):
+        if is_user_turn(view[i]):
+            return i
+    return None
+
+
+def protected_ids(view: Sequence[Message]) -> frozenset[str]:
+    """Invariant 3: the latest user message and everything after the last assistant message."""
+    ids: set[str] = set()
+    u = last_user_turn_index(view)
+    if u is not None:
+        ids.add(view[u].id)
+    for i in range(len(view) - 1, -1, -1):
+        if view[i].role == "assistant":
+            break
+        ids.add(view[i].id)
+    ids.update(m.id for m in view[: stable_prefix_length(view)])
+    return frozenset(ids)
+
+
+def calls_by_id(view: Sequence[Message]) -> dict[str, ToolCall]:
+    return {c.id: c for m in view for c in m.tool_calls}
+
+
+def is_safe_cut(view: Sequence[Message], index: int) -> bool:
+    """True when starting a slice at `index` splits no tool call from its result."""
+    if index <= 0 or index >= len(view):
+        return True
+    before_calls = {c.id for m in view[:index] for c in m.tool_calls}
+    before_results = {r.call_id for m in view[:index] for r in m.tool_results}
+    open_calls = before_calls - before_results
+    after_results = {r.call_id for m in view[index:] for r in m.tool_results}
+    return not (open_calls & after_results) and not (after_results & before_calls)
+
+
+@dataclass(frozen=True)
+class Round:
+    """A step: an assistant message (or the consecutive records of one) and the results of its calls."""
+
+    start: int
+    end: int  # exclusive
+
+    def messages(self, view: Sequence[Message]) -> Sequence[Message]:
+        return view[self.start:self.end]
+
+
+def rounds(view: Sequence[Message], start: int = 0) -> list[Round]:
+    """Split view[start:] into steps that never separate a call from its result. A step begins at
+    an assistant message that follows a non-assistant message (or at any user turn)."""
+    out: list[Round] = []
+    i, n = start, len(view)
+    while i < n:
+        j = i + 1
+        pending = {c.id for c in view[i].tool_calls}
+        while j < n:
+            m = view[j]
+            if m.role == "assistant" and view[j - 1].role != "assistant" and not pending:
+                break
+            if is_user_turn(m) and not pending:
+                break
+            pending |= {c.id for c in m.tool_calls}
+            pending -= {r.call_id for r in m.tool_results}
+            j += 1
+        out.append(Round(i, j))
+        i = j
+    return out
+
+
+def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floor: int) -> int:
+    """Index where the kept tail starts: the newest messages within `budget` tokens, never splitting
+    a call from its result, moved back to a user turn when one is close (within half the budget
+    again). Never earlier than `floor` (the end of the stable prefix)."""
+    n = len(view)
+    total, idx = 0, n
+    while idx > floor:
+        t = counter.message(view[idx - 1])
+        if total + t > budget:
+            break
+        total += t
+        idx -= 1
+    # Move forward to a cut that keeps pairs together (or to the end: an empty tail).
+    while idx < n and (not is_safe_cut(view, idx) or view[idx].origin is not Origin.CONVERSATION):
+        idx += 1
+    # Prefer starting at a user turn if one lies a little earlier.
+    extra, j = 0, idx
+    while j > floor and extra <= budget // 2:
+        j -= 1
+        extra += counter.message(view[j])
+        if is_user_turn(view[j]) and extra <= budget // 2 and is_safe_cut(view, j):
+            return j
+    return idx
+
+
+def check_pairing(view: Sequence[Message]) -> list[str]:
+    """Invariant 1 problems, as readable strings (empty when the view is valid)."""
+    missing_results, missing_calls = orphans(view)
+    problems = [f"tool call {c} has no result" for c in sorted(missing_results)]
+    problems += [f"tool result {r} has no earlier call" for r in sorted(missing_calls)]
+    return problems
+
+
+def check_no_duplicates(view: Sequence[Message]) -> list[str]:
+    seen: set[str] = set()
+    dups = []
+    for m in view:
+        if m.id in seen:
+            dups.append(f"message {m.id} appears twice")
+        seen.add(m.id)
+    return dups

@@ -1,0 +1,100 @@
+"""Autocompact: summarize everything before a kept tail and write a compact boundary.
+
+Fires when the view is over the threshold, or when asked (`session.compact`, `--force`). The kept
+tail never splits a call from its result. Sizes follow the post-compact target: the tail and the
+summary take shares of it so the reinjectors keep room to rebuild the working surface.
+"""
+
+from __future__ import annotations
+
+import time
+
+from worksurface.config import AutocompactConfig
+from worksurface.edits import Compact, stable_prefix_length
+from worksurface.errors import SummarizerError
+from worksurface.model import Message, Origin, Text, is_user_turn
+from worksurface.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.summarizers.base import SummaryRequest
+from worksurface.summarizers.structured import StructuredSummarizer
+from worksurface.view import tail_start
+
+NAME = "autocompact"
+SUMMARY_PREFIX = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier part of the conversation; the messages after it are the "
+    "most recent ones, kept as they were. The \"Next step\" section is advisory: check it against "
+    "the latest user request before acting on it.\n\n")
+# Shares of the post-compact target (after the system prefix): the rest is left to reinjection.
+TAIL_SHARE = 0.3
+SUMMARY_SHARE = 0.45
+# Boundary text, summary prefix and message framing.
+OVERHEAD_TOKENS = 120
+
+
+def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> StageResult:
+    started = time.perf_counter()
+    view, tokens = state["view"], state["tokens"]
+    threshold = ctx.config.threshold
+    if not ctx.forced and tokens <= threshold:
+        return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}")
+    if ctx.consecutive_failures >= config.max_consecutive_failures:
+        return _skip(tokens, started, f"stopped after {ctx.consecutive_failures} consecutive failed compactions")
+
+    counter = ctx.counter
+    floor = stable_prefix_length(view)
+    prefix_tokens = counter.messages(view[:floor])
+    available = max(0, ctx.config.post_compact_target - prefix_tokens - OVERHEAD_TOKENS)
+    tail_budget = min(config.keep_tail_tokens, int(available * TAIL_SHARE))
+    start = tail_start(view, counter, tail_budget, floor)
+    head, tail = view[floor:start], view[start:]
+    if not head:
+        return _skip(tokens, started, "nothing before the kept tail to summarize")
+    summary_budget = max(1, min(config.summary_tokens,
+                                int(available * SUMMARY_SHARE),
+                                available - counter.messages(tail)))
+
+    request = SummaryRequest(messages=head, tail=tail, budget_tokens=summary_budget,
+                             user_messages_tokens=min(config.user_messages_tokens, summary_budget // 2),
+                             instructions=ctx.instructions, extras=dict(ctx.extras))
+    primary = ctx.summarizer or StructuredSummarizer()
+    fallback_error = None
+    try:
+        summary = primary.summarize(request, counter)
+        if summary.tokens > summary_budget:
+            raise SummarizerError(f"{primary.name} returned {summary.tokens} tokens, over its budget of {summary_budget}")
+    except SummarizerError as exc:
+        fallback_error = str(exc)
+        summary = StructuredSummarizer().summarize(request, counter)
+
+    epoch = ctx.epoch + 1
+    trigger = "manual" if ctx.forced else "auto"
+    covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION)
+    summary_msg = Message(f"summary-{epoch}-{_first_id(head)}", "user", (Text(SUMMARY_PREFIX + summary.text),),
+                          Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer})
+    post = prefix_tokens + counter.messages(tail) + counter.message(summary_msg)
+    boundary = Message(
+        f"boundary-{epoch}-{_first_id(head)}", "system",
+        (Text(f"[Conversation compacted ({trigger}): {len(head)} earlier messages summarized, "
+              f"{tokens} -> {post} tokens, epoch {epoch}]"),),
+        Origin.BOUNDARY,
+        {"stage": NAME, "trigger": trigger, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
+         "covered": len(covered), "summarizer": summary.summarizer})
+    post += counter.message(boundary)
+    info = {"trigger": trigger, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
+            "covered_ids": list(covered), "summarizer": summary.summarizer,
+            "summary_tokens": summary.tokens, "tail_messages": len(tail),
+            "latest_user_in_tail": any(is_user_turn(m) for m in tail)}
+    if fallback_error:
+        info["fallback"] = {"from": primary.name, "error": fallback_error}
+    edit = Compact(NAME, tail[0].id if tail else None, (boundary, summary_msg), covered, info)
+    report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
+                         details=info)
+    return StageResult([edit], report)
+
+
+def _first_id(messages: list[Message]) -> str:
+    return messages[0].id if messages else "empty"
+
+
+def _skip(tokens: int, started: float, why: str) -> StageResult:
+    return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000, skipped=why))

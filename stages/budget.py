@@ -1,0 +1,100 @@
+"""Tool-result budget: an oversized result is stored as an artifact and replaced by a preview.
+
+Runs on every call but only decides about results it has not seen decided, so a result is
+replaced once (when it arrives) and the view's prefix never changes because of this stage later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from worksurface.config import BudgetConfig
+from worksurface.edits import ReplaceResult, edited_stage
+from worksurface.model import Message, Origin, ToolResult
+from worksurface.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.tokens import get_encoding
+from worksurface.toolkinds import call_target
+from worksurface.view import calls_by_id
+
+NAME = "budget"
+# Results this small are never worth an artifact even when a turn is over its cap.
+MIN_REPLACEABLE_TOKENS = 500
+
+
+def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageResult:
+    started = time.perf_counter()
+    view = state["view"]
+    tokens = state["tokens"]
+    counter = ctx.counter
+    calls = calls_by_id(view)
+    chosen: dict[str, int] = {}
+
+    # Per result: anything over the cap that no stage has decided about yet.
+    candidates: dict[str, ToolResult] = {}
+    for m in view:
+        if m.origin is not Origin.CONVERSATION:
+            continue
+        for r in m.tool_results:
+            if edited_stage(m, r.call_id) is None:
+                candidates[r.call_id] = r
+                # Characters bound tokens from above, so short results skip the count.
+                if len(r.content) > config.max_result_tokens and counter.block(r) > config.max_result_tokens:
+                    chosen[r.call_id] = counter.block(r)
+
+    # Per turn: results answering one assistant turn together over the turn cap, largest first.
+    for group in _turn_groups(view, candidates):
+        sizes = [(counter.block(r), r.call_id) for r in group if r.call_id not in chosen]
+        total = sum(s for s, _ in sizes) + sum(chosen.get(r.call_id, 0) for r in group)
+        kept = sum(s for s, _ in sizes)
+        if total <= config.max_turn_tokens:
+            continue
+        for size, call_id in sorted(sizes, reverse=True):
+            if kept <= config.max_turn_tokens or size < MIN_REPLACEABLE_TOKENS:
+                break
+            chosen[call_id] = size
+            kept -= size
+
+    edits = []
+    freed = 0
+    for call_id, size in chosen.items():
+        result = candidates[call_id]
+        call = calls.get(call_id)
+        artifact = ctx.artifacts.put_artifact(result.content, kind="tool_result",
+                                              meta={"call_id": call_id, "tool": call.name if call else None})
+        preview = _preview(result.content, size, artifact.id, artifact.path,
+                           call.name if call else "tool", call_target(call) if call else "", config)
+        new_size = counter.text(preview)
+        freed += max(0, size - new_size)
+        edits.append(ReplaceResult(NAME, call_id, preview, artifact=artifact.id,
+                                   tokens_freed=max(0, size - new_size)))
+    report = StageReport(NAME, tokens, tokens - freed, items=len(edits),
+                         ms=(time.perf_counter() - started) * 1000,
+                         skipped=None if edits else "no oversized tool result",
+                         details={"replaced": sorted(chosen)} if edits else {})
+    return StageResult(edits, report)
+
+
+def _turn_groups(view: list[Message], undecided: dict[str, ToolResult]) -> list[list[ToolResult]]:
+    """Undecided tool results grouped by the assistant turn they answer."""
+    groups: dict[int, list[ToolResult]] = defaultdict(list)
+    turn = -1
+    for i, m in enumerate(view):
+        if m.role == "assistant" and (i == 0 or view[i - 1].role != "assistant"):
+            turn = i
+        groups[turn].extend(r for r in m.tool_results if r.call_id in undecided)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _preview(content: str, size: int, artifact_id: str, path: str | None, tool: str, target: str,
+             config: BudgetConfig) -> str:
+    enc = get_encoding()
+    ids = enc.encode_ordinary(content)
+    head = enc.decode(ids[: config.preview_head_tokens])
+    tail = enc.decode(ids[-config.preview_tail_tokens:]) if config.preview_tail_tokens else ""
+    omitted = max(0, len(ids) - config.preview_head_tokens - config.preview_tail_tokens)
+    where = f" at {path}" if path else ""
+    what = f"{tool} {target}".strip()
+    return (f"[Tool result too large ({what}): {size} tokens, stored as artifact {artifact_id}{where}. "
+            f"Showing the first {config.preview_head_tokens} and last {config.preview_tail_tokens} tokens; "
+            f"open the file to read the rest.]\n{head}\n[... {omitted} tokens omitted ...]\n{tail}")

@@ -1,0 +1,194 @@
+"""Snip: remove content that later content made redundant.
+
+Superseded status snapshots, earlier reads of a file that was read again in full, exact and
+near-duplicate tool outputs, and explicit `session.snip(ids, reason)` requests. Snipping edits the
+middle of the view, which invalidates the provider's cache from that point on, so automatic snips
+wait until they are worth `min_gain_tokens` (or the cache is cold anyway).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from functools import lru_cache
+from typing import Sequence
+
+from rapidfuzz import fuzz
+
+from worksurface.config import SnipConfig
+from worksurface.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
+from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.toolkinds import call_path, call_target, effective_kind
+from worksurface.view import calls_by_id
+
+NAME = "snip"
+# Comparing two long outputs character by character is costly; only results whose lengths are
+# this close can reach the near-duplicate ratio anyway.
+LENGTH_RATIO_FOR_NEAR_DUPLICATE = 0.9
+# Partial reads (offset/limit) show part of a file; only a full re-read supersedes a read.
+_PARTIAL_READ_KEYS = ("offset", "limit", "view_range", "start_line", "end_line")
+
+
+def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageResult:
+    started = time.perf_counter()
+    view, tokens = state["view"], state["tokens"]
+    counter = ctx.counter
+    calls = calls_by_id(view)
+    results = _undecided_results(view, ctx.protected)
+
+    replacements: dict[str, tuple[str, int]] = {}  # call id -> (marker text, tokens freed)
+    for call_id, marker in _superseded_reads(results, calls).items():
+        replacements[call_id] = marker
+    for call_id, marker in _duplicates(results, calls, config).items():
+        replacements.setdefault(call_id, marker)
+
+    edits: list[Edit] = []
+    freed = 0
+    for call_id, (text, _) in replacements.items():
+        result = results[call_id][1]
+        size = counter.block(result)
+        text = f"{text[:-1]}; {size} tokens freed]"
+        gain = max(0, size - counter.text(text))
+        if gain <= 0:
+            continue
+        freed += gain
+        edits.append(ReplaceResult(NAME, call_id, text, tokens_freed=gain))
+
+    stale = _superseded_status(view)
+    if stale:
+        gain = sum(counter.message(m) for m in stale)
+        freed += gain
+        edits.append(ReplaceMessages(NAME, tuple(m.id for m in stale), (), tokens_freed=gain))
+
+    cold = ctx.idle_seconds is not None and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
+    if edits and freed < config.min_gain_tokens and not cold:
+        report = StageReport(NAME, tokens, tokens, ms=_ms(started),
+                             skipped=f"{freed} tokens redundant, below the batch minimum of {config.min_gain_tokens}")
+        edits = []
+    else:
+        report = StageReport(NAME, tokens, tokens - freed, items=len(edits), ms=_ms(started),
+                             skipped=None if edits else "nothing redundant",
+                             details={"snipped": sorted(c for c in replacements)} if edits else {})
+
+    explicit = _explicit(view, ctx, counter)
+    if explicit:
+        edits.append(explicit)
+        report.tokens_after -= explicit.tokens_freed
+        report.items += 1
+        report.skipped = None
+        report.details["explicit"] = list(explicit.ids)
+    return StageResult(edits, report)
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _undecided_results(view: Sequence[Message], protected: frozenset[str]) -> dict[str, tuple[int, ToolResult]]:
+    out = {}
+    for i, m in enumerate(view):
+        if m.origin is not Origin.CONVERSATION or m.id in protected:
+            continue
+        for r in m.tool_results:
+            if edited_stage(m, r.call_id) is None and not r.is_error:
+                out[r.call_id] = (i, r)
+    return out
+
+
+def _superseded_reads(results: dict[str, tuple[int, ToolResult]], calls: dict[str, ToolCall]) -> dict[str, tuple[str, int]]:
+    last_full_read: dict[str, tuple[int, str]] = {}
+    out: dict[str, tuple[str, int]] = {}
+    ordered = sorted(results.items(), key=lambda kv: kv[1][0], reverse=True)
+    for call_id, (index, _) in ordered:
+        call = calls.get(call_id)
+        if call is None or effective_kind(call) != "read":
+            continue
+        path = call_path(call)
+        if not path:
+            continue
+        partial = any(k in call.input for k in _PARTIAL_READ_KEYS)
+        newer = last_full_read.get(path)
+        if newer is not None:
+            out[call_id] = (f"[snipped: superseded by a later full read of {path} (call {newer[1]})]", index)
+        elif not partial:
+            last_full_read[path] = (index, call_id)
+    return out
+
+
+def _duplicates(results: dict[str, tuple[int, ToolResult]], calls: dict[str, ToolCall],
+                config: SnipConfig) -> dict[str, tuple[str, int]]:
+    """Earlier copies of an output that appears again later (the latest copy stays)."""
+    out: dict[str, tuple[str, int]] = {}
+    latest_by_hash: dict[str, str] = {}
+    seen_by_target: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    ordered = sorted(results.items(), key=lambda kv: kv[1][0], reverse=True)
+    for call_id, (index, result) in ordered:
+        if len(result.content) < config.min_result_tokens * 2:
+            continue
+        call = calls.get(call_id)
+        label = f"{call.name} {call_target(call)}".strip() if call else "tool"
+        digest = _content_digest(result.content)
+        if digest in latest_by_hash:
+            out[call_id] = (f"[snipped: identical to the later output of call {latest_by_hash[digest]} ({label})]", index)
+            continue
+        latest_by_hash[digest] = call_id
+        key = (call.name if call else "", call_target(call) if call else "")
+        for other_id, other_content in seen_by_target.get(key, ()):
+            shorter, longer = sorted((len(result.content), len(other_content)))
+            if shorter < LENGTH_RATIO_FOR_NEAR_DUPLICATE * longer:
+                continue
+            if fuzz.ratio(result.content, other_content, score_cutoff=config.near_duplicate_ratio):
+                out[call_id] = (f"[snipped: near-duplicate of the later output of call {other_id} ({label})]", index)
+                break
+        else:
+            seen_by_target.setdefault(key, []).append((call_id, result.content))
+    return out
+
+
+@lru_cache(maxsize=65_536)
+def _content_digest(content: str) -> str:
+    # Snip looks at every result on every call; a session reuses the same strings, so hash once.
+    return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _superseded_status(view: Sequence[Message]) -> list[Message]:
+    """Status publications of earlier epochs: the latest baseline replaces them."""
+    epochs = [m.meta.get("epoch", 0) for m in view if m.origin is Origin.STATUS]
+    if not epochs:
+        return []
+    current = max(epochs)
+    return [m for m in view if m.origin is Origin.STATUS and m.meta.get("epoch", 0) < current]
+
+
+def _explicit(view: Sequence[Message], ctx: StageContext, counter) -> ReplaceMessages | None:
+    """`session.snip(ids, reason)`: remove whole messages, with their calls' results (or the calls
+    of removed results) so no pair is split, and leave one marker listing what went."""
+    if not ctx.explicit_snips:
+        return None
+    wanted: set[str] = set()
+    reasons = []
+    for ids, reason in ctx.explicit_snips:
+        wanted.update(ids)
+        reasons.append(reason)
+    present = {m.id for m in view}
+    wanted = {i for i in wanted if i in present and i not in ctx.protected}
+    if not wanted:
+        return None
+    # Close over pairs until stable.
+    while True:
+        call_ids = {c.id for m in view if m.id in wanted for c in m.tool_calls}
+        call_ids |= {r.call_id for m in view if m.id in wanted for r in m.tool_results}
+        grown = {m.id for m in view if any(c.id in call_ids for c in m.tool_calls)
+                 or any(r.call_id in call_ids for r in m.tool_results)} | wanted
+        if grown == wanted:
+            break
+        wanted = grown
+    removed = [m for m in view if m.id in wanted]
+    gain = sum(counter.message(m) for m in removed)
+    ids = tuple(m.id for m in removed)
+    marker = Message(f"snip-{removed[0].id}", "user",
+                     (Text(f"[snipped {len(ids)} messages ({gain} tokens freed): {', '.join(ids)}. "
+                           f"Reason: {'; '.join(sorted(set(reasons)))}]"),),
+                     Origin.SNIP_MARKER, {"stage": NAME, "removed": list(ids), "tokens_freed": gain})
+    return ReplaceMessages(NAME, ids, (marker,), tokens_freed=gain)

@@ -1,0 +1,210 @@
+"""SessionStore / MemoryStore: persistence, truncation, transactions, artifacts and the lock."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from worksurface.edits import Compact, Insert, ReplaceMessages, ReplaceResult
+from worksurface.errors import ArtifactNotFoundError, SessionError, SessionLockedError
+from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.store import MemoryStore, SessionStore, content_digest
+
+
+def _messages(n: int, start: int = 0) -> list[Message]:
+    out: list[Message] = []
+    for i in range(start, start + n):
+        if i % 3 == 1:
+            out.append(Message(f"m{i}", "assistant", (ToolCall(f"c{i}", "Read", {"file_path": f"/r/f{i}.py"}),)))
+        elif i % 3 == 2:
+            out.append(Message(f"m{i}", "user", (ToolResult(f"c{i - 1}", f"content of f{i - 1} \ud83d"),),
+                               meta={"record": {"z": 1, "a": [1, 2]}}))
+        else:
+            out.append(Message(f"m{i}", "user", (Text(f"request {i}: é ✓"),)))
+    return out
+
+
+@pytest.fixture(params=["disk", "memory"])
+def store(request, tmp_path):
+    s = SessionStore.open(tmp_path / "sess") if request.param == "disk" else MemoryStore()
+    yield s
+    s.close()
+
+
+def test_log_append_and_read(store):
+    msgs = _messages(7)
+    store.append_messages(msgs[:4])
+    store.append_messages(msgs[4:])
+    assert store.log_length() == 7
+    assert store.log_ids() == [m.id for m in msgs]
+    assert store.log_digests() == [m.digest for m in msgs]
+    back = store.log_messages()
+    assert back == msgs
+    assert [dict(m.meta) for m in back] == [dict(m.meta) for m in msgs]
+    assert list(back[2].meta["record"]) == ["z", "a"]  # key order kept for lossless round trips
+
+
+def test_truncate_drops_edits_referring_to_removed_ids(store):
+    store.append_messages(_messages(9))
+    marker = Message("snip-1", "user", (Text("[snipped]"),), Origin.SNIP_MARKER)
+    early = ReplaceResult("budget", "c1", "[stored]", artifact="abc")
+    late = ReplaceResult("microcompact", "c7", "[cleared]")
+    span = ReplaceMessages("snip", ("m3", "m4"), (marker,), tokens_freed=10)
+    crossing = ReplaceMessages("collapse", ("m5", "m6"), ())
+    status = Insert("status", None, (Message("st", "user", (Text("<status/>"),), Origin.STATUS),))
+    store.add_edits([early, span, late, crossing, status])
+
+    dropped = store.truncate_log(6)  # removes m6, m7 (calls c7), m8 (answers c7)
+    assert dropped == 2
+    assert store.log_ids() == [f"m{i}" for i in range(6)]
+    assert store.edits() == [early, span, status]
+    assert store.decision("microcompact", "c7") is None
+    assert store.decision("collapse", "m5") is None
+    assert store.decision("snip", "m4")["ids"] == ["m3", "m4"]
+    assert store.decision("budget", "c1")["artifact"] == "abc"
+    assert store.truncate_log(10) == 0
+    with pytest.raises(ValueError):
+        store.truncate_log(-1)
+
+
+def test_truncate_dropping_only_a_result_drops_its_edit(store):
+    store.append_messages(_messages(9))
+    store.add_edits([ReplaceResult("budget", "c7", "[stored]"), ReplaceResult("budget", "c4", "[stored]")])
+    assert store.truncate_log(8) == 1  # m8 answers c7; its content may differ after a rewind
+    assert [e.call_id for e in store.edits()] == ["c4"]
+
+
+def test_decision_is_latest_edit_of_stage(store):
+    store.add_edits([ReplaceResult("snip", "c1", "first"), ReplaceResult("snip", "c1", "second")])
+    assert store.decision("snip", "c1")["content"] == "second"
+    assert store.decision("budget", "c1") is None
+
+
+def test_transaction_rolls_back_everything(store):
+    store.append_messages(_messages(3))
+    store.set_meta("epoch", 1)
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.append_messages(_messages(2, start=3))
+            store.add_edits([ReplaceResult("budget", "c1", "x")])
+            store.set_meta("epoch", 2)
+            store.update_token_cache({"d1": 5})
+            store.save_view(_messages(1))
+            store.truncate_log(1)
+            raise RuntimeError("crash")
+    assert store.log_ids() == ["m0", "m1", "m2"]
+    assert store.edits() == []
+    assert store.get_meta("epoch") == 1
+    assert store.token_cache() == {}
+    assert store.load_view() is None
+
+
+def test_artifacts_are_content_addressed(store):
+    a = store.put_artifact("big output\n" * 100, kind="budget", meta={"call_id": "c1"})
+    b = store.put_artifact("big output\n" * 100, kind="snip")
+    c = store.put_artifact("other", kind="budget")
+    assert a == b and a.id != c.id
+    assert a.id == content_digest("big output\n" * 100)[:16]
+    assert a.tokens > 0
+    assert store.get_artifact(a.id) == "big output\n" * 100
+    assert store.artifact_info(a.id)["kind"] == "budget"
+    with pytest.raises(ArtifactNotFoundError):
+        store.get_artifact("0" * 16)
+    if isinstance(store, SessionStore):
+        path = Path(a.path)
+        assert path == store.path / "artifacts" / f"{a.id}.txt"
+        assert path.read_text() == "big output\n" * 100
+    else:
+        assert a.path is None
+
+
+def test_meta_token_cache_and_view(store):
+    assert store.get_meta("missing", 7) == 7
+    store.set_meta("boundaries", [{"epoch": 1, "pre": 167000}])
+    assert store.get_meta("boundaries") == [{"epoch": 1, "pre": 167000}]
+    for i in range(40):  # more than the chunk limit: exercises the merge
+        store.update_token_cache({f"d{i}": i, "d0": 0})
+    assert store.token_cache() == {f"d{i}": i for i in range(40)}
+    view = _messages(5)
+    digest = store.save_view(view)
+    assert store.view_digest() == digest
+    assert store.load_view() == view
+    with pytest.raises(SessionError):
+        store.set_meta("bad", object())
+
+
+def test_reopen_reproduces_everything(tmp_path):
+    path = tmp_path / "sess"
+    view = _messages(4) + [Message("sum", "user", (Text("summary"),), Origin.SUMMARY, {"epoch": 1})]
+    with SessionStore.open(path) as s:
+        s.append_messages(_messages(6))
+        s.add_edits([Compact(stage="autocompact", tail_start="m4", head=(view[-1],),
+                             covered=("m0", "m1"), info={"trigger": "auto"})])
+        art = s.put_artifact("stored", kind="budget")
+        s.set_meta("epoch", 3)
+        s.update_token_cache({"abc": 12})
+        s.save_view(view)
+        digest = s.view_digest()
+    with SessionStore.open(path) as s:
+        assert s.log_ids() == [f"m{i}" for i in range(6)]
+        assert s.edits()[0].head == (view[-1],)
+        assert s.decision("autocompact", "m4")["covered"] == ["m0", "m1"]
+        assert s.get_artifact(art.id) == "stored"
+        assert s.get_meta("epoch") == 3
+        assert s.token_cache() == {"abc": 12}
+        again = s.load_view()
+        assert again == view and again[-1].meta == {"epoch": 1} and again[-1].origin is Origin.SUMMARY
+        assert s.save_view(again) == digest  # byte for byte
+
+
+def test_open_rejects_a_file(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(SessionError, match="not a directory"):
+        SessionStore.open(tmp_path / "f")
+
+
+_HOLDER = """
+import sys, time
+from worksurface.store import SessionStore
+store = SessionStore.open(sys.argv[1])
+with store.lock():
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_lock_is_interprocess_and_released_when_holder_dies(tmp_path):
+    path = tmp_path / "sess"
+    SessionStore.open(path).close()
+    child = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "locked"
+        with SessionStore.open(path) as s:
+            with pytest.raises(SessionLockedError, match=str(path)):
+                with s.lock(timeout=0.2):
+                    pass
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=10)
+            with s.lock(timeout=10):
+                with s.lock(timeout=0):  # re-entrant within one store object
+                    pass
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+
+
+def test_two_stores_in_one_process_exclude_each_other(tmp_path):
+    with SessionStore.open(tmp_path / "s") as a, SessionStore.open(tmp_path / "s") as b:
+        with a.lock():
+            with pytest.raises(SessionLockedError):
+                with b.lock(timeout=0.1):
+                    pass
+        with b.lock(timeout=1):
+            pass
