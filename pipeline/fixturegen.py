@@ -30,7 +30,7 @@ BASH_MAX_CHARS = 30_000
 # An episode may overshoot the request by this fraction before it is rolled back.
 OVERSHOOT = 0.03
 # Share of episodes (after the first few of each kind) by kind.
-EPISODE_WEIGHTS = {"feature": 5, "logs": 2, "big_read": 1, "repeat": 2, "subdir": 1, "question": 1}
+EPISODE_WEIGHTS = {"feature": 7, "logs": 1, "big_read": 1, "repeat": 2, "subdir": 1, "question": 1}
 CONSTRAINTS = (
     "don't touch migrations/ — schema changes go through the DBA team",
     "use pytest, not unittest (no TestCase classes, no unittest.mock either)",
@@ -39,6 +39,11 @@ CONSTRAINTS = (
 EXTRA_CONSTRAINTS = ("keep the public function signatures in api.py unchanged",
                      "no new dependencies without asking me first",
                      "type hints on every new function")
+PYTEST_ERRORS = ("AssertionError: assert 200 == 400",
+                 "AssertionError: assert Decimal('10.01') == Decimal('10.00')",
+                 "TypeError: list_orders() got an unexpected keyword argument 'page'",
+                 "LookupError: order 17 not found")
+NO_TABLE = "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) no such table: orders"
 SKILL_NAME = "python-testing"
 SKILL_BODY = (
     "# Python testing\n\nUse this skill when writing or fixing tests in a Python repository.\n\n"
@@ -87,6 +92,7 @@ def write_session(path: str | os.PathLike[str], tokens: int, seed: int = 0) -> P
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(generate_jsonl(tokens, seed))
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a fixture is an ordinary readable file
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -94,11 +100,19 @@ def write_session(path: str | os.PathLike[str], tokens: int, seed: int = 0) -> P
     return out
 
 
+def _active(item: str) -> str:
+    """A todo's present-continuous form, as Claude Code shows it while the item is in progress."""
+    verb, _, rest = item.partition(" ")
+    ing = verb[:-1] + "ing" if verb.endswith("e") and verb != "Update" else verb + "ing"
+    ing = {"Update": "Updating", "Commit": "Committing", "Run": "Running"}.get(verb, ing)
+    return f"{ing} {rest}".strip()
+
+
 class _Task:
     """One user request: a function in a module to change, and the test file that covers it."""
 
-    def __init__(self, module: str, func: str, test: str, request: str) -> None:
-        self.module, self.func, self.test, self.request = module, func, test, request
+    def __init__(self, module: str, func: str, test: str, request: str, title: str) -> None:
+        self.module, self.func, self.test, self.request, self.title = module, func, test, request, title
 
 
 class _Scenario:
@@ -119,7 +133,7 @@ class _Scenario:
     def run(self) -> list[dict[str, Any]]:
         self.w.hook_progress("SessionStart", "~/.claude/hooks/session-start.sh")
         self.opening(self.task())
-        firsts = ["worktree", "logs", "big_read", "subdir", "repeat", "feature"]
+        firsts = ["logs", "feature", "worktree", "big_read", "repeat", "subdir"]
         kinds, weights = list(EPISODE_WEIGHTS), list(EPISODE_WEIGHTS.values())
         while self.w.tokens < self.target * (1 - OVERSHOOT):
             kind = firsts.pop(0) if firsts else self.rng.choices(kinds, weights)[0]
@@ -148,17 +162,20 @@ class _Scenario:
         stem = module.rsplit("/", 1)[1][:-3]
         test = f"tests/test_{stem}.py"
         ent = next((e for e in ENTITIES if e in func), self.rng.choice(ENTITIES))
-        request = self.rng.choice((
-            f"Add pagination to `{func}` in {module}: accept `page` and `per_page` and return a `next_page` cursor.",
-            f"There's a rounding bug in `{func}` ({module}) — EUR totals come out a cent off. Please fix it.",
-            f"`{func}` in {module} should raise a clear error for archived {ent.replace('_', ' ')}s instead of "
-            f"returning stale data.",
-            f"Add retry with exponential backoff (max 5 attempts) around the {ent.replace('_', ' ')} lookups in "
-            f"`{func}`.",
-            f"Log the request id in `{func}` ({module}) so we can trace {ent.replace('_', ' ')} failures.",
-            f"Make `{func}` in {module} skip {ent.replace('_', ' ')}s whose status is 'deleted'.",
+        noun = ent.replace("_", " ")
+        title, request = self.rng.choice((
+            ("add pagination", f"Add pagination to `{func}` in {module}: accept `page` and `per_page` and "
+                               "return a `next_page` cursor."),
+            ("fix rounding", f"There's a rounding bug in `{func}` ({module}) — EUR totals come out a cent off. "
+                             "Please fix it."),
+            ("reject archived", f"`{func}` in {module} should raise a clear error for archived {noun}s instead "
+                                "of returning stale data."),
+            ("retry with backoff", f"Add retry with exponential backoff (max 5 attempts) around the {noun} "
+                                   f"lookups in `{func}`."),
+            ("log request id", f"Log the request id in `{func}` ({module}) so we can trace {noun} failures."),
+            ("skip deleted", f"Make `{func}` in {module} skip {noun}s whose status is 'deleted'."),
         ))
-        return _Task(module, func, test, request)
+        return _Task(module, func, test, request, f"{func}: {title}")
 
     def say(self, n: int = 2, extra: str = "") -> str:
         return " ".join([extra] * bool(extra) + self.rng.sample(PROSE, n))
@@ -166,7 +183,7 @@ class _Scenario:
     def todo_call(self, items: list[str], done: int) -> Call:
         old = self.todos
         self.todos = [{"content": c, "status": "completed" if i < done else "in_progress" if i == done else "pending",
-                       "activeForm": c[0].upper() + c[1:] if c else c} for i, c in enumerate(items)]
+                       "activeForm": _active(c)} for i, c in enumerate(items)]
         return Call("TodoWrite", {"todos": self.todos}, TODO_ACK,
                     tool_use_result={"oldTodos": old, "newTodos": self.todos})
 
@@ -196,18 +213,25 @@ class _Scenario:
             tur = {"mode": "files_with_matches", "filenames": files, "numFiles": len(files)}
         return Call("Grep", inp, text, "read", tool_use_result=tur)
 
-    def edit(self, rel: str, new_line: str | None = None, *, rejected: bool = False) -> Call:
-        """Insert a line after a function's docstring (applied to the repo unless rejected)."""
+    def edit(self, rel: str, new_line: str | None = None, *, func: str | None = None,
+             rejected: bool = False) -> Call:
+        """Insert code after a function's first two lines, `func` if given (applied unless rejected)."""
         text = self.repo.files[rel]
         lines = text.split("\n")
         starts = [i for i, line in enumerate(lines) if line.startswith("def ") and i + 1 < len(lines)]
-        at = self.rng.choice(starts) if starts else len(lines) - 2
+        mine = [i for i in starts if func and lines[i].startswith(f"def {func}(")]
+        at = (mine or [self.rng.choice(starts)])[0] if starts else len(lines) - 2
         old = "\n".join(lines[at:at + 2])
         indent = "    " if starts else ""
-        new_line = new_line or f"{indent}log.debug(\"entering %s\", {self.rng.choice(ENTITIES)!r})"
-        new = old + "\n" + "\n".join(indent + l.strip() if l.strip() else l for l in new_line.split("\n"))
-        if text.count(old) == 1 and not rejected:
-            self.repo.files[rel] = text.replace(old, new)
+        new_line = new_line or "\n".join(self.repo.snippet(self.rng.randint(3, 28)))
+        new = old + "\n" + "\n".join(indent + line if line.strip() else line for line in new_line.split("\n"))
+        return self.replace(rel, old, new, rejected=rejected)
+
+    def replace(self, rel: str, old: str, new: str, *, rejected: bool = False) -> Call:
+        """An Edit call replacing `old` by `new` in `rel` (applied to the repo unless rejected)."""
+        text = self.repo.files[rel]
+        if not rejected:
+            self.repo.files[rel] = text.replace(old, new, 1)
         return Call("Edit", {"file_path": self.path(rel), "old_string": old, "new_string": new,
                              "replace_all": False},
                     f"The file {self.path(rel)} has been updated successfully.", rejected=rejected,
@@ -226,14 +250,11 @@ class _Scenario:
         return Call("Bash", inp, content, kind, is_error=bool(code),
                     tool_use_result={"stdout": output[:400], "stderr": "", "interrupted": False, "isImage": False})
 
-    def pytest(self, target: str, failures: int) -> Call:
+    def pytest(self, target: str, failures: int, error: str | None = None) -> Call:
         passed = self.rng.randint(38, 60)
-        fails = [(f"{target}::test_{self.rng.choice(ENTITIES)}_{self.rng.choice(('paged', 'rounding', 'archived', 'retry'))}",
-                  self.rng.choice(("AssertionError: assert 200 == 400",
-                                   "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) no such table: orders",
-                                   "AssertionError: assert Decimal('10.01') == Decimal('10.00')",
-                                   "TypeError: list_orders() got an unexpected keyword argument 'page'")))
-                 for _ in range(failures)]
+        fails = [(f"{target.rstrip('/') if target.endswith('.py') else 'tests/test_api.py'}::test_"
+                  f"{self.rng.choice(ENTITIES)}_{self.rng.choice(('paged', 'rounding', 'archived', 'retry'))}",
+                  error or self.rng.choice(PYTEST_ERRORS)) for _ in range(failures)]
         out = pytest_output(self.rng, passed, fails, self.rng.uniform(1.2, 6.5))
         self.last_pytest = out
         return self.bash(f"python -m pytest {target} -q", out, code=1 if failures else 0,
@@ -269,7 +290,7 @@ class _Scenario:
         w.user(f"Base directory for this skill: /home/{self.repo.user}/.claude/skills/{SKILL_NAME}\n\n{SKILL_BODY}",
                meta=True)
         w.respond(calls=(self.todo_call(plan, 1),))
-        w.respond(f"Now the change to `{t.func}`.", (self.edit(t.module),))
+        w.respond(f"Now the change to `{t.func}`.", (self.edit(t.module, func=t.func),))
         new_test = t.test.replace(".py", f"_{t.func}.py")
         body = (f"from {self.repo.pkg}.{t.module.rsplit('/', 1)[1][:-3]} import {t.func}\n\n\n"
                 f"def test_{t.func}_default(db):\n    assert {t.func} is not None\n")
@@ -277,7 +298,7 @@ class _Scenario:
         w.respond(calls=(Call("Write", {"file_path": self.path(new_test), "content": body},
                               f"File created successfully at: {self.path(new_test)}",
                               tool_use_result={"type": "create", "filePath": self.path(new_test)}),))
-        w.respond(calls=(self.pytest("tests/", 3),))
+        w.respond(calls=(self.pytest("tests/", 3, NO_TABLE),))
         w.respond("Three failures, all `OperationalError: no such table` — the new tests have no schema. "
                   "I'll mock the database session so the tests don't need one.",
                   (self.edit(new_test, "from unittest.mock import MagicMock\ndb = MagicMock()", rejected=True),))
@@ -293,10 +314,10 @@ class _Scenario:
                   (self.bash("make lint", f"ruff check src tests\n{self.path(t.module)}:9:1: F401 [*] "
                                           "`decimal.Decimal` imported but unused\nFound 1 error.\n[*] 1 fixable "
                                           "with the `--fix` option.\nmake: *** [Makefile:9: lint] Error 1", code=2),))
-        w.respond(calls=(self.edit(t.module, "_ = Decimal  # used by the totals below"),))
+        w.respond(calls=(self.replace(t.module, "from decimal import Decimal\n", ""),))
         w.respond(calls=(self.bash("make lint", "ruff check src tests\nAll checks passed!\nmypy src/"
                                                 f"{self.repo.pkg}\nSuccess: no issues found in 14 source files"),))
-        w.respond(calls=(self.commit(f"{t.func}: {t.request.split(':')[0][:50].lower()}"),))
+        w.respond(calls=(self.commit(t.title),))
         w.respond(self.say(3, f"Done: `{t.func}` is changed in {t.module} with tests in {new_test}."))
 
     def read_or_create_test(self, t: _Task) -> Call:
@@ -304,23 +325,38 @@ class _Scenario:
             self.repo.files[t.test] = self.repo.test_module(t.test[11:-3], 4)
         return self.read(t.test)
 
+    def think(self, t: _Task) -> str:
+        return (f"The request is about `{t.func}` in {t.module}. " + self.say(self.rng.randint(2, 5)) +
+                f" Constraints still apply: {self.rng.choice(CONSTRAINTS)}.")
+
     def feature(self) -> None:
-        w, t = self.w, self.task()
-        w.user(t.request + (f" Reminder: {self.rng.choice(CONSTRAINTS)}." if self.rng.random() < 0.3 else ""))
+        w, t, rng = self.w, self.task(), self.rng
+        w.user(t.request + (f" Reminder: {rng.choice(CONSTRAINTS)}." if rng.random() < 0.3 else ""))
         plan = [f"Locate {t.func}", f"Implement the change in {t.module}", "Update tests", "Run tests and lint",
                 "Commit"]
-        w.respond(calls=(self.todo_call(plan, 0),))
+        w.respond("Let me find the function and its callers.", (self.todo_call(plan, 0),), thinking=self.think(t))
         w.respond(calls=(self.grep(t.func, content=True),))
-        w.respond(calls=(self.read(t.module),))
-        w.respond(f"`{t.func}` is the place to change.", (self.edit(t.module),))
-        w.respond(calls=(self.pytest(t.test, self.rng.randint(1, 2)),))
+        related = rng.choice([p for p in sorted(self.repo.files) if p.startswith(f"src/{self.repo.pkg}/")
+                              and p.endswith(".py") and p != t.module and "legacy" not in p])
+        w.respond(calls=(self.read(t.module), self.read(related)))
+        w.respond(f"`{t.func}` is the place to change; {related} only calls it.", (self.edit(t.module, func=t.func),),
+                  thinking=self.think(t) if rng.random() < 0.5 else None)
+        w.respond(calls=(self.pytest(t.test, rng.randint(1, 2)),))
         w.respond("The test expects the old behaviour; updating it.", (self.read_or_create_test(t),))
-        w.respond(calls=(self.edit(t.test),))
+        if rng.random() < 0.4:
+            rel = t.test.replace(".py", f"_{rng.choice(('edge', 'regression', 'paging'))}.py")
+            body = self.repo.test_module(t.test[11:-3], rng.randint(3, 8))
+            self.repo.files[rel] = body
+            w.respond(calls=(Call("Write", {"file_path": self.path(rel), "content": body},
+                                  f"File created successfully at: {self.path(rel)}", "code",
+                                  tool_use_result={"type": "create", "filePath": self.path(rel)}),))
+        else:
+            w.respond(calls=(self.edit(t.test),))
         w.respond(calls=(self.pytest("tests/", 0),))
         w.respond(calls=(self.todo_call(plan, 4),))
         w.respond(calls=(self.bash("make lint", "ruff check src tests\nAll checks passed!"),))
-        w.respond(calls=(self.commit(f"{t.func}: {t.request[:40].lower()}"),))
-        w.respond(self.say(2, f"Changed `{t.func}` in {t.module}; tests and lint pass."))
+        w.respond(calls=(self.commit(t.title),))
+        w.respond(self.say(rng.randint(2, 4), f"Changed `{t.func}` in {t.module}; tests and lint pass."))
 
     def logs(self) -> None:
         w, t = self.w, self.task()
@@ -328,16 +364,17 @@ class _Scenario:
         w.user(f"The nightly sync failed again with `{error.split(':')[0]}`. Can you look at the worker log?")
         log_rel = "logs/worker.log"
         self.repo.files[log_rel] = self.repo.log_lines(self.rng.randint(1800, 2600), failing=error)
-        tail = "\n".join(self.repo.files[log_rel].split("\n")[-300:])
-        w.respond(calls=(self.bash(f"tail -n 300 {log_rel}", tail, kind="log", description="Show the end of the log"),))
-        if self.target - w.tokens > 3 * LARGE_OUTPUT_TOKENS[0]:
+        tail = "\n".join(self.repo.files[log_rel].split("\n")[-self.rng.randint(120, 250):])
+        w.respond(calls=(self.bash(f"tail -n 200 {log_rel}", tail, kind="log", description="Show the end of the log"),))
+        if self.rng.random() < 0.5 and self.target - w.tokens > 3 * LARGE_OUTPUT_TOKENS[0]:
             lines = int(self._large_tokens() * CHARS_PER_TOKEN["log"] / 110)
             w.respond("The errors start earlier than the tail shows; reading the start of the log.",
                       (self.read(log_rel, 1, lines, kind="log"),))
         w.respond(calls=(self.grep("ERROR", content=False),))
-        w.respond(calls=(self.read(t.module),))
+        w.respond(calls=(self.read(t.module),), thinking=self.think(t))
         w.respond(f"Found it: `{t.func}` doesn't retry when the carrier drops the connection.",
-                  (self.edit(t.module, "for attempt in range(5):\n    pass  # retry on ConnectionResetError"),))
+                  (self.edit(t.module, "for attempt in range(5):\n    pass  # retry on ConnectionResetError",
+                             func=t.func),))
         w.respond(calls=(self.pytest("tests/", 0),))
         w.respond(self.say(2, f"The `{error.split(':')[0]}` is handled now."))
 

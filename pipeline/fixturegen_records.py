@@ -21,7 +21,7 @@ CLAUDE_CODE_VERSION = "2.1.39"
 MODEL = "claude-sonnet-4-5-20250929"
 # Characters per cl100k token, measured on the generator's own output (see fixtures/README.md):
 # prose and code near 4, numbered file reads and logs denser because of digits and punctuation.
-CHARS_PER_TOKEN = {"prose": 4.4, "code": 3.45, "read": 3.0, "log": 2.65, "json": 2.75}
+CHARS_PER_TOKEN = {"prose": 4.5, "code": 3.8, "read": 3.33, "log": 2.54}
 # The token counter adds these per message and per tool call (worksurface.tokens).
 MESSAGE_OVERHEAD = 4
 TOOL_CALL_OVERHEAD = 8
@@ -71,7 +71,7 @@ class RecordWriter:
     def uuid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
-    def _id(self, prefix: str, n: int = 24) -> str:
+    def _id(self, prefix: str, n: int) -> str:
         alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789"
         return prefix + "".join(self.rng.choice(alphabet) for _ in range(n))
 
@@ -142,7 +142,7 @@ class RecordWriter:
             blocks.append(({"type": "text", "text": text}, estimate(text, text_kind)))
         ids = []
         for call in calls:
-            ids.append(self._id("toolu_01"))
+            ids.append(self._id("toolu_01", 22))
             spec = call.name + " " + json.dumps(call.input, sort_keys=True, separators=(",", ":"))
             kind = "code" if call.name in ("Edit", "Write") else "prose"
             blocks.append(({"type": "tool_use", "id": ids[-1], "name": call.name, "input": call.input},
@@ -151,7 +151,7 @@ class RecordWriter:
         usage = {"input_tokens": self.rng.randint(3, 12), "cache_creation_input_tokens": self.rng.randint(200, 4000),
                  "cache_read_input_tokens": int(self.tokens), "output_tokens": max(1, out_tokens),
                  "service_tier": "standard"}
-        message_id, request_id = self._id("msg_01"), self._id("req_011C")
+        message_id, request_id = self._id("msg_01", 22), self._id("req_011C", 18)
         call_records = []
         for block, tokens in blocks:
             rec = self._envelope("assistant", message={

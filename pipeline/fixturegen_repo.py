@@ -7,7 +7,6 @@ tokenize like a real service's code.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 
@@ -168,6 +167,13 @@ class FakeRepo:
                 "        totals[item.currency] = totals.get(item.currency, Decimal(0)) + net * (1 + tax_rate)",
                 '    return {k: v.quantize(Decimal("0.01")) for k, v in totals.items()}', ""]
 
+    def snippet(self, lines: int) -> list[str]:
+        """About `lines` lines of new code (an edit's replacement text)."""
+        out: list[str] = []
+        while len(out) < lines:
+            out.extend(self._unit(self.rng.choice(ENTITIES)))
+        return out[1:lines + 1]
+
     def test_module(self, name: str, tests: int) -> str:
         out = ["import pytest", "", f"from {self.pkg} import {name if name != 'worker' else 'api'}", ""]
         for _ in range(tests):
@@ -181,14 +187,6 @@ class FakeRepo:
     def big_module(self, lines: int) -> str:
         """A long legacy module (a read of it is one of the session's large tool outputs)."""
         return self.module("legacy_reports", lines)
-
-    def fixture_json(self, records: int) -> str:
-        rng = self.rng
-        rows = [{"id": i, "customer_id": rng.randint(1, 900), "status": rng.choice(("open", "paid", "shipped")),
-                 "amount_cents": rng.randint(100, 250_000), "currency": rng.choice(("EUR", "USD", "GBP")),
-                 "sku": f"SKU-{rng.randint(1000, 9999)}", "region": rng.choice(("eu-west", "us-east", "ap-south"))}
-                for i in range(1, records + 1)]
-        return json.dumps(rows, indent=2) + "\n"
 
     def log_lines(self, n: int, failing: str | None = None) -> str:
         """Application log lines; `failing` makes some of them an error with that message."""

@@ -63,6 +63,8 @@ def _reinject_node(state: PipelineState, config: RunnableConfig) -> dict:
         reports.append(report)
     if not added:
         return {"reports": reports}
+    # The status baseline goes last: later status deltas follow it at the tail of the view.
+    added.sort(key=lambda m: m.meta.get("reinjector") is None and m.origin.value == "status")
     anchor = view[-1].id if view else None
     edit = Insert(REINJECT, anchor, tuple(added))
     new_view = apply_edits(view, [edit])

@@ -16,15 +16,22 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .config import Config
-from .edits import Edit, apply_edits
+from .edits import Edit, Insert, ReplaceMessages, apply_edits
 from .errors import ArtifactNotFoundError, ContextOverflowError, WorksurfaceError
 from .formats.base import Transcript
 from .graph import STAGE_NAMES, build_graph
 from .model import Message, Origin, ToolResult, orphans
 from .state import StageContext, StageReport
+from .status import PublisherState, StatusReducer, event_from_json, event_to_json, publish
+from .status.derive import EventDeriver
+from .status.events import Event
 from .store import MemoryStore, SessionStore
 from .tokens import TokenCounter
 from .view import check_no_duplicates, check_pairing, live_slice, protected_ids
+
+
+# Epoch numbers match the status bar's: the session before any compaction is epoch 1.
+FIRST_EPOCH = 1
 
 
 class InvariantError(WorksurfaceError):
@@ -90,6 +97,9 @@ class Session:
         self._digests: list[str] = [m.digest for m in self._log]
         self._edits: list[Edit] = store.edits()
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
+        self._deriver: EventDeriver | None = None  # status events derived from the live transcript
+        self._deriver_seen = 0
+        self._status_events: list[Event] = []
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
@@ -132,15 +142,28 @@ class Session:
             offset = self._usage_offset(view, counted, usage)
             ctx = self._context(now, force, instructions)
             ctx.protected = protected_ids(view)
+            ctx.extras["transcript"] = live
+            if isinstance(transcript, Transcript):
+                ctx.extras["queued_inputs"] = transcript.queued_inputs
+            snapshot = self._status_snapshot(live, keep)
+            status_state = self._publisher_state()
+            ctx.extras.update(status_snapshot=snapshot, status_state=status_state)
             start_state = {"view": view, "tokens": counted + offset, "edits": [], "reports": [],
                            "cache_edits": [], "compacted": False}
             ctx.extras["token_offset"] = offset
             final = self._graph.invoke(start_state, config={"configurable": {"ctx": ctx}})
-            new_edits: list[Edit] = final.get("edits", [])
+            new_edits: list[Edit] = list(final.get("edits", []))
             out_view = final["view"]
+            status_edits, new_status_state, status_report = self._publish_status(
+                ctx, out_view, snapshot, status_state, now)
+            if status_edits:
+                out_view = apply_edits(out_view, status_edits)
+                new_edits += status_edits
             self._check(live, out_view)
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
+            report.status = status_report
             self._commit(live, keep, new_edits, out_view, now, report)
+            self.store.set_meta("status_publisher", new_status_state.to_json())
             if report.boundary and report.tokens_after > self.config.threshold:
                 raise ContextOverflowError("compaction could not bring the view under the threshold",
                                            tokens=report.tokens_after, threshold=self.config.threshold)
@@ -157,6 +180,56 @@ class Session:
             pending = self.store.get_meta("pending_snips", [])
             pending.append([list(ids), reason])
             self.store.set_meta("pending_snips", pending)
+
+    def emit(self, event: Event) -> None:
+        """Record a harness-supplied status fact (cwd, test result, budget, ...) for the status bar."""
+        event_to_json(event)  # validate before storing
+        with self.store.lock(), self.store.transaction():
+            events = self.store.get_meta("status_events", [])
+            events.append(event_to_json(event))
+            self.store.set_meta("status_events", events)
+
+    # --- status bar -----------------------------------------------------------------------------
+
+    def _status_snapshot(self, live: list[Message], keep: int):
+        """The status snapshot: events derived from the transcript (incrementally: a deriver is fed
+        only messages it has not seen) followed by the harness's own events."""
+        if self._deriver is None or keep < self._deriver_seen:
+            self._deriver, self._deriver_seen, self._status_events = EventDeriver(self.config.window), 0, []
+        for m in live[self._deriver_seen:]:
+            self._status_events.extend(self._deriver.derive(m))
+        self._deriver_seen = len(live)
+        reducer = StatusReducer()
+        for e in self._status_events:
+            reducer.apply(e)
+        for data in self.store.get_meta("status_events", []):
+            reducer.apply(event_from_json(data))
+        return reducer.snapshot()
+
+    def _publisher_state(self) -> PublisherState:
+        data = self.store.get_meta("status_publisher")
+        if data is None or data.get("strategy") != self.config.status_strategy:
+            return PublisherState(strategy=self.config.status_strategy)
+        return PublisherState.from_json(data)
+
+    def _publish_status(self, ctx: StageContext, view: list[Message], snapshot, state: PublisherState,
+                        now: float) -> tuple[list[Edit], PublisherState, dict[str, Any]]:
+        """Status edits for this call: after a compaction the status reinjector already made the new
+        epoch's baseline; otherwise publish what changed (nothing when nothing did)."""
+        if "status_result" in ctx.extras:
+            new_state, remove_ids = ctx.extras["status_result"]
+            edits: list[Edit] = [ReplaceMessages("status", tuple(remove_ids), ())] if remove_ids else []
+            return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": "baseline"}
+        new_state, publication = publish(state, snapshot, strategy=state.strategy, now=now)
+        edits = []
+        if publication.remove_ids:
+            edits.append(ReplaceMessages("status", publication.remove_ids, ()))
+        if publication.messages:
+            anchor = view[-1].id if view else None
+            edits.append(Insert("status", anchor, publication.messages))
+        kind = publication.messages[0].meta.get("kind") if publication.messages else None
+        return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": kind,
+                                  "bytes": publication.bytes}
 
     # --- fetching back what was removed (invariant 6) ------------------------------------------
 
@@ -208,7 +281,7 @@ class Session:
         return StageContext(
             config=self.config, counter=self.counter, artifacts=self.store, now=now,
             idle_seconds=None if last is None else max(0.0, now - last), forced=force,
-            instructions=instructions, epoch=self.store.get_meta("epoch", 0), explicit_snips=snips,
+            instructions=instructions, epoch=self.store.get_meta("epoch", FIRST_EPOCH), explicit_snips=snips,
             summarizer=self.summarizer, consecutive_failures=self.store.get_meta("consecutive_failures", 0),
             extras={"reinjectors": self.reinjectors})
 

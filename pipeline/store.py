@@ -468,6 +468,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the artifact is an ordinary file to open
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

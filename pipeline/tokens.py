@@ -95,3 +95,18 @@ class TokenCounter:
 
     def __len__(self) -> int:
         return len(self._cache)
+
+
+def truncate_to_tokens(text: str, limit: int, *, keep: str = "head", marker: str = "") -> str:
+    """`text` cut to at most `limit` tokens (counting `marker`, which is appended for keep="head" and
+    prepended for keep="tail"). Returns "" when not even the marker fits."""
+    enc = get_encoding()
+    ids = enc.encode_ordinary(text)
+    if len(ids) <= limit:
+        return text
+    room = limit - (len(enc.encode_ordinary(marker)) if marker else 0)
+    if room <= 0:
+        return ""
+    if keep == "head":
+        return enc.decode(ids[:room]) + marker
+    return marker + enc.decode(ids[-room:])

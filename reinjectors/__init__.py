@@ -1,4 +1,10 @@
-"""Reinjectors: rebuild the working surface after a compact boundary, in priority order."""
+"""Reinjectors: rebuild the working surface after a compact boundary, in priority order.
 
-# Filled in priority order by the reinjector modules (status, constraints, plan, files, skills, tools).
-DEFAULT_REINJECTORS: tuple = ()
+Each module has `NAME` and `run(view, config, ctx, budget) -> (messages, StageReport)`; the graph's
+reinjection node runs them in this order, each within what the ones before it left of the
+post-compact target, so budgets shrink from the least valuable end.
+"""
+
+from . import constraints, files, plan, skills, status, tools
+
+DEFAULT_REINJECTORS: tuple = (status, constraints, plan, files, skills, tools)

@@ -46,6 +46,9 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     available = max(0, ctx.config.post_compact_target - prefix_tokens - OVERHEAD_TOKENS)
     tail_budget = min(config.keep_tail_tokens, int(available * TAIL_SHARE))
     start = tail_start(view, counter, tail_budget, floor)
+    if start <= floor and ctx.forced:
+        # A manual compaction of a short session: keep the newer half so there is something to summarize.
+        start = tail_start(view, counter, max(0, tokens - prefix_tokens) // 2, floor)
     head, tail = view[floor:start], view[start:]
     if not head:
         return _skip(tokens, started, "nothing before the kept tail to summarize")

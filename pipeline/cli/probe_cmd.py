@@ -86,12 +86,15 @@ def curve_cmd(
     path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
     probes: Path = typer.Option(..., "--probes", help="Probe file (JSON)."),
     window: int = typer.Option(..., "--window", help="A window small enough to force several compactions."),
+    target: Optional[int] = typer.Option(None, "--target", help="Post-compact target tokens "
+                                         "(default: configured post_compact_target)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     format: str = typer.Option("auto", "--format", help="Transcript format."),
 ) -> None:
     """Replay the whole transcript and report retention after each compaction."""
     with _errors():
-        points = curve(read_transcript(path, format), ProbeSet.load(probes), window=window)
+        overrides = {"post_compact_target_tokens": target} if target is not None else {}
+        points = curve(read_transcript(path, format), ProbeSet.load(probes), window=window, **overrides)
     if as_json:
         typer.echo(json.dumps([p.to_json() for p in points], indent=2))
     else:

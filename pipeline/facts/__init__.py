@@ -1,1 +1,27 @@
-"""worksurface.facts"""
+"""Facts extracted from a transcript: pure, deterministic functions of a list of `Message`s.
+
+Shared by the structured summarizer and the reinjectors, so both agree on what the session did:
+files touched, standing constraints and excluded approaches, errors, progress, identifiers,
+requests and tools.
+"""
+
+from .calls import CallRecord, tool_calls, tool_label
+from .constraints import (Approach, Constraint, TaskSpec, excluded_approaches, standing_constraints,
+                          task_specs)
+from .errors import ErrorFact, error_line, tool_errors
+from .files import FileFact, file_activity
+from .identifiers import Identifiers, identifiers
+from .progress import (Commit, PlanMode, TestRun, TodoItem, TodoState, commits, parse_test_summary,
+                       plan_mode, test_runs, todo_state)
+from .requests import CurrentWork, UserMessage, current_work, latest_request, user_messages
+from .tools import (AgentUse, Announcement, SkillUse, ToolUsage, agents_used, announced_tools, mcp_servers,
+                    skills_invoked, tool_usage)
+
+__all__ = [
+    "AgentUse", "Announcement", "Approach", "CallRecord", "Commit", "Constraint", "CurrentWork", "ErrorFact",
+    "FileFact", "Identifiers", "PlanMode", "SkillUse", "TaskSpec", "TestRun", "TodoItem", "TodoState", "ToolUsage",
+    "UserMessage", "agents_used", "announced_tools", "commits", "current_work", "error_line",
+    "excluded_approaches", "file_activity", "identifiers", "latest_request", "mcp_servers",
+    "parse_test_summary", "plan_mode", "skills_invoked", "standing_constraints", "task_specs", "test_runs", "todo_state",
+    "tool_calls", "tool_errors", "tool_label", "tool_usage", "user_messages",
+]

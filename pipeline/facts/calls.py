@@ -26,6 +26,8 @@ EXIT_CODE_RE = re.compile(r"^\s*Exit code (\d+)|\[Command finished with exit cod
 SIBLING_ERROR = "Sibling tool call errored"
 # Only the head of an output is searched for an exit code: it is printed first (or last, OpenHands).
 EXIT_CODE_SCAN_CHARS = 300
+# A call label longer than this is cut: it names the call, it does not replay it.
+LABEL_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -125,9 +127,17 @@ def tool_calls(messages: Sequence[Message]) -> list[CallRecord]:
 
 
 def tool_label(record: CallRecord) -> str:
-    """`Name target` for a call, as a summary shows it (the MCP prefix kept: it names the server)."""
+    """`Name target` for a call, as a summary shows it (the MCP prefix kept: it names the server);
+    a call with no path, pattern or command shows its input instead."""
     target = record.target
-    return f"{record.name} {target}".strip() if target else record.name
+    if not target and record.call.input:
+        target = record.call.input_json
+    return f"{record.name} {_clip(target)}".strip() if target else record.name
+
+
+def _clip(text: str, limit: int = LABEL_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def is_named(record: CallRecord, *names: str) -> bool:

@@ -54,6 +54,7 @@ class ErrorFact:
     resolution: str | None = None
     resolved_message_id: str | None = None
     workaround: bool = False
+    label: str = ""  # how a summary names the call: the command in backticks, or `Tool target`
 
     @property
     def resolved(self) -> bool:
@@ -140,5 +141,5 @@ def tool_errors(messages: Sequence[Message]) -> list[ErrorFact]:
         out.append(ErrorFact(rec.call.id, rec.name, rec.target, error_line(rec.output),
                              rec.result_message_id or rec.message_id,
                              rec.result_index if rec.result_index is not None else rec.index,
-                             resolution, where, workaround))
+                             resolution, where, workaround, _label(rec)))
     return out

@@ -263,13 +263,16 @@ def plan_mode(messages: Sequence[Message]) -> PlanMode:
 
 
 COMMIT_RE = re.compile(r"^\[([^\s\]]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
-PUSH_RE = re.compile(r"^\s*\+?\s*[0-9a-f]{7,40}\.{2,3}([0-9a-f]{7,40})\s+(\S+) -> (\S+)", re.M)
+# `git push` output: `   05fd186..a230dbf  br -> br` (a range) or ` * [new branch]      br -> br`.
+PUSH_RANGE_RE = re.compile(r"^\s*\+?\s*[0-9a-f]{7,40}\.{2,3}([0-9a-f]{7,40})\s+(\S+) -> (\S+)", re.M)
+PUSH_NEW_RE = re.compile(r"^\s*\* \[new branch\]\s+(\S+) -> (\S+)", re.M)
 
 
 def commits(messages: Sequence[Message]) -> list[Commit]:
-    """Commits the agent made (from `git commit` output), oldest first, marked when a push included them."""
+    """Commits the agent made (from `git commit` output), oldest first; `pushed` when a later push
+    of their branch reached them."""
     made: list[Commit] = []
-    pushed: set[str] = set()
+    pushes: list[tuple[int, str | None, str]] = []  # (index, pushed head hash or None = whole branch, branch)
     for rec in tool_calls(messages):
         if rec.result is None or rec.failed or tool_kind(rec.call) != "shell":
             continue
@@ -277,11 +280,14 @@ def commits(messages: Sequence[Message]) -> list[Commit]:
         for m in COMMIT_RE.finditer(rec.output):
             made.append(Commit(m.group(2), m.group(1) or branch, one_line(m.group(3), 160), False,
                                rec.result_message_id or rec.message_id, rec.index))
-        for m in PUSH_RE.finditer(rec.output):
-            pushed.add(m.group(1))
-    out: list[Commit] = []
-    seen_push = False
-    for c in reversed(made):  # a push of a later commit also pushed the earlier ones on its branch
-        seen_push = seen_push or any(p.startswith(c.hash) or c.hash.startswith(p) for p in pushed)
-        out.append(Commit(c.hash, c.branch, c.subject, seen_push, c.message_id, c.index))
-    return list(reversed(out))
+        pushes += [(rec.index, m.group(1), m.group(2)) for m in PUSH_RANGE_RE.finditer(rec.output)]
+        pushes += [(rec.index, None, m.group(1)) for m in PUSH_NEW_RE.finditer(rec.output)]
+
+    def reached(c: Commit, head: str | None) -> bool:
+        if head is None:
+            return True
+        return any(d.index >= c.index and (d.hash.startswith(head) or head.startswith(d.hash)) for d in made)
+
+    return [Commit(c.hash, c.branch, c.subject,
+                   any(i > c.index and b == c.branch and reached(c, h) for i, h, b in pushes),
+                   c.message_id, c.index) for c in made]

@@ -42,24 +42,45 @@ class SimpleCommand:
         return self.words[1:]
 
 
-def _logical_lines(command: str) -> list[tuple[str, str | None]]:
-    """Command lines paired with the heredoc body that follows each (None when there is none)."""
-    lines = command.replace("\\\n", " ").splitlines()
-    out: list[tuple[str, str | None]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        m = HEREDOC_RE.search(line)
-        if not m:
-            out.append((line, None))
-            i += 1
+def _line_end(text: str, pos: int) -> int:
+    """Index of the first newline at or after `pos` that is outside quotes (len(text) if none)."""
+    quote: str | None = None
+    i = pos
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and quote != "'":
+            i += 2
             continue
-        delim, body = m.group(2), []
+        if quote is None and ch in "'\"":
+            quote = ch
+        elif ch == quote:
+            quote = None
+        elif ch == "\n" and quote is None:
+            return i
         i += 1
-        while i < len(lines) and lines[i].strip() != delim:
-            body.append(lines[i])
-            i += 1
-        i += 1  # the delimiter line
+    return len(text)
+
+
+def _logical_lines(command: str) -> list[tuple[str, str | None]]:
+    """Command lines (a quoted string may span lines) paired with the heredoc body that follows each."""
+    out: list[tuple[str, str | None]] = []
+    pos = 0
+    while pos < len(command):
+        end = _line_end(command, pos)
+        line = command[pos:end].replace("\\\n", " ")
+        pos = end + 1
+        m = HEREDOC_RE.search(line)
+        if not m or "\n" in line:  # no heredoc, or one inside a quoted `$(...)` that carries its body
+            out.append((line, None))
+            continue
+        body: list[str] = []
+        while pos < len(command):
+            nl = command.find("\n", pos)
+            raw = command[pos: nl if nl >= 0 else len(command)]
+            pos = nl + 1 if nl >= 0 else len(command)
+            if raw.strip() == m.group(2):
+                break
+            body.append(raw)
         marked = f"{line[: m.start()]} {HEREDOC_MARK} {line[m.end():]}"
         out.append((marked, "\n".join(body) + ("\n" if body else "")))
     return out

@@ -64,13 +64,14 @@ def read(text: str, path: str | None = None) -> Transcript:
                               record=f"[{i}]")
         eid = str(ev.get("id", i))
         tcm = ev.get("tool_call_metadata")
+        stamp = {"timestamp": ev["timestamp"]} if "timestamp" in ev else {}
         if "action" in ev and isinstance(tcm, dict) and ev.get("source") == "agent":
             call = _call(ev, tcm, path, i)
             call_of_event[ev.get("id")] = call.id
             rid = str((tcm.get("model_response") or {}).get("id") or eid)
             draft = by_response.get(rid)
             if draft is None:
-                draft = _Draft(eid, "assistant", _said(ev, tcm), {"events": []})
+                draft = _Draft(eid, "assistant", _said(ev, tcm), {"events": [], **stamp})
                 by_response[rid] = draft
                 drafts.append(draft)
             draft.blocks.append(call)
@@ -78,12 +79,12 @@ def read(text: str, path: str | None = None) -> Transcript:
         elif "observation" in ev and (_tool_call_id(tcm) or ev.get("cause") in call_of_event):
             cid = _tool_call_id(tcm) or call_of_event[ev.get("cause")]
             result = ToolResult(cid, _observed(ev), is_error=ev.get("observation") == "error")
-            drafts.append(_Draft(eid, "tool", [result], {"observation": ev.get("observation")}))
+            drafts.append(_Draft(eid, "tool", [result], {"observation": ev.get("observation"), **stamp}))
         elif ev.get("action") == "message" and ev.get("source") in ("user", "agent"):
             role = "user" if ev["source"] == "user" else "assistant"
-            drafts.append(_Draft(eid, role, _message_blocks(ev), {"event": "message"}))
+            drafts.append(_Draft(eid, role, _message_blocks(ev), {"event": "message", **stamp}))
         elif ev.get("action") == "system":
-            drafts.append(_Draft(eid, "system", [Text(content_text((ev.get("args") or {}).get("content")))]))
+            drafts.append(_Draft(eid, "system", [Text(content_text((ev.get("args") or {}).get("content")))], stamp))
         else:
             extras.append((drafts[-1].id if drafts else None, ev))
     messages = [Message(d.id, d.role, tuple(d.blocks), meta=d.meta) for d in drafts]  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from ..errors import FormatError
 from ..model import Block, Message, Text, ToolCall, ToolResult
 from .base import Transcript
 from .jsondoc import content_text, parse_json, peek_json
-from .validate import check_pairing, mark_unanswered
+from .validate import CallIds, check_pairing, mark_unanswered
 
 NAME = "swe-agent"
 WRITABLE = False
@@ -55,6 +55,7 @@ def read(text: str, path: str | None = None) -> Transcript:
     history = doc["history"]
     messages: list[Message] = []
     pending: str | None = None       # synthesized call waiting for its observation
+    ids = CallIds()
     for i, raw in enumerate(history):
         record = f"history[{i}]"
         if not isinstance(raw, dict) or raw.get("role") not in _ROLES:
@@ -62,18 +63,18 @@ def read(text: str, path: str | None = None) -> Transcript:
                               record=record)
         role = raw["role"]
         meta = {k: v for k, v in raw.items() if k not in _MODELED}
-        text_ = content_text(raw.get("content"))
+        body = content_text(raw.get("content"))
         if role == "assistant":
-            blocks, pending = _assistant(i, raw, text_, path, record)
+            blocks, pending = _assistant(i, raw, body, ids, path, record)
         elif role == "tool":
-            ids = raw.get("tool_call_ids") or ([pending] if pending else [])
-            if not ids:
+            answered = [ids.result(str(c)) for c in raw.get("tool_call_ids") or ()] or ([pending] if pending else [])
+            if not answered:
                 raise FormatError("tool message without tool_call_ids", path=path, record=record)
-            blocks, pending = [ToolResult(str(cid), text_) for cid in ids], None
+            blocks, pending = [ToolResult(cid, body) for cid in answered], None
         elif role == "user" and pending:
-            blocks, pending = [ToolResult(pending, text_)], None
+            blocks, pending = [ToolResult(pending, body)], None
         else:
-            blocks = [Text(text_)]
+            blocks = [Text(body)]
         messages.append(Message(str(i), role, tuple(blocks), meta=meta))
     check_pairing(messages, path)
     steps = doc.get("trajectory")
@@ -82,24 +83,24 @@ def read(text: str, path: str | None = None) -> Transcript:
     return Transcript(mark_unanswered(messages), NAME, path, meta=meta)
 
 
-def _assistant(i: int, raw: dict[str, Any], text_: str, path: str | None,
+def _assistant(i: int, raw: dict[str, Any], body: str, ids: CallIds, path: str | None,
                record: str) -> tuple[list[Block], str | None]:
     """Blocks of an assistant entry, and the id of a synthesized call that awaits an observation."""
     native = raw.get("tool_calls")
     if native:
-        blocks: list[Block] = [Text(text_)] if text_.strip() else []
+        blocks: list[Block] = [Text(body)] if body.strip() else []
         for k, tc in enumerate(native):
             fn = tc.get("function") if isinstance(tc, dict) else None
             if not (isinstance(fn, dict) and isinstance(tc.get("id"), str)):
                 raise FormatError('expected a tool call {"id", "function": {"name", "arguments"}}',
                                   path=path, record=f"{record}.tool_calls[{k}]")
-            blocks.append(ToolCall(tc["id"], str(fn.get("name", "")), _arguments(fn.get("arguments"))))
+            blocks.append(ToolCall(ids.call(tc["id"]), str(fn.get("name", "")), _arguments(fn.get("arguments"))))
         return blocks, None
     action = raw.get("action")
     if not isinstance(action, str):
-        return [Text(text_)], None
+        return [Text(body)], None
     thought = raw.get("thought")
-    thought = thought if isinstance(thought, str) else text_
+    thought = thought if isinstance(thought, str) else body
     call_id = f"swe-{i}"
     words = action.split()
     name = words[0] if words and words[0] in _INTERFACE_COMMANDS else SHELL_TOOL

@@ -28,6 +28,26 @@ def check_pairing(messages: Sequence[Message], path: str | None = None) -> None:
             seen.add(c.id)
 
 
+class CallIds:
+    """Unique call ids for logs that reuse them (hand-edited SWE-agent demos repeat provider ids).
+
+    A reused id gets a `~n` suffix; a result refers to the latest call that had its id, which is the
+    only one the model could mean at that point.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[str, str] = {}
+        self._count: dict[str, int] = {}
+
+    def call(self, raw_id: str) -> str:
+        n = self._count[raw_id] = self._count.get(raw_id, 0) + 1
+        self._latest[raw_id] = raw_id if n == 1 else f"{raw_id}~{n}"
+        return self._latest[raw_id]
+
+    def result(self, raw_id: str) -> str:
+        return self._latest.get(raw_id, raw_id)
+
+
 def mark_unanswered(messages: list[Message]) -> list[Message]:
     """Flag (meta `interrupted`: [call ids]) each message holding calls that never got a result."""
     answered = {r.call_id for m in messages for r in m.tool_results}

@@ -54,15 +54,20 @@ _REJECTED = re.compile(r"the user doesn't want to proceed|user rejected|tool use
 _RULE = re.compile(
     r"\b(must|mustn't|never|always|do not|don't|dont|should not|shouldn't|avoid|make sure|ensure|"
     r"only use|not allowed|forbidden|required|instead of|without)\b", re.I)
+# A reply that turns down what the agent did ("No, ...", "that doesn't work"); only replies count,
+# since the first message is the task and its "if that doesn't work" is advice, not a rejection.
 _REJECTION = re.compile(
-    r"^(no|nope|stop|wrong|undo|revert)\b|\b(didn't|doesn't|does not|did not|won't) work\b|"
+    r"^(no|nope|stop|wrong)[,.!:;]|^(undo|revert)\b|\b(didn't|doesn't|does not|did not|won't) work\b|"
     r"\bthat's not\b|\bnot what i\b|\bwrong approach\b", re.I)
+# User-role messages that a harness wrote (aider's `>` notices and command output).
+_HARNESS_KINDS = frozenset({"tool_output"})
 _SHELL_FAILURE = re.compile(
     r"Traceback \(most recent call last\)|\bexit (?:code|status):? ?[1-9]|command not found|"
     r"\b[1-9]\d* failed\b|\b[1-9]\d* failures?\b|^E\s{3}|\bSyntaxError\b|^(?:\*\* )?\(?\w*Error\b",
     re.I | re.M)
-_ERROR_LINE = re.compile(
-    r"error|exception|failed|failure|fatal|denied|not found|no such|cannot|undefined|traceback", re.I)
+# The line that says what went wrong: an error message if there is one, else a "failed" summary.
+_ERROR_LINE = re.compile(r"error|exception|fatal|denied|not found|no such|cannot|undefined", re.I)
+_FAILED_LINE = re.compile(r"failed|failure", re.I)
 _TEST_WORDS = r"passed|failed|tests?|failures?|errors?|skipped|doctests?|examples?|properties|" \
               r"warnings?|xfailed|xpassed|deselected"
 # A count is at most 5 digits and its word is not followed by a path or name ("100644 test/x" is
@@ -72,7 +77,9 @@ _TEST_SUMMARY = re.compile(rf"\bRan \d+ tests?\b|\b{_COUNT}(?:,? {_COUNT})*")
 _TEST_CORE = re.compile(r"passed|failed|failure|test", re.I)
 _CWD_LINE = re.compile(r"[Cc]urrent (?:working )?directory: ([^)\]\n]+)")
 _BRANCH_LINE = re.compile(r"^On branch (\S+)", re.M)
-_AIDER_EDIT = re.compile(r"^([^\s`][^\n`]*?)\n```[^\n]*\n<<<<<<< SEARCH", re.M)
+# aider edits files without tool calls: a SEARCH/REPLACE block under the file's name in the reply,
+# and an "Applied edit to PATH" notice in its output.
+_AIDER_EDIT = re.compile(r"^([^\s`][^\n`]*?)\n```[^\n]*\n<<<<<<< SEARCH|^Applied edit to (\S+)", re.M)
 _SUBCOMMAND = re.compile(r"^[a-z][\w.:-]*$")
 # Commands so common that knowing the agent used them says nothing about its toolchain.
 _TRIVIAL_PROGRAMS = frozenset(
@@ -158,7 +165,8 @@ def _user_inputs(messages: Sequence[Message],
     """(message id, text) of what the user typed, in order: user turns and queued inputs (a queued
     input carries the id of the message it follows), without harness-written messages."""
     position = {m.id: i for i, m in enumerate(messages)}
-    found = [(i, 0, m.id, m.text) for i, m in enumerate(messages) if is_user_turn(m)]
+    found = [(i, 0, m.id, m.text) for i, m in enumerate(messages)
+             if is_user_turn(m) and m.meta.get("kind") not in _HARNESS_KINDS]
     found += [(position[after] if after is not None else -1, k + 1, after, text)
               for k, (after, text) in enumerate(queued) if after is None or after in position]
     out = []
@@ -202,16 +210,22 @@ def _failure_line(step: _Step) -> str | None:
     lines = [ln.strip() for ln in r.content.splitlines() if ln.strip()]
     if not lines:
         return None
-    flagged = [ln for ln in lines if _ERROR_LINE.search(ln)]
-    return _head((flagged or lines)[-1], HEAD_CHARS)
+    errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
+    failed = [ln for ln in lines if _FAILED_LINE.search(ln)]
+    return _head((errors or failed or lines)[-1])
 
 
-def _short_path(path: str, message: Message) -> str:
-    """`path` relative to the message's working directory when inside it: how a summary names it, and
-    still a substring of the absolute path the calls show."""
-    cwd = message.meta.get("cwd")
-    root = cwd.rstrip("/") + "/" if isinstance(cwd, str) and cwd.strip("/") else None
-    return path[len(root):] if root and path.startswith(root) and len(path) > len(root) else path
+def _roots(messages: Sequence[Message]) -> list[str]:
+    """The working directories the transcript records, outermost first, each ending in '/'."""
+    cwds = {c.rstrip("/") + "/" for m in messages if isinstance(c := m.meta.get("cwd"), str) and c.strip("/")}
+    return sorted(cwds, key=lambda c: (len(c), c))
+
+
+def _short_path(path: str, roots: Sequence[str]) -> str:
+    """`path` relative to the outermost working directory that contains it: how a summary names it,
+    the same wherever the agent had cd'ed to, and still a substring of the absolute path calls show."""
+    root = next((r for r in roots if path.startswith(r) and len(path) > len(r)), None)
+    return path[len(root):] if root else path
 
 
 def _call_label(call: ToolCall) -> str:
@@ -250,8 +264,8 @@ def _requests(inputs: Sequence[tuple[str | None, str]]) -> list[_Draft]:
 def _constraints(inputs: Sequence[tuple[str | None, str]]) -> list[_Draft]:
     """User sentences stating a rule or a prohibition (rejections go to `negative` instead)."""
     drafts = [_draft("constraint", [_head(s)], FUZZY, at, "rule stated by the user")
-              for at, text in inputs for s in _sentences(text)
-              if _RULE.search(s) and not _REJECTION.search(s)]
+              for k, (at, text) in enumerate(inputs) for s in _sentences(text)
+              if _RULE.search(s) and not (k and _REJECTION.search(s))]
     return _keep(drafts, MAX_CONSTRAINTS)
 
 
@@ -271,7 +285,7 @@ def _negatives(messages: Sequence[Message], steps: Sequence[_Step],
                 drafts.append(_draft("negative", [_call_label(before[-1].call)], FUZZY,
                                      messages[before[-1].call_at].id,
                                      f"user interrupted this {before[-1].call.name} call"))
-    for at, text in inputs:
+    for at, text in inputs[1:]:
         drafts.extend(_draft("negative", [_head(s)], FUZZY, at, "approach the user rejected")
                       for s in _sentences(text) if _REJECTION.search(s))
     failures = [(s, line) for s in steps if (line := _failure_line(s))]
@@ -281,20 +295,22 @@ def _negatives(messages: Sequence[Message], steps: Sequence[_Step],
 
 
 def _artifacts(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]:
-    """Files edited or created: edit/write calls, and aider's SEARCH/REPLACE blocks (newest last)."""
+    """Files edited or created: edit/write calls, and aider's edit blocks and notices (newest last)."""
     found: dict[str, tuple[str, str]] = {}
+    roots = _roots(messages)
     for s in steps:
         kind = effective_kind(s.call)
         path = call_path(s.call) if kind in ("edit", "write") else None
         if path and (s.result is None or not s.result.is_error):
-            path = _short_path(path, messages[s.call_at])
+            path = _short_path(path, roots)
             found.pop(path, None)
             found[path] = (messages[s.call_at].id, "created" if kind == "write" else "edited")
     for m in messages:
-        if m.role == "assistant":
-            for path in _AIDER_EDIT.findall(m.text):
-                found.pop(path.strip(), None)
-                found[path.strip()] = (m.id, "edited")
+        if not m.tool_results:
+            for block, notice in _AIDER_EDIT.findall(m.text):
+                path = (block or notice).strip()
+                found.pop(path, None)
+                found[path] = (m.id, "edited")
     drafts = [_draft("artifact", [p], EXACT, at, f"{how}: {p}") for p, (at, how) in found.items()]
     return _keep(drafts, MAX_ARTIFACTS)
 
@@ -310,10 +326,11 @@ def _recent(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]
                              FUZZY, messages[s.result_at].id,  # type: ignore[index]
                              f"last failure ({s.call.name})"))
     reads: dict[str, str] = {}
+    roots = _roots(messages)
     for s in steps:
         path = call_path(s.call) if effective_kind(s.call) == "read" else None
         if path:
-            path = _short_path(path, messages[s.call_at])
+            path = _short_path(path, roots)
             reads.pop(path, None)
             reads[path] = messages[s.call_at].id
     drafts.extend(_draft("recent", [p], EXACT, at, f"recently read: {p}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import FormatError, WorksurfaceError
+from ..formats import atomic_write_text
 
 CATEGORIES: tuple[str, ...] = ("request", "constraint", "negative", "artifact", "recent", "plan",
                                "status", "tools")
@@ -89,8 +90,6 @@ class ProbeSet:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically (temp file then rename), so a reader never sees half a file."""
-        from ..formats import atomic_write_text
-
         atomic_write_text(Path(path), self.dumps())
 
     @classmethod

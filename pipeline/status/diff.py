@@ -9,20 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .display import display
+from .display import display, shown
 from .events import SECTIONS
 from .snapshot import Field, Snapshot
 
 
 @dataclass(frozen=True)
 class SectionDiff:
-    """`changed`: fields new or shown differently now; `removed`: fields that no longer apply;
-    `gone`: the whole section no longer applies."""
+    """`changed`: fields new or shown differently now; `removed`: fields that no longer apply
+    (all of them when the section itself is gone)."""
 
     name: str
     changed: tuple[tuple[str, Field], ...] = ()
     removed: tuple[str, ...] = ()
-    gone: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,10 +41,11 @@ def diff(prev: Snapshot | None, cur: Snapshot) -> Diff:
     before = prev.sections if prev is not None else {}
     out = []
     for name in SECTIONS:
-        old, new = before.get(name, {}), cur.sections.get(name, {})
+        old = {f: v for f, v in before.get(name, {}).items() if shown(name, f)}
+        new = {f: v for f, v in cur.sections.get(name, {}).items() if shown(name, f)}
         changed = tuple((f, field) for f, field in new.items()
                         if f not in old or display(name, f, old[f]) != display(name, f, field))
         removed = tuple(f for f in old if f not in new)
         if changed or removed:
-            out.append(SectionDiff(name, changed, removed, gone=bool(old) and not new))
+            out.append(SectionDiff(name, changed, removed))
     return Diff(tuple(out))

@@ -13,12 +13,20 @@ from .snapshot import Field
 
 # Longest value shown; longer ones (a goal, a commit message) are cut with an ellipsis. The full
 # value stays in the snapshot.
-MAX_VALUE_CHARS = 160
+MAX_VALUE_CHARS = 120
 # Lists shown inline (changed files, tools by count, approved prefixes): the first few, then "+N".
 MAX_LIST_ITEMS = 5
 MAX_TOOLS_SHOWN = 4
 # Todo lines shown: every item in progress, then this many pending ones; completed ones as a count.
 MAX_PENDING_TODOS = 5
+
+# Granularity of counts that change on nearly every call (see _tokens and _calls).
+COARSE_TOKENS = 20_000
+TOKEN_STEP = 5_000
+COARSE_CALLS = 20
+# Kept in the snapshot (JSON, CLI table) but not shown to the model: the per-tool tally changes on
+# every call and does not change what the agent should do next.
+HIDDEN_FIELDS = frozenset({("tools", "by_tool")})
 
 _TODO_MARK = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -34,9 +42,18 @@ def one_line(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _count_k(n: int) -> str:
-    """Token counts to the thousand: precise enough to decide, stable enough not to churn."""
-    return f"{round(n / 1000)}k" if n >= 1000 else str(n)
+def _tokens(n: int) -> str:
+    """Token counts in thousands, to the nearest 5k above 20k: precise enough to decide, coarse
+    enough that one more tool result does not change the bar (and publish a delta) every call."""
+    if n < 1000:
+        return str(n)
+    step = TOKEN_STEP if n >= COARSE_TOKENS else 1000
+    return f"{round(n / step) * step // 1000}k"
+
+
+def _calls(n: int) -> str:
+    """Call counts exact while small, then to the ten below ("110+"), for the same reason."""
+    return str(n) if n < COARSE_CALLS else f"{n // 10 * 10}+"
 
 
 def _listing(items: list[str]) -> str:
@@ -69,8 +86,14 @@ def _todos(items: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def shown(section: str, name: str) -> bool:
+    """Whether the model sees this field at all (diff and render skip the others)."""
+    return (section, name) not in HIDDEN_FIELDS
+
+
 def display(section: str, name: str, field: Field) -> str:
-    """The text the model reads for this field (freshness included when it is not current)."""
+    """The text for this field (freshness included when it is not current); `shown` says whether
+    it goes on the bar or only into the JSON and the CLI table."""
     v = field.value
     if section == "verification":
         text = _run(v)
@@ -80,7 +103,9 @@ def display(section: str, name: str, field: Field) -> str:
         shown = ", ".join(f"{n} {c}" for n, c in v[:MAX_TOOLS_SHOWN])
         text = shown + (" …" if len(v) > MAX_TOOLS_SHOWN else "")
     elif name in ("tokens_used", "token_limit", "tokens_left"):
-        text = _count_k(v)
+        text = _tokens(v)
+    elif (section, name) == ("tools", "calls"):
+        text = _calls(v)
     elif name in ("cost_usd", "cost_limit_usd"):
         text = f"${v:.2f}"
     elif name == "changed_files":

@@ -92,15 +92,6 @@ def _field(e: Event, value: Any) -> Field:
     return Field(value, e.source, e.message_id, e.freshness)
 
 
-def _next_from_todos(todos: tuple) -> str | None:
-    """The item in progress, else the first pending one: what the agent should do next."""
-    for wanted in ("in_progress", "pending"):
-        for t in todos:
-            if t.status == wanted:
-                return t.content
-    return None
-
-
 class StatusReducer:
     """Event-by-event form of `reduce`."""
 
@@ -167,8 +158,6 @@ class StatusReducer:
                     e, [{"content": t.content, "status": t.status} for t in e.todos])
             else:
                 self._fields["task"].pop("todos", None)
-            if e.next_action is None:  # the todo list says what comes next
-                self._set("task", "next_action", e, _next_from_todos(e.todos) or "")
         self._set("task", "next_action", e, e.next_action)
 
     def _clear(self, e: Cleared) -> None:

@@ -11,13 +11,12 @@ import html
 from datetime import datetime, timezone
 
 from .diff import Diff
-from .display import BLOCK_FIELDS, attr_name, display, one_line
+from .display import BLOCK_FIELDS, attr_name, display, one_line, shown
 from .snapshot import Field, Snapshot
 
 TAG = "agent-status"
 # Explains the merge rule once per delta: without it a model may keep old and new values both.
-DELTA_NOTE = ("Changes since seq {since}: fields not listed are unchanged; "
-              "fields listed in removed no longer apply.")
+DELTA_NOTE = "Unlisted fields are unchanged; removed fields no longer apply."
 # Seed 000's wording for a status that was cleared: say so, don't fall silent.
 CLEARED_NOTE = "Current runtime status: none. Earlier status snapshots no longer apply."
 
@@ -27,7 +26,8 @@ def _attr(text: str) -> str:
 
 
 def _body(text: str) -> str:
-    return html.escape(text, quote=False)
+    """Element text: `&` and `<` are what could start markup; `>` alone cannot, and stays readable."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 def generated_at(now: float) -> str:
@@ -40,10 +40,7 @@ def _header(kind: str, epoch: int, seq: int, now: float, since: int | None = Non
     return f'<{TAG} kind="{kind}" epoch="{epoch}" seq="{seq}"{extra} generated-at="{generated_at(now)}">'
 
 
-def _element(section: str, fields: tuple[tuple[str, Field], ...], removed: tuple[str, ...] = (),
-             gone: bool = False) -> str:
-    if gone:
-        return f'<{section} removed="all"/>'
+def _element(section: str, fields: tuple[tuple[str, Field], ...], removed: tuple[str, ...] = ()) -> str:
     attrs, body = [], []
     for name, field in fields:
         text = display(section, name, field)
@@ -63,15 +60,18 @@ def _element(section: str, fields: tuple[tuple[str, Field], ...], removed: tuple
 def render(snapshot: Snapshot, *, epoch: int, seq: int, now: float, kind: str = "baseline") -> str:
     """The whole snapshot (a baseline, or a full snapshot for append and replace)."""
     lines = [_header(kind, epoch, seq, now)]
-    lines.extend(_element(s, tuple(fs.items())) for s, fs in snapshot.sections.items() if fs)
+    for section, fields in snapshot.sections.items():
+        visible = tuple((n, f) for n, f in fields.items() if shown(section, n))
+        if visible:
+            lines.append(_element(section, visible))
     lines.append(f"</{TAG}>")
     return "\n".join(lines)
 
 
 def render_delta(d: Diff, *, epoch: int, seq: int, since: int, now: float) -> str:
     """Only what changed since publication `since`, with removed fields named."""
-    lines = [_header("delta", epoch, seq, now, since), DELTA_NOTE.format(since=since)]
-    lines.extend(_element(s.name, s.changed, s.removed, s.gone) for s in d.sections)
+    lines = [_header("delta", epoch, seq, now, since), DELTA_NOTE]
+    lines.extend(_element(s.name, s.changed, s.removed) for s in d.sections)
     lines.append(f"</{TAG}>")
     return "\n".join(lines)
 

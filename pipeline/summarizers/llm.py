@@ -12,7 +12,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import httpx
 
@@ -47,8 +47,10 @@ class _PromptTooLong(Exception):
 
 class LLMSummarizer:
     """Summarizes with a model over HTTP. `api_key_env` names the environment variable holding the
-    key (default OPENAI_API_KEY / ANTHROPIC_API_KEY; None for servers that need no key). `sleep`
-    and `transport` are injectable so tests neither wait nor need a network."""
+    key (default OPENAI_API_KEY / ANTHROPIC_API_KEY; None for servers that need no key).
+    `extra_body` adjusts the request, e.g. `{"max_completion_tokens": 12000, "max_tokens": None,
+    "temperature": None}` for OpenAI reasoning models. `sleep` and `transport` are injectable so
+    tests neither wait nor need a network."""
 
     name = "llm"
 
@@ -57,6 +59,7 @@ class LLMSummarizer:
                  timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = 4,
                  max_output_tokens: int | None = None,
                  retry_after_cap: float = RETRY_AFTER_CAP_SECONDS,
+                 extra_body: Mapping[str, Any] | None = None,
                  sleep: Callable[[float], None] = time.sleep,
                  transport: httpx.BaseTransport | None = None) -> None:
         self.provider = get_provider(provider)
@@ -65,48 +68,52 @@ class LLMSummarizer:
         self.api_key_env = self.provider.default_key_env if api_key_env == _DEFAULT_KEY_ENV else api_key_env
         self.timeout = timeout
         self.max_output_tokens = max_output_tokens
+        self.extra_body = dict(extra_body or {})
         self.retry = RetryPolicy(max_retries=max_retries, retry_after_cap=retry_after_cap, sleep=sleep)
         self.transport = transport
 
     def summarize(self, request: SummaryRequest, counter: TokenCounter) -> Summary:
+        details: dict[str, Any] = {"provider": self.provider.name, "model": self.model}
+        raw = self._complete(request, counter, details)
+        sections = assemble(extract_summary(raw), user_messages_section(
+            request.messages, request.user_messages_tokens, counter))
+        final, cut = fit_to_budget(sections, request.budget_tokens, counter)
+        if cut:
+            details["trimmed_sections"] = cut
+            details["tokens_before_trim"] = counter.text(render_sections(sections))
+        return Summary(final, self.name, counter.text(final), details)
+
+    def _complete(self, request: SummaryRequest, counter: TokenCounter, details: dict[str, Any]) -> str:
+        """The model's reply text, dropping the oldest rounds while the prompt is too long. Fills
+        `details` with attempts, retries (reason and wait), prompt sizes and dropped message ids."""
         headers = self.provider.headers(self._api_key())
         kept = list(request.messages)
-        dropped: list[str] = []
         retries: list[dict[str, Any]] = []
         sizes: list[int] = []
+        details.update(attempts=0, retries=retries, prompt_tokens=sizes)
         with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
             for drop_round in range(MAX_ROUND_DROPS + 1):
                 system, user = build_prompt(kept, request)
-                body = self.provider.body(self.model, system, user, self._max_tokens(request))
+                body = self._body(system, user, request)
                 sizes.append(counter.text(system) + counter.text(user))
+                waits_before = len(retries)
                 try:
-                    raw = self.retry.run(lambda: self._post(client, headers, body), retries)
-                    break
+                    return self.retry.run(lambda: self._post(client, headers, body), retries)
                 except TransientError as exc:
                     raise SummarizerError(
-                        f"{self.provider.name}: gave up after {len(retries) + 1} attempts: "
-                        f"{exc.reason}") from None
+                        f"{self.provider.name}: gave up after {len(retries) - waits_before + 1} "
+                        f"attempts: {exc.reason}") from None
                 except _PromptTooLong as exc:
                     if drop_round == MAX_ROUND_DROPS:
                         raise SummarizerError(
                             f"{self.provider.name}: prompt still too long after dropping the oldest "
                             f"rounds {MAX_ROUND_DROPS} times: {exc}") from None
                     gone = _drop_oldest(kept, exc.gap, counter)
-                    dropped += [m.id for m in gone]
+                    details.setdefault("dropped_messages", []).extend(m.id for m in gone)
                     kept = kept[len(gone):]
-        text = extract_summary(raw)
-        sections = assemble(text, user_messages_section(
-            request.messages, request.user_messages_tokens, counter))
-        final, cut = fit_to_budget(sections, request.budget_tokens, counter)
-        details: dict[str, Any] = {"provider": self.provider.name, "model": self.model,
-                                   "attempts": len(sizes) + len(retries), "retries": retries,
-                                   "prompt_tokens": sizes}
-        if dropped:
-            details["dropped_messages"] = dropped
-        if cut:
-            details["trimmed_sections"] = cut
-            details["tokens_before_trim"] = counter.text(render_sections(sections))
-        return Summary(final, self.name, counter.text(final), details)
+                finally:
+                    details["attempts"] = len(sizes) + len(retries)
+        raise AssertionError("unreachable: the loop returns or raises")
 
     def _api_key(self) -> str | None:
         if self.api_key_env is None:
@@ -117,8 +124,11 @@ class LLMSummarizer:
                                   "is not set (pass api_key_env=None for a server without keys)")
         return key
 
-    def _max_tokens(self, request: SummaryRequest) -> int:
-        return self.max_output_tokens or request.budget_tokens + ANALYSIS_TOKENS
+    def _body(self, system: str, user: str, request: SummaryRequest) -> dict[str, Any]:
+        """The request body; `extra_body` keys are added, and those set to None removed."""
+        max_tokens = self.max_output_tokens or request.budget_tokens + ANALYSIS_TOKENS
+        body = {**self.provider.body(self.model, system, user, max_tokens), **self.extra_body}
+        return {k: v for k, v in body.items() if v is not None}
 
     def _post(self, client: httpx.Client, headers: dict[str, str], body: dict[str, Any]) -> str:
         """One HTTP attempt: the reply text, or TransientError / _PromptTooLong / SummarizerError."""

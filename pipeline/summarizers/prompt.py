@@ -1,6 +1,7 @@
 """The LLM summarizer's prompt and the handling of what the model writes back.
 
-The model is asked for the structured summarizer's sections (DESIGN.md section 4) as headings. The
+The model is asked for the structured summarizer's sections (DESIGN.md section 4) as headings, so
+either summarizer's output reads the same and each can carry the other's forward. The
 user's own messages are never left to the model: worksurface writes them verbatim into their section,
 so a paraphrase cannot lose a constraint. The model may think in an `<analysis>` scratchpad first;
 only the `<summary>` part is kept.
@@ -12,38 +13,31 @@ import re
 from typing import Sequence
 
 from ..errors import SummarizerError
-from ..model import Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult, is_user_turn
+from ..model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn
 from ..tokens import TokenCounter, get_encoding
 from .base import SummaryRequest
+from .structured import (ACTIVE_REQUEST, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS, IDENTIFIERS,
+                         NEXT_STEP, PROGRESS, TRIED, USER_ENTRY_RE, USER_MESSAGES)
 
-ACTIVE_REQUEST = "Active request"
-USER_MESSAGES = "All user messages"
-FILES = "Files and artifacts"
-ERRORS = "Errors and fixes"
-DECISIONS = "Decisions and standing constraints"
-TRIED = "Tried and excluded approaches"
-PROGRESS = "Progress"
-CURRENT_WORK = "Current work"
-NEXT_STEP = "Next step"
-
-# The structured summarizer's sections, in the order a summary shows them, with what each holds.
-SECTIONS: tuple[tuple[str, str], ...] = (
-    (ACTIVE_REQUEST, "what the user currently wants done, precisely, with its acceptance criteria"),
-    (USER_MESSAGES, "leave this section empty: worksurface inserts the user's messages verbatim"),
-    (FILES, "each file or artifact touched: path, whether read / edited / created, what it holds now"),
-    (ERRORS, "each error met, its cause, and the fix that worked (or that none did yet)"),
-    (DECISIONS, "decisions taken and standing constraints the user set, stated exactly"),
-    (TRIED, "approaches tried and excluded, and why, so they are not tried again"),
-    (PROGRESS, "what is done: tests run and their results, todo items and their state"),
-    (CURRENT_WORK, "what was being worked on right before this summary, in detail"),
-    (NEXT_STEP, "the next step in line with the active request (advisory: confirm before acting)"),
-)
-HEADINGS = tuple(h for h, _ in SECTIONS)
+# What the model is told each of the structured summarizer's sections holds.
+GUIDE: dict[str, str] = {
+    ACTIVE_REQUEST: "what the user currently wants done, precisely, with its acceptance criteria",
+    USER_MESSAGES: "leave this section empty: worksurface inserts the user's messages verbatim",
+    FILES: "each file or artifact touched: path, whether read / edited / created, what it holds now",
+    ERRORS: "each error met, its cause, and the fix that worked (or that none did yet)",
+    DECISIONS: "decisions taken and standing constraints the user set, stated exactly",
+    TRIED: "approaches tried and excluded, and why, so they are not tried again",
+    PROGRESS: "what is done: tests run and their results, todo items and their state",
+    CURRENT_WORK: "what was being worked on right before this summary, in detail",
+    NEXT_STEP: "the next step in line with the active request",
+    IDENTIFIERS: "exact identifiers worth keeping: commit hashes, ids, URLs, versions, commands",
+}
+TITLE = "# Summary of the earlier conversation"
 
 # Sections cut first when a summary is over budget: what other mechanisms restore goes first (the
 # files reinjector re-reads files, the status bar re-derives progress), the user's words go last.
-TRIM_ORDER = (FILES, PROGRESS, ERRORS, NEXT_STEP, CURRENT_WORK, TRIED, DECISIONS, USER_MESSAGES,
-              ACTIVE_REQUEST)
+TRIM_ORDER = (IDENTIFIERS, FILES, PROGRESS, ERRORS, NEXT_STEP, CURRENT_WORK, TRIED, DECISIONS,
+              USER_MESSAGES, ACTIVE_REQUEST)
 TRIM_MARKER = "[... trimmed to fit the summary budget]"
 # Tokenization is not additive across a cut; aim this far under the budget so one pass suffices.
 TRIM_SLACK_TOKENS = 8
@@ -54,7 +48,8 @@ ERROR_PREFIXES = ("api error", "error:", "prompt is too long", "request failed",
                   "i can't", "as an ai")
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,4}\s+(.+?)\s*#*\s*$")
-_ANALYSIS_RE = re.compile(r"<analysis>.*?(?:</analysis>|$)", re.DOTALL | re.IGNORECASE)
+_ANALYSIS_RE = re.compile(r"<analysis>.*?(?:</analysis>|(?=<summary>)|$)", re.DOTALL | re.IGNORECASE)
+_OMITTED_RE = re.compile(r"\n?\(\d+ older user messages not shown\)\s*$")
 _SUMMARY_RE = re.compile(r"<summary>(.*?)(?:</summary>|$)", re.DOTALL | re.IGNORECASE)
 
 SYSTEM_PROMPT = """\
@@ -70,7 +65,7 @@ First think in <analysis>...</analysis> (it is discarded), then write the summar
 
 def build_prompt(messages: Sequence[Message], request: SummaryRequest) -> tuple[str, str]:
     """(system prompt, user prompt) asking for a summary of `messages`."""
-    sections = "\n".join(f"## {h}\n({what})" for h, what in SECTIONS)
+    sections = "\n".join(f"## {h}\n({GUIDE[h]})" for h in HEADINGS)
     system = SYSTEM_PROMPT.format(sections=sections)
     parts = ["Summarize this conversation.", "", "<conversation>", render_transcript(messages),
              "</conversation>"]
@@ -120,8 +115,14 @@ def extract_summary(raw: str) -> str:
 
 
 def user_messages_section(messages: Sequence[Message], budget: int, counter: TokenCounter) -> str:
-    """The user's own messages verbatim, newest first, as many as fit in `budget` tokens."""
-    turns = [m.text for m in messages if is_user_turn(m)]
+    """The user's own messages verbatim, newest first, as many as fit in `budget` tokens. Those an
+    earlier summary in `messages` carried are included, so the list survives repeated compactions."""
+    turns: list[str] = []
+    for m in messages:
+        if m.origin is Origin.SUMMARY:
+            turns += _carried_user_messages(m.text)
+        elif is_user_turn(m):
+            turns.append(m.text)
     lines: list[str] = []
     used = 0
     for n, text in enumerate(reversed(turns), 1):
@@ -133,6 +134,13 @@ def user_messages_section(messages: Sequence[Message], budget: int, counter: Tok
         lines.append(entry)
         used += cost
     return "\n".join(lines) if lines else "(none)"
+
+
+def _carried_user_messages(summary_text: str) -> list[str]:
+    """The entries of a previous summary's user-messages section, oldest first."""
+    body = dict(parse_sections(summary_text)[1]).get(USER_MESSAGES, "")
+    entries = [_OMITTED_RE.sub("", e).rstrip() for e in USER_ENTRY_RE.split(body)[1:]]
+    return [e for e in reversed(entries) if e]
 
 
 def parse_sections(text: str) -> tuple[str, list[tuple[str, str]]]:

@@ -1,0 +1,116 @@
+"""`worksurface inspect`: what a transcript is made of, as tables or as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import WorksurfaceError
+from ..formats import FORMAT_NAMES, read_transcript
+from ..inspect import inspect_transcript
+from ..tokens import TokenCounter
+from .app import app, fail
+
+CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue": "dialogue (text, thinking)",
+                   "tool_calls": "tool calls", "observations": "observations (tool results)",
+                   "other": "other (framing, images, opaque)"}
+
+
+@app.command()
+def inspect(
+    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    format: str = typer.Option("auto", "--format", "-f",
+                               help=f"Input format: auto, or one of {', '.join(FORMAT_NAMES)}."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (keys below)."),
+) -> None:
+    """Show tokens by role, category and tool, the largest tool results and compaction markers.
+
+    JSON keys: path, format, messages, tokens; by_role {role: {messages, tokens}}; by_category
+    {stable_prefix, dialogue, tool_calls, observations, other} (adds up to tokens); by_tool {name:
+    {calls, call_tokens, results, result_tokens}}; largest_results [{call_id, message_id, tool, target,
+    tokens, is_error}]; compaction {boundaries [{message_id, index, by, trigger, pre_tokens}],
+    compact_summaries [ids], worksurface {origin: count}}; live {from_message, messages, tokens};
+    unanswered_calls, orphan_results, queued_inputs. Tokens are cl100k counts.
+    """
+    try:
+        report = inspect_transcript(read_transcript(path, format), TokenCounter())
+    except WorksurfaceError as exc:
+        raise fail(str(exc)) from None
+    except OSError as exc:
+        raise fail(f"{path}: {exc.strerror or exc}") from None
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        _print(report, Console())
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _print(report: dict[str, Any], console: Console) -> None:
+    total = report["tokens"]
+    # Paths, ids and targets come from the transcript: escaped, so "[...]" in them is not rich markup.
+    console.print(f"[bold]{escape(str(report['path']))}[/bold]  format [cyan]{report['format']}[/cyan]  "
+                  f"{report['messages']:,} messages  {total:,} tokens")
+    live = report["live"]
+    if live["from_message"] is not None:
+        console.print(f"live (after the last compact boundary): {live['messages']:,} messages, "
+                      f"{live['tokens']:,} tokens")
+
+    roles = Table(title="By role")
+    for col in ("role", "messages", "tokens", "share"):
+        roles.add_column(col, justify="left" if col == "role" else "right")
+    for role, row in report["by_role"].items():
+        if row["messages"]:
+            roles.add_row(role, f"{row['messages']:,}", f"{row['tokens']:,}", _pct(row["tokens"], total))
+    console.print(roles)
+
+    cats = Table(title="By category")
+    for col in ("category", "tokens", "share"):
+        cats.add_column(col, justify="left" if col == "category" else "right")
+    for key, tokens in report["by_category"].items():
+        cats.add_row(CATEGORY_LABELS[key], f"{tokens:,}", _pct(tokens, total))
+    console.print(cats)
+
+    if report["by_tool"]:
+        tools = Table(title="By tool")
+        for col in ("tool", "calls", "call tokens", "results", "result tokens"):
+            tools.add_column(col, justify="left" if col == "tool" else "right")
+        for name, row in report["by_tool"].items():
+            tools.add_row(Text(name), f"{row['calls']:,}", f"{row['call_tokens']:,}", f"{row['results']:,}",
+                          f"{row['result_tokens']:,}")
+        console.print(tools)
+
+    if report["largest_results"]:
+        big = Table(title="Largest tool results")
+        for col in ("call id", "tool", "target", "tokens"):
+            big.add_column(col, justify="right" if col == "tokens" else "left", overflow="fold")
+        for row in report["largest_results"]:
+            big.add_row(Text(row["call_id"]), Text(row["tool"] + (" (error)" if row["is_error"] else "")),
+                        Text(row["target"]),
+                        f"{row['tokens']:,}")
+        console.print(big)
+
+    comp = report["compaction"]
+    if not (comp["boundaries"] or comp["compact_summaries"] or comp["worksurface"]):
+        console.print("compaction markers: none")
+    for b in comp["boundaries"]:
+        pre = f", {b['pre_tokens']:,} tokens before" if isinstance(b["pre_tokens"], int) else ""
+        console.print(escape(f"compact boundary ({b['by']}) at message {b['index']} [{b['message_id']}]: "
+                             f"trigger {b['trigger'] or '?'}{pre}"))
+    if comp["compact_summaries"]:
+        console.print(escape(f"compact summaries: {', '.join(comp['compact_summaries'])}"))
+    if comp["worksurface"]:
+        console.print("worksurface messages: " + ", ".join(f"{k} {v}" for k, v in comp["worksurface"].items()))
+    notes = [f"{report[k]} {k.replace('_', ' ')}" for k in ("unanswered_calls", "orphan_results", "queued_inputs")
+             if report[k]]
+    if notes:
+        console.print("; ".join(notes))

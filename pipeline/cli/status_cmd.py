@@ -1,0 +1,70 @@
+"""`worksurface status`: the status bar derived from a saved transcript."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..config import Config
+from ..errors import WorksurfaceError
+from ..formats import read_transcript
+from ..status.display import display
+from ..status.publish import DEFAULT_STRATEGY, STRATEGIES
+from ..status.render import render
+from ..status.replay import Replay, replay
+from .app import app, fail
+
+# Message ids are UUIDs in Claude Code; the first characters are enough to find one.
+SHORT_ID = 8
+
+
+@app.command()
+def status(
+    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy",
+                                 help=f"Publish strategy to replay: {', '.join(STRATEGIES)}."),
+    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the snapshot (fields with source and "
+                                                       "freshness, signals) and the replay as JSON."),
+) -> None:
+    """Derive the status bar from a saved transcript, replaying its publication under a strategy."""
+    if strategy not in STRATEGIES:
+        raise fail(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    try:
+        transcript = read_transcript(path, format)
+        result = replay(transcript.messages, strategy=strategy, window=window or Config.load().window)
+    except WorksurfaceError as exc:
+        raise fail(str(exc)) from None
+    bar = render(result.snapshot, epoch=result.state.epoch, seq=result.state.seq, now=result.now)
+    if as_json:
+        typer.echo(json.dumps({"path": str(path), "snapshot": result.snapshot.to_json(),
+                               "replay": result.to_json(), "rendered": bar}, indent=2, ensure_ascii=False))
+        return
+    _print(result, bar, path)
+
+
+def _print(result: Replay, bar: str, path: Path) -> None:
+    table = Table(title=f"worksurface status: {path.name}")
+    for col in ("section", "field", "value", "source", "message", "freshness"):
+        table.add_column(col)
+    for section, fields in result.snapshot.sections.items():
+        for name, f in fields.items():
+            # Text cells: values such as "[x] done" must not be read as rich markup.
+            table.add_row(section, name, Text(display(section, name, f)), f.source,
+                          (f.message_id or "")[:SHORT_ID], f.freshness)
+    console = Console()
+    console.print(table)
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.kinds.items())) or "none"
+    console.print(Text(
+        f"strategy {result.state.strategy}: {result.publications} publications ({kinds}), "
+        f"{result.state.epoch} epoch(s), {result.bytes_published:,} bytes published; "
+        f"{len(result.state.published_ids)} status message(s) in view at the end "
+        f"({result.visible_bytes:,} bytes)"))
+    typer.echo(bar)

@@ -1,0 +1,338 @@
+"""Standing constraints (rules the work must keep) and approaches tried and excluded, verbatim.
+
+Constraints come from the user's messages, task text the agent read (an issue tracker, a task file),
+project rules files (AGENTS.md, CLAUDE.md, ...) and hook notes; each keeps the sentence or bullet as
+written and says where it came from. Summaries lose these first (seed 004), so they are kept exact.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from ..model import Message, is_user_turn
+from ..toolkinds import call_path, normalize_name, tool_kind
+from .calls import CallRecord, tool_calls, tool_label
+from .errors import tool_errors
+from .shell import first_line, simple_commands
+from .text import one_line, reminders, strip_reminders, trim, units
+
+USER, TASK_SPEC, HOOK = "user", "task spec", "hook"
+
+# Prohibitions and hard rules.
+STRONG_RE = re.compile(
+    r"(?i)\b(?:don'?t|do not|never|must not|mustn'?t|shall not|should not|shouldn'?t|may not|"
+    r"not allowed|forbidden|prohibited|avoid|no need to)\b"
+    r"|\bno (?!one\b|longer\b|matter\b|doubt\b|idea\b|problem\b|issues?\b|matches\b|changes\b|errors?\b|"
+    r"blockers?\b|upstream\b|such\b|more\b|files?\b|results?\b|output\b)[a-z][\w-]*")
+# Requirements and preferences.
+MEDIUM_RE = re.compile(
+    r"(?i)\b(?:must|always|only|required|requires?|need to|needs to|has to|have to|instead of|"
+    r"rather than|make sure|ensure|prefer|preferred)\b|\buse\b[^.]{1,80}\b(?:not|instead)\b")
+# Imperatives that open a bullet of a spec ("Keep all logic in X", "Use the existing Y").
+IMPERATIVE_RE = re.compile(r"^(?:Use|Keep|Reuse|Follow|Stick to|Leave|Preserve|Do)\b")
+# Headings whose bullets are rules even without a rule word.
+RULE_HEADINGS = ("constraint", "rule", "requirement", "guideline", "convention", "restriction",
+                 "non-goal", "out of scope", "scope", "important", "must", "don't", "do not")
+STRONG, MEDIUM, WEAK = 3, 2, 1
+
+# Commands that print an issue or task (beads, GitHub, GitLab, Jira, Linear).
+TASK_COMMAND_RE = re.compile(
+    r"\b(?:bd|beads|br)\s+show\b|\bgh\s+(?:issue|pr)\s+view\b|\bglab\s+(?:issue|mr)\s+view\b"
+    r"|\bjira\s+(?:issue\s+)?view\b|\blinear\s+issue\b")
+# MCP or custom tools that fetch an issue or ticket.
+TASK_TOOL_RE = re.compile(r"(?i)(?:get|view|read|fetch|show)_?(?:issue|ticket|task|story)|issue_read")
+# Files that hold a task description.
+TASK_FILE_RE = re.compile(r"(?i)^(?:task|issue|ticket|spec|requirements?|prd|todo)[\w.-]*\.(?:md|txt|rst)$")
+# Project rules files (source named by the file).
+RULES_FILES = {"agents.md", "claude.md", "claude.local.md", "gemini.md", ".cursorrules", ".windsurfrules",
+               ".clinerules", "conventions.md", "copilot-instructions.md"}
+RULES_DIRS = ("/.cursor/rules/", "/.claude/rules/")
+# Claude Code's injected memory: "Contents of /path/CLAUDE.md (project instructions, ...):".
+CONTENTS_OF_RE = re.compile(r"Contents of (\S+) \([^)]*\):\s*\n")
+# Harness boilerplate in reminders: not the project's rules.
+BOILERPLATE = ("malware", "todowrite", "todo list", "the file exists but", "shorter than the provided offset",
+               "task tools haven't been used", "this is a reminder")
+
+# Rejections and interrupts, reverts, and the assistant saying an approach failed or is dropped.
+INTERRUPT_MARKER = "[Request interrupted by user"
+REVERT_RE = re.compile(r"^git (?:checkout\s+(?:--\s|\S+\s+--\s)|restore\b|revert\b|reset\s+--hard\b|stash(?:\s+(?:push|save))?\s*$)")
+ABANDON_RE = re.compile(
+    r"(?i)\b(?:didn'?t work|did not work|doesn'?t work|does not work|not working|won'?t work|"
+    r"isn'?t supported|not supported|doesn'?t support|does not support|can'?t use|cannot use|"
+    r"instead(?:,| of| I'?ll| let me| we)|switch(?:ing)? to|fall(?:ing)? ?back|work ?around|"
+    r"rather than|abandon|revert(?:ing|ed)?|wrong approach|dead end|no luck|still fail(?:s|ing)?|"
+    r"stale)\b")
+MAX_TITLE_CHARS = 200
+# Evidence longer than this is cut; one approach is a sentence or two.
+MAX_EVIDENCE = 300
+# A user reply to a rejection is looked for within this many messages after it.
+REPLY_WINDOW = 6
+REJECTED, INTERRUPTED, REVERTED, WORKAROUND, ABANDONED = (
+    "rejected", "interrupted", "reverted", "worked around", "abandoned")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule, verbatim, with its source ("user", "task spec", a rules file name, "hook"), where it
+    came from (`origin`: the command or path that showed it), and how hard it is (3 strongest)."""
+
+    text: str
+    source: str
+    message_id: str
+    index: int
+    origin: str = ""
+    strength: int = MEDIUM
+
+
+@dataclass(frozen=True)
+class Approach:
+    """Something tried and dropped: `kind` says how it was excluded; `text` is the verbatim evidence."""
+
+    kind: str
+    text: str
+    message_ids: tuple[str, ...]
+    index: int
+
+
+def rule_strength(text: str, heading: str = "", bullet: bool = False) -> int | None:
+    """How strongly a sentence or bullet states a rule (3, 2, 1), or None when it states none."""
+    if STRONG_RE.search(text):
+        return STRONG
+    if bullet and any(h in heading for h in RULE_HEADINGS):
+        return STRONG
+    if MEDIUM_RE.search(text):
+        return MEDIUM
+    if bullet and IMPERATIVE_RE.match(text):
+        return WEAK
+    return None
+
+
+def rules_in(text: str) -> list[tuple[str, int]]:
+    """(sentence or bullet verbatim, strength) for every rule in a text."""
+    out = []
+    for unit in units(text):
+        strength = rule_strength(unit.text, unit.heading, unit.bullet)
+        if strength is not None and len(unit.text) >= 8:
+            out.append((unit.text, strength))
+    return out
+
+
+def rules_source(path: str) -> str | None:
+    """The source name for a project rules file, or None when the path is not one."""
+    base = posixpath.basename(path).lower()
+    if base in RULES_FILES or any(d in path for d in RULES_DIRS):
+        return posixpath.basename(path)
+    return None
+
+
+def task_spec_origin(rec: CallRecord) -> str | None:
+    """The command, tool or file that makes this call's output task text, or None."""
+    if rec.result is None or rec.failed:
+        return None
+    if tool_kind(rec.call) == "shell" and rec.command and TASK_COMMAND_RE.search(rec.command):
+        return one_line(first_line(rec.command), 120)
+    if TASK_TOOL_RE.search(normalize_name(rec.name)):
+        return one_line(tool_label(rec), 120)
+    path = call_path(rec.call)
+    if path and rec.kind == "read" and TASK_FILE_RE.match(posixpath.basename(path)):
+        return path
+    if rec.kind == "fetch" and re.search(r"/(?:issues|pull|browse)/", rec.target):
+        return rec.target
+    return None
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Task text the agent read: where from (`origin`) and its first line (usually the title)."""
+
+    origin: str
+    title: str
+    message_id: str
+    index: int
+
+
+def task_specs(messages: Sequence[Message]) -> list[TaskSpec]:
+    """Task texts read (issue tracker output, task files), newest first, one per origin."""
+    found: dict[str, TaskSpec] = {}
+    for rec in tool_calls(messages):
+        origin = task_spec_origin(rec)
+        if origin is None:
+            continue
+        title = next((ln.strip() for ln in rec.output.splitlines() if ln.strip()), "")
+        at = rec.result_index if rec.result_index is not None else rec.index
+        found[origin] = TaskSpec(origin, one_line(title, MAX_TITLE_CHARS), rec.result_message_id or rec.message_id, at)
+    return sorted(found.values(), key=lambda t: (-t.index, t.origin))
+
+
+def _hook_texts(text: str) -> Iterable[tuple[str, str]]:
+    """(source, text) for each reminder: injected rules files by name, other non-boilerplate as hook."""
+    for body in reminders(text):
+        parts = CONTENTS_OF_RE.split(body)
+        if len(parts) > 1:
+            for path, content in zip(parts[1::2], parts[2::2]):
+                yield posixpath.basename(path), content
+            continue
+        if not any(b in body.lower() for b in BOILERPLATE):
+            yield HOOK, body
+
+
+def standing_constraints(messages: Sequence[Message],
+                         queued_inputs: Sequence[tuple[str | None, str]] = ()) -> list[Constraint]:
+    """Every rule found, in order of first appearance, each text once."""
+    found: list[Constraint] = []
+    seen: set[str] = set()
+
+    def add(text: str, source: str, m_id: str, index: int, origin: str = "", only: int | None = None) -> None:
+        for rule, strength in rules_in(text):
+            key = re.sub(r"\s+", " ", rule).strip().casefold()
+            if key not in seen:
+                seen.add(key)
+                found.append(Constraint(rule, source, m_id, index, origin, only or strength))
+
+    records = {(r.result_index, r.call.id): r for r in tool_calls(messages) if r.result_index is not None}
+    queued_after = _queued_positions(messages, queued_inputs)
+    for i, m in enumerate(messages):
+        if m.role == "system":
+            continue  # the system prompt is the stable prefix: never removed, never restated
+        if is_user_turn(m):
+            add(strip_reminders(m.text), USER, m.id, i)
+        if m.role == "user":
+            for source, body in _hook_texts(m.text):
+                add(body, source, m.id, i)
+        for r in m.tool_results:
+            rec = records.get((i, r.call_id))
+            if rec is None:
+                continue
+            origin = task_spec_origin(rec)
+            path = call_path(rec.call)
+            rules = rules_source(path) if path and rec.kind == "read" and rec.succeeded else None
+            if rules:
+                add(r.content, rules, m.id, i, path or "")
+            elif origin:
+                add(r.content, TASK_SPEC, m.id, i, origin)
+            for source, body in _hook_texts(r.content):
+                add(body, source, m.id, i)
+        for text in queued_after.get(i, ()):
+            add(text, USER, m.id, i)
+    return found
+
+
+def _queued_positions(messages: Sequence[Message],
+                      queued_inputs: Sequence[tuple[str | None, str]]) -> dict[int, list[str]]:
+    index = {m.id: i for i, m in enumerate(messages)}
+    out: dict[int, list[str]] = {}
+    for after, text in queued_inputs:
+        if after in index and not text.lstrip().startswith("<"):
+            out.setdefault(index[after], []).append(text)
+    return out
+
+
+def _evidence(text: str) -> str:
+    return trim(re.sub(r"\s+", " ", text).strip(), MAX_EVIDENCE)
+
+
+def _next_user_words(messages: Sequence[Message], start: int,
+                     queued: dict[int, list[str]]) -> tuple[str, str] | None:
+    """(message id, text) of the first thing the user typed after `start`, within the reply window."""
+    for j in range(start, min(len(messages), start + REPLY_WINDOW)):
+        m = messages[j]
+        if j > start and is_user_turn(m) and INTERRUPT_MARKER not in m.text:
+            text = strip_reminders(m.text)
+            if text and not text.startswith("<"):
+                return m.id, text
+        if queued.get(j):
+            return m.id, queued[j][0]
+    return None
+
+
+def excluded_approaches(messages: Sequence[Message],
+                        queued_inputs: Sequence[tuple[str | None, str]] = ()) -> list[Approach]:
+    """Approaches tried and dropped, oldest first: user rejections and interrupts (with the user's next
+    words), reverts, failures worked around with something else, and the assistant saying so."""
+    out: list[Approach] = []
+    queued = _queued_positions(messages, queued_inputs)
+    records = tool_calls(messages)
+    for rec in records:
+        at = rec.result_index if rec.result_index is not None else rec.index
+        if rec.rejected:
+            reply = _next_user_words(messages, at, queued)
+            text = f"user rejected {tool_label(rec)}"
+            marker = _interrupt_after(messages, at)
+            if marker:
+                text += f" {marker}"
+            ids = (rec.message_id, rec.result_message_id or rec.message_id)
+            if reply:
+                text += f'; then said: "{reply[1]}"'
+                ids += (reply[0],)
+            out.append(Approach(REJECTED, _evidence(text), ids, at))
+        elif rec.succeeded and rec.command:
+            for sc in simple_commands(rec.command):
+                line = " ".join(sc.words)
+                if REVERT_RE.match(line):
+                    out.append(Approach(REVERTED, _evidence(f"reverted with `{line}`"), (rec.message_id,), at))
+    out += _undone_edits(records)
+    for err in tool_errors(messages):
+        if err.workaround and err.resolution:
+            text = f"{err.label} failed: {err.line} -> {err.resolution}"
+            ids = (err.message_id,) + ((err.resolved_message_id,) if err.resolved_message_id else ())
+            out.append(Approach(WORKAROUND, _evidence(text), ids, err.index))
+    for i, m in enumerate(messages):
+        if is_user_turn(m) and m.text.strip().startswith(INTERRUPT_MARKER):
+            if i > 0 and any(INTERRUPT_MARKER in r.content or "doesn't want to proceed" in r.content
+                             for r in messages[i - 1].tool_results + m.tool_results):
+                continue  # already reported as a rejected call
+            reply = _next_user_words(messages, i, queued)
+            text = "user interrupted" + (f'; then said: "{reply[1]}"' if reply else "")
+            out.append(Approach(INTERRUPTED, _evidence(text), (m.id,) + ((reply[0],) if reply else ()), i))
+        if m.role == "assistant":
+            said = units(m.text)
+            for n, unit in enumerate(said):
+                if ABANDON_RE.search(unit.text):
+                    # The next sentence usually says what was done instead; keep it when short.
+                    text = unit.text
+                    if n + 1 < len(said) and len(text) + len(said[n + 1].text) < MAX_EVIDENCE:
+                        text += " " + said[n + 1].text
+                    out.append(Approach(ABANDONED, _evidence(text), (m.id,), i))
+    out.sort(key=lambda a: (a.index, a.kind))
+    return _dedupe(out)
+
+
+def _interrupt_after(messages: Sequence[Message], at: int) -> str | None:
+    """Claude Code's verbatim interrupt line right after a rejected call's result, if there is one."""
+    for m in messages[at: at + 2]:
+        for line in m.text.splitlines():
+            if line.strip().startswith(INTERRUPT_MARKER):
+                return line.strip()
+    return None
+
+
+def _undone_edits(records: list[CallRecord]) -> list[Approach]:
+    """An edit whose old and new strings swap an earlier edit's on the same file undoes it."""
+    out = []
+    earlier: dict[tuple[str, str, str], CallRecord] = {}
+    for rec in records:
+        inp = rec.call.input
+        old, new, path = inp.get("old_string", inp.get("old_str")), inp.get("new_string", inp.get("new_str")), \
+            call_path(rec.call)
+        if not (rec.succeeded and isinstance(old, str) and isinstance(new, str) and path):
+            continue
+        undone = earlier.get((path, new, old))
+        if undone is not None:
+            text = f"edit to {path} undone (reverted the change made at {undone.message_id})"
+            out.append(Approach(REVERTED, _evidence(text), (undone.message_id, rec.message_id), rec.index))
+        earlier[(path, old, new)] = rec
+    return out
+
+
+def _dedupe(approaches: list[Approach]) -> list[Approach]:
+    seen: set[str] = set()
+    out = []
+    for a in approaches:
+        key = a.text.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(a)
+    return out

@@ -1,0 +1,219 @@
+"""Status events derived from a transcript, for saved sessions and harnesses that emit nothing.
+
+Reads what the conversation shows: tool calls and results, test summaries, git output, `cd`
+commands, todo tools, and the adapter's per-message fields (meta `cwd`, `git_branch`,
+`timestamp`, `usage`, `todos`). Every event carries the id of the message it came from.
+worksurface's own messages (status, summaries, markers) are skipped: the bar never feeds on itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from typing import Any, Mapping, Sequence
+
+from ..model import Message, Origin, ToolCall, ToolResult, is_user_turn
+from ..toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
+from .display import one_line
+from .events import (EnvironmentChanged, Event, FilesTouched, PermissionsChanged, RepositoryChanged,
+                     ResourcesChanged, TaskUpdated, TodoItem, ToolFinished, ToolStarted,
+                     VerificationFinished)
+from .parse_git import parse_git
+from .parse_tests import parse_test_summary
+from .parse_tracker import tracker_updates
+from .reducer import SEARCH_KINDS
+
+# Short hashes identify output lines and whole outputs; 12 hex digits make a collision within
+# one session practically impossible while keeping the event log small.
+HASH_HEX = 12
+# Result items hashed per search: a search listing more than this is not "nothing new" anyway.
+MAX_RESULT_ITEMS = 500
+# Lines of search output that report rather than list results (Claude Code Grep/Glob).
+_NOT_A_RESULT = re.compile(r"^(?:Found \d+ (?:files?|match(?:es)?|lines?)|No (?:files|matches) found"
+                           r"|No matches)\b", re.I)
+# `cd DIR` leading a command line (alone, or followed by `&&` or `;`).
+_CD = re.compile(r"""^\s*cd\s+("[^"]+"|'[^']+'|[^\s;&|]+)\s*(?:&&|;|$)""")
+# A user turn that the harness wrote (task notifications, interruption notes) is not a request.
+_HARNESS_TEXT = ("<", "[")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_STAGE_TOOLS = {"enterplanmode": "planning", "exitplanmode": "implementing"}
+_TODO_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed",
+                "done": "completed", "todo": "pending", "active": "in_progress"}
+
+
+def short_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()[:HASH_HEX]
+
+
+def result_fingerprints(output: str) -> tuple[str, ...]:
+    """Hashes of a search output's result lines, for `ToolFinished.result_hashes`."""
+    items = [line.strip() for line in output.splitlines()
+             if line.strip() and not _NOT_A_RESULT.match(line.strip())]
+    return tuple(short_hash(i) for i in dict.fromkeys(items))[:MAX_RESULT_ITEMS]
+
+
+def _todos(raw: Any, text_key: str) -> tuple[TodoItem, ...] | None:
+    """Todo items from a TodoWrite `todos` or update_plan `plan` list (None: not such a list)."""
+    if not isinstance(raw, list):
+        return None
+    items = []
+    for entry in raw:
+        if isinstance(entry, Mapping) and isinstance(entry.get(text_key), str):
+            status = _TODO_STATUS.get(str(entry.get("status", "pending")).lower(), "pending")
+            items.append(TodoItem(one_line(entry[text_key], 200), status))
+    return tuple(items)
+
+
+def _request_text(message: Message) -> str | None:
+    for line in message.text.splitlines():
+        if line.strip():
+            return None if line.strip().startswith(_HARNESS_TEXT) else one_line(line, 200)
+    return None
+
+
+class EventDeriver:
+    """Walks messages in order, remembering what it last reported so that it emits changes only.
+    `derive_events` runs one over a whole list; a harness session can keep one and feed it the
+    messages it has not seen yet."""
+
+    def __init__(self, window: int | None = None) -> None:
+        self.window = window
+        self.events: list[Event] = []
+        self.calls: dict[str, ToolCall] = {}
+        self.tracked: dict[str, tuple[str, str]] = {}  # issue id -> (title, todo status)
+        self.last: dict[str, Any] = {}
+        self.message_id: str | None = None
+
+    def emit(self, event_type: type, **fields: Any) -> None:
+        self.events.append(event_type(source="transcript", message_id=self.message_id, **fields))
+
+    def changed(self, key: str, value: Any) -> bool:
+        """True (and remembered) when `value` differs from the last one reported under `key`."""
+        if value is None or self.last.get(key) == value:
+            return False
+        self.last[key] = value
+        return True
+
+    def derive(self, m: Message) -> list[Event]:
+        """The events message `m` adds (its predecessors must have been derived already)."""
+        self.events = []
+        self.message(m)
+        return self.events
+
+    def message(self, m: Message) -> None:
+        if m.origin is not Origin.CONVERSATION:
+            return
+        self.message_id = m.id
+        self.context(m.meta)
+        if is_user_turn(m) and (text := _request_text(m)) is not None:
+            if "goal" not in self.last:
+                self.last["goal"] = text
+                self.emit(TaskUpdated, goal=text)
+            elif self.changed("request", text):
+                self.emit(TaskUpdated, request=text)
+        for block in m.blocks:
+            if isinstance(block, ToolCall):
+                self.call(block)
+            elif isinstance(block, ToolResult):
+                self.result(block)
+
+    def context(self, meta: Mapping[str, Any]) -> None:
+        """Per-message harness fields: cwd, branch, date, permission mode, usage, todo snapshot."""
+        cwd = meta.get("cwd")
+        if isinstance(cwd, str) and cwd and self.changed("cwd", cwd):
+            self.emit(EnvironmentChanged, cwd=cwd)
+        stamp = meta.get("timestamp")
+        if isinstance(stamp, str) and _DATE.match(stamp) and self.changed("date", stamp[:10]):
+            self.emit(EnvironmentChanged, time=stamp[:10])
+        branch = meta.get("git_branch")
+        if isinstance(branch, str) and branch and self.changed("branch", branch):
+            self.emit(RepositoryChanged, branch=branch)
+        raw = meta.get("raw")
+        mode = meta.get("permission_mode") or (raw.get("permissionMode") if isinstance(raw, Mapping) else None)
+        if isinstance(mode, str) and mode and self.changed("mode", mode):
+            self.emit(PermissionsChanged, approvals=mode)
+        todos = _todos(meta.get("todos"), "content")
+        if todos and self.changed("todos", todos):
+            self.emit(TaskUpdated, todos=todos)
+        usage = meta.get("usage")
+        if isinstance(usage, Mapping):
+            used = sum(v for k, v in usage.items() if k in ("input_tokens", "output_tokens",
+                       "cache_creation_input_tokens", "cache_read_input_tokens") and isinstance(v, int))
+            if used and self.changed("tokens", used):
+                self.emit(ResourcesChanged, tokens_used=used, token_limit=self.window)
+
+    def call(self, call: ToolCall) -> None:
+        self.calls[call.id] = call
+        self.emit(ToolStarted, call_id=call.id, name=call.name, kind=effective_kind(call),
+                  target=one_line(call_target(call), 120))
+        name = normalize_name(call.name)
+        todos = _todos(call.input.get("todos"), "content") if name in ("todowrite", "todo_write") \
+            else _todos(call.input.get("plan"), "step") if name == "update_plan" else None
+        if todos is not None and self.changed("todos", todos):
+            self.emit(TaskUpdated, todos=todos)
+
+    def result(self, result: ToolResult) -> None:
+        call = self.calls.get(result.call_id)
+        kind = effective_kind(call) if call else "other"
+        ok = not result.is_error
+        self.emit(ToolFinished, call_id=result.call_id, name=call.name if call else "unknown", kind=kind,
+                  ok=ok, output_hash=short_hash(result.content) if result.content.strip() else None,
+                  result_hashes=result_fingerprints(result.content) if kind in SEARCH_KINDS else None)
+        if call is None:
+            return
+        if tool_kind(call) == "shell":
+            self.shell(call, result, ok)
+        elif ok and kind in ("edit", "write") and (path := call_path(call)):
+            self.emit(FilesTouched, paths=(self.relative(path),))
+        stage = _STAGE_TOOLS.get(normalize_name(call.name))
+        if ok and stage and self.changed("stage", stage):
+            self.emit(TaskUpdated, stage=stage)
+
+    def shell(self, call: ToolCall, result: ToolResult, ok: bool) -> None:
+        command = shell_command(call) or ""
+        summary = parse_test_summary(result.content)
+        if summary is not None:
+            self.emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
+                      failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
+                      command=one_line(command, 120))
+        if "git " in command:
+            facts = parse_git(command, result.content)
+            if not facts.empty:
+                self.changed("branch", facts.branch)
+                self.emit(RepositoryChanged, branch=facts.branch, changed_files=facts.changed_files,
+                          last_commit=facts.last_commit)
+        if ok:
+            self.tracker(command, result.content)
+        m = _CD.match(command)
+        if ok and m:
+            target = m.group(1).strip("'\"")
+            cwd = self.last.get("cwd")
+            if not target.startswith(("~", "$", "-")) and (posixpath.isabs(target) or cwd):
+                new = posixpath.normpath(posixpath.join(cwd or "/", target))
+                if self.changed("cwd", new):
+                    self.emit(EnvironmentChanged, cwd=new)
+
+    def tracker(self, command: str, output: str) -> None:
+        """Issues of a command-line tracker (beads) make the todo list, in order of first mention."""
+        for u in tracker_updates(command, output):
+            title, status = self.tracked.get(u.issue, ("", "pending"))
+            self.tracked[u.issue] = (u.title or title, u.status or status)
+        todos = tuple(TodoItem(one_line(f"{i}: {t}" if t else i, 200), s)
+                      for i, (t, s) in self.tracked.items())
+        if todos and self.changed("todos", todos):
+            self.emit(TaskUpdated, todos=todos)
+
+    def relative(self, path: str) -> str:
+        """A path under the current directory, relative to it (shorter, and how the agent names it)."""
+        cwd = self.last.get("cwd")
+        if cwd and path.startswith(cwd.rstrip("/") + "/"):
+            return path[len(cwd.rstrip("/")) + 1:]
+        return path
+
+
+def derive_events(messages: Sequence[Message], *, window: int | None = None) -> list[Event]:
+    """Status events for `messages`, in order; deterministic. `window` (the context window in
+    tokens) lets the token budget, and so the wrap-up signal, be computed."""
+    deriver = EventDeriver(window)
+    return [event for m in messages for event in deriver.derive(m)]

@@ -1,0 +1,158 @@
+"""Fitting ranked items into sections under a token budget, deterministically.
+
+Each section gets a share of the budget and fills it with its most important items; what a section
+leaves unused goes to the others in priority order; long verbatim items are cut with an elision
+marker rather than dropped when they are the most important thing left. A final check on the
+rendered text drops the least important items until it fits, then cuts the text itself, so the
+budget holds on any input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..tokens import TokenCounter, truncate_to_tokens
+
+# An item is only cut to fit when at least this many tokens of it can stay: a sliver says nothing.
+MIN_SHRUNK_TOKENS = 24
+# Cut items keep this share of their room from the start, the rest from the end (where outputs and
+# long messages often say what matters last).
+HEAD_SHARE = 0.7
+ELISION = " […] "
+# Newline and list framing around one item, beyond its own text.
+ITEM_OVERHEAD = 1
+INLINE_SEPARATOR = " | "
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line (or block) of a section. `rank`: smaller is kept first; `order`: display position."""
+
+    text: str
+    rank: tuple[Any, ...]
+    order: tuple[Any, ...] = ()
+    group: str = ""
+    shrinkable: bool = False
+
+
+@dataclass
+class Section:
+    """A heading and its candidate items. `share` of the budget is its first claim; `cap` an
+    absolute limit; `priority` 0 is the most important section."""
+
+    heading: str
+    items: list[Item]
+    share: float
+    priority: int
+    cap: int | None = None
+    empty: str = "- none"
+    inline: bool = False
+    chosen: list[Item] = field(default_factory=list)
+    used: int = 0
+
+
+def render_section(section: Section) -> str:
+    lines = [f"## {section.heading}"] if section.heading else []
+    items = sorted(section.chosen, key=lambda it: it.order)
+    if not items:
+        if section.heading:
+            lines.append(section.empty)
+        return "\n".join(lines)
+    groups: dict[str, list[Item]] = {}
+    for it in items:
+        groups.setdefault(it.group, []).append(it)
+    for group, members in groups.items():
+        if section.inline:
+            joined = INLINE_SEPARATOR.join(m.text for m in members)
+            lines.append(f"{group} {joined}".strip())
+        else:
+            if group:
+                lines.append(group)
+            lines += [m.text for m in members]
+    return "\n".join(lines)
+
+
+def render(sections: list[Section]) -> str:
+    return "\n\n".join(t for t in (render_section(s) for s in sections) if t)
+
+
+def shrink(item: Item, tokens: int) -> Item | None:
+    """The item cut to about `tokens` tokens (start and end kept, elision marker between), or None."""
+    if tokens < MIN_SHRUNK_TOKENS:
+        return None
+    head = truncate_to_tokens(item.text, int(tokens * HEAD_SHARE))
+    tail = truncate_to_tokens(item.text, tokens - int(tokens * HEAD_SHARE) - 3, keep="tail")
+    if not head or len(head) + len(tail) >= len(item.text):
+        return None
+    return replace(item, text=head.rstrip() + ELISION + tail.lstrip())
+
+
+class _Packer:
+    def __init__(self, sections: list[Section], budget: int, counter: TokenCounter) -> None:
+        self.sections = sorted(sections, key=lambda s: s.priority)
+        self.budget = budget
+        self.counter = counter
+        self.groups: dict[int, set[str]] = {id(s): set() for s in sections}
+        self.total = counter.text(render(sections))  # headings and empty markers
+
+    def cost(self, section: Section, item: Item) -> int:
+        n = self.counter.text(item.text) + ITEM_OVERHEAD
+        if section.inline:
+            n += 2
+        if item.group not in self.groups[id(section)]:
+            n += self.counter.text(item.group) + ITEM_OVERHEAD
+        if not section.chosen:
+            n -= self.counter.text(section.empty)  # the empty marker goes away
+        return n
+
+    def take(self, section: Section, item: Item, cost: int) -> None:
+        section.chosen.append(item)
+        section.used += cost
+        self.total += cost
+        self.groups[id(section)].add(item.group)
+
+    def fill(self, section: Section, limit: int) -> None:
+        """Add the section's best remaining items while the section stays within `limit` tokens."""
+        for item in sorted(section.items, key=lambda it: it.rank):
+            if item in section.chosen:
+                continue
+            room = min(limit - section.used, self.budget - self.total)
+            if section.cap is not None:
+                room = min(room, section.cap - section.used)
+            cost = self.cost(section, item)
+            if cost <= room:
+                self.take(section, item, cost)
+            elif item.shrinkable:
+                overhead = cost - self.counter.text(item.text)
+                cut = shrink(item, room - overhead - 2)
+                if cut is not None:
+                    section.items[section.items.index(item)] = cut
+                    self.take(section, cut, self.cost(section, cut))
+
+    def run(self) -> None:
+        room = max(0, self.budget - self.total)
+        for s in self.sections:
+            self.fill(s, int(room * s.share))
+        for s in self.sections:
+            self.fill(s, self.budget)
+
+
+def pack(sections: list[Section], budget: int, counter: TokenCounter) -> str:
+    """Render the sections with as many items as fit in `budget` tokens (measured on the final text)."""
+    packer = _Packer(sections, budget, counter)
+    packer.run()
+    text = render(sections)
+    # Token counts are not additive across joins: drop the least important items until it fits.
+    by_weakness = sorted(sections, key=lambda s: -s.priority)
+    while counter.text(text) > budget:
+        victim = next((s for s in by_weakness if s.chosen), None)
+        if victim is None:
+            break
+        victim.chosen.remove(max(victim.chosen, key=lambda it: it.rank))
+        text = render(sections)
+    limit = budget
+    while text and counter.text(text) > budget:  # headings alone over a tiny budget
+        text = truncate_to_tokens(text, max(0, limit))
+        limit -= 1
+    return text

@@ -1,0 +1,362 @@
+"""The `structured` summarizer: fixed sections filled from extracted facts, deterministic, no model.
+
+Exact strings beat paraphrase: user messages, rules, error lines, test summaries, commands and
+hashes are copied, never reworded. The budget always holds: sections claim shares in priority
+order (request, constraints, excluded approaches, progress and identifiers, errors, files, user
+messages, current work) and the least important items are trimmed first (see packing.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from .. import facts
+from ..errors import SummarizerError
+from ..facts.meta import message_cwd
+from ..facts.shell import first_line
+from ..model import Message, Origin, is_user_turn
+from ..tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from .base import Summary, SummaryRequest
+from .packing import Item, Section, pack
+
+NAME = "structured"
+TITLE = "# Summary of the earlier conversation (structured)"
+ACTIVE_REQUEST = "Active request"
+USER_MESSAGES = "User messages"
+FILES = "Files and artifacts"
+ERRORS = "Errors and fixes"
+DECISIONS = "Decisions and standing constraints"
+TRIED = "Tried and excluded approaches"
+PROGRESS = "Progress"
+CURRENT_WORK = "Current work"
+NEXT_STEP = "Next step (advisory: confirm with the user or the latest request before acting)"
+IDENTIFIERS = "Identifiers"
+HEADINGS = (ACTIVE_REQUEST, USER_MESSAGES, FILES, ERRORS, DECISIONS, TRIED, PROGRESS, CURRENT_WORK,
+            NEXT_STEP, IDENTIFIERS)
+
+# (priority, share of the budget): priority 0 is kept first; shares are first claims, and what a
+# section leaves unused flows to the others in priority order.
+PLAN: dict[str, tuple[int, float]] = {
+    "": (0, 0.06),             # title and the focus note from custom instructions
+    ACTIVE_REQUEST: (1, 0.10),
+    NEXT_STEP: (2, 0.03),
+    DECISIONS: (3, 0.17),
+    TRIED: (4, 0.08),
+    PROGRESS: (5, 0.10),
+    IDENTIFIERS: (6, 0.08),
+    ERRORS: (7, 0.08),
+    FILES: (8, 0.10),
+    USER_MESSAGES: (9, 0.12),
+    CURRENT_WORK: (10, 0.08),
+}
+# How many task texts, earlier test runs and recent tool calls are worth naming.
+MAX_TASK_TITLES = 5
+MAX_TEST_COMMANDS = 5
+RECENT_CALLS = 6
+TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
+APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, "abandoned": 2}
+USER_ENTRY_RE = re.compile(r"^\[(\d+)(, queued)?\] ", re.M)
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """What an earlier summary in the summarized span still carries forward."""
+
+    user_messages: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+    approaches: tuple[str, ...] = ()
+    foreign: str | None = None
+
+
+class StructuredSummarizer:
+    """Writes the fixed-section summary from `worksurface.facts`; same input, same bytes."""
+
+    name = NAME
+
+    def summarize(self, request: SummaryRequest, counter: TokenCounter) -> Summary:
+        budget = request.budget_tokens - PER_MESSAGE_OVERHEAD
+        if budget <= 0:
+            raise SummarizerError(f"summary budget of {request.budget_tokens} tokens leaves no room for text")
+        builder = _Builder(request)
+        sections = builder.sections()
+        text = pack(sections, budget, counter)
+        kept = {s.heading or "preamble": len(s.chosen) for s in sections}
+        offered = {s.heading or "preamble": len(s.items) for s in sections}
+        return Summary(text, NAME, counter.text(text), {"items_kept": kept, "items_offered": offered})
+
+
+class _Builder:
+    def __init__(self, request: SummaryRequest) -> None:
+        self.request = request
+        self.messages: Sequence[Message] = request.messages
+        self.queued = tuple(request.extras.get("queued_inputs", ()) or ())
+        self.cwd = _main_cwd(self.messages)
+        self.earlier = _earlier(self.messages)
+
+    def rel(self, path: str) -> str:
+        """A path under the session's working directory shown relative to it (the cwd is listed once)."""
+        if self.cwd and path.startswith(self.cwd.rstrip("/") + "/"):
+            return path[len(self.cwd.rstrip("/")) + 1:]
+        return path
+
+    def sections(self) -> list[Section]:
+        users = [(u.text, u.queued) for u in facts.user_messages(self.messages, self.queued)]
+        users = [(t, False) for t in self.earlier.user_messages] + users
+        built = {
+            "": self.preamble(),
+            ACTIVE_REQUEST: self.active_request(users),
+            USER_MESSAGES: self.user_messages(users),
+            FILES: self.files(),
+            ERRORS: self.errors(),
+            DECISIONS: self.decisions(),
+            TRIED: self.tried(),
+            PROGRESS: self.progress(),
+            CURRENT_WORK: self.current_work(),
+            NEXT_STEP: self.next_step(users),
+            IDENTIFIERS: self.identifiers(),
+        }
+        out = []
+        for heading in ("",) + HEADINGS:
+            priority, share = PLAN[heading]
+            cap = self.request.user_messages_tokens if heading == USER_MESSAGES else None
+            out.append(Section(heading, built[heading], share, priority, cap=cap,
+                               inline=heading == IDENTIFIERS))
+        return out
+
+    def preamble(self) -> list[Item]:
+        items = [Item(TITLE, (0,), (0,))]
+        if self.request.instructions and self.request.instructions.strip():
+            note = f"Focus requested for this summary (verbatim): {self.request.instructions.strip()}"
+            items.append(Item(note, (1,), (1,), shrinkable=True))
+        return items
+
+    def active_request(self, users: list[tuple[str, bool]]) -> list[Item]:
+        items: list[Item] = []
+        if users:
+            text, queued = users[-1]
+            how = ", typed while the agent was working" if queued else ""
+            items.append(Item(f"Latest user request (verbatim{how}):\n{text}", (0,), (0,), shrinkable=True))
+            if len(users) > 1:
+                items.append(Item(f"First request of the session (verbatim):\n{users[0][0]}", (2,), (2,),
+                                  shrinkable=True))
+        if any(is_user_turn(m) for m in self.request.tail):
+            items.append(Item("Newer user messages follow in the kept recent conversation; they take precedence.",
+                              (1,), (1,)))
+        for n, spec in enumerate(facts.task_specs(self.messages)[:MAX_TASK_TITLES]):
+            items.append(Item(f"- Task text read with `{spec.origin}`: {spec.title}", (3, n), (3, -spec.index)))
+        if self.earlier.foreign:
+            items.append(Item(f"Earlier summary (verbatim):\n{self.earlier.foreign}", (9,), (9,), shrinkable=True))
+        return items
+
+    def user_messages(self, users: list[tuple[str, bool]]) -> list[Item]:
+        # The latest and first requests are quoted under Active request; the others, newest first.
+        rest = users[1:-1]
+        items = []
+        for n, (text, queued) in enumerate(reversed(rest), 1):
+            label = f"[{n}, queued]" if queued else f"[{n}]"
+            items.append(Item(f"{label} {text}", (n,), (n,), shrinkable=True))
+        return items
+
+    def files(self) -> list[Item]:
+        items = []
+        for f in facts.file_activity(self.messages):
+            modified = bool(f.actions - {"read"})
+            notes = ", ".join(sorted(f.actions))
+            if f.stale:
+                notes += "; changed since last seen"
+            line = f"- {self.rel(f.path)} ({notes}; last seen msg {f.last_index})"
+            key = (0 if modified else 1, -f.last_index, f.path)
+            items.append(Item(line, key, key))
+        return items
+
+    def errors(self) -> list[Item]:
+        items, seen = [], set()
+        for e in reversed(facts.tool_errors(self.messages)):
+            if (e.label, e.line) in seen:
+                continue
+            seen.add((e.label, e.line))
+            outcome = e.resolution or "UNRESOLVED"
+            line = f"- {self.shorten_paths(e.label)}: {e.line} -> {self.shorten_paths(outcome)}"
+            items.append(Item(line, (0 if not e.resolved else 1, -e.index), (e.index,)))
+        return items
+
+    def decisions(self) -> list[Item]:
+        items = []
+        for n, c in enumerate(facts.standing_constraints(self.messages, self.queued)):
+            origin = f" `{self.rel(c.origin)}`" if c.origin else ""
+            group = f"From {c.source}{origin}:"
+            items.append(Item(f"- {c.text}", (-c.strength, c.source != "user", -c.index, n), (c.index, n), group))
+        plan = facts.plan_mode(self.messages)
+        if plan.approved and plan.plan_path:
+            items.append(Item(f"- Plan approved by the user; saved to {plan.plan_path}", (-3, False, 0, -1),
+                              (-1, 0), "Decisions:"))
+        for n, text in enumerate(self.earlier.rules):
+            items.append(Item(text, (9, n), (-2, n), "Carried from the earlier summary:"))
+        return items
+
+    def tried(self) -> list[Item]:
+        items = []
+        for n, a in enumerate(facts.excluded_approaches(self.messages, self.queued)):
+            rank = (APPROACH_ORDER.get(a.kind, 2), -a.index, n)
+            items.append(Item(f"- ({a.kind}) {self.shorten_paths(a.text)}", rank, (a.index, n)))
+        for n, text in enumerate(self.earlier.approaches):
+            items.append(Item(text, (9, n), (-1, n)))
+        return items
+
+    def progress(self) -> list[Item]:
+        items: list[Item] = []
+        runs = facts.test_runs(self.messages)
+        seen: set[str] = set()
+        for run in reversed(runs):
+            key = first_line(run.command)
+            if key in seen or len(seen) >= MAX_TEST_COMMANDS:
+                continue
+            latest = not seen
+            seen.add(key)
+            label = "Latest test run" if latest else "Earlier test run"
+            items.append(Item(f"- {label}: `{key}` -> {run.summary}", (0 if latest else 3, -run.index),
+                              (0, -run.index), "Tests:"))
+        todos = facts.todo_state(self.messages)
+        if todos is not None:
+            for n, it in enumerate(todos.items):
+                rank = (1, TODO_STATUS_ORDER.get(it.status, 1), n)
+                items.append(Item(f"- [{it.status}] {it.text}", rank, (1, n), "Todo list:"))
+        plan = facts.plan_mode(self.messages)
+        if plan.active:
+            items.append(Item("- Plan mode is ON: plan first, no edits until the user approves.", (0, 0),
+                              (2, 0), "Plan:"))
+        if plan.plan:
+            state = "approved" if plan.approved else "proposed, not approved"
+            items.append(Item(f"- Plan ({state}):\n{plan.plan}", (4, 0), (2, 1), "Plan:", shrinkable=True))
+        made = facts.commits(self.messages)
+        for n, c in enumerate(reversed(made)):
+            pushed = " (pushed)" if c.pushed else ""
+            items.append(Item(f"- {c.hash} {c.subject}{pushed}", (1 if n == 0 else 2, n), (3, n),
+                              "Commits (newest first):"))
+        return items
+
+    def current_work(self) -> list[Item]:
+        work = facts.current_work(self.messages, RECENT_CALLS)
+        items: list[Item] = []
+        if work.text:
+            items.append(Item(f"Last assistant message (verbatim):\n{work.text}", (0,), (0,), shrinkable=True))
+        for n, label in enumerate(work.pending_calls):
+            items.append(Item(f"- {self.shorten_paths(label)}", (1, n), (1, n), "Waiting on results of:"))
+        calls = work.recent_calls
+        for n, label in enumerate(calls):
+            items.append(Item(f"- {self.shorten_paths(label)}", (2, len(calls) - n), (2, n),
+                              "Latest tool calls (oldest first):"))
+        return items
+
+    def next_step(self, users: list[tuple[str, bool]]) -> list[Item]:
+        items: list[Item] = []
+        todos = facts.todo_state(self.messages)
+        if todos is not None:
+            for status, what in (("in_progress", "Continue the in-progress item"), ("pending", "Next pending item")):
+                item = next((it for it in todos.items if it.status == status), None)
+                if item is not None:
+                    items.append(Item(f"- {what}: {item.text}", (0,), (0,)))
+                    break
+        runs = facts.test_runs(self.messages)
+        if runs and runs[-1].failed:
+            last = runs[-1]
+            items.append(Item(f"- Get the failing tests passing: `{first_line(last.command)}` -> {last.summary}",
+                              (1,), (1,)))
+        errors = facts.tool_errors(self.messages)
+        if errors and not errors[-1].resolved:
+            e = errors[-1]
+            items.append(Item(f"- Unresolved: {self.shorten_paths(e.label)}: {e.line}", (2,), (2,)))
+        if users:
+            items.append(Item("- Carry on with the latest user request (quoted under Active request).", (3,), (3,)))
+        return items
+
+    def identifiers(self) -> list[Item]:
+        ids = facts.identifiers(self.messages)
+        items: list[Item] = []
+
+        def add(kind: str, values: Sequence[str], rank: int, fmt: str = "{}") -> None:
+            for n, v in enumerate(values):
+                items.append(Item(fmt.format(v), (rank, n), (len(items), n), f"{kind}:"))
+
+        add("cwd", [ids.cwd] if ids.cwd else [], 0)
+        add("branches", ids.branches, 0)
+        add("worktrees", ids.worktrees, 0)
+        add("commits", ids.commits, 1)
+        add("issues", ids.issues, 1)
+        add("test results", ids.test_counts, 1)
+        add("commands", ids.commands, 2, "`{}`")
+        add("urls", ids.urls, 2)
+        add("paths", [self.rel(p) for p in ids.paths], 3)
+        return items
+
+    def shorten_paths(self, text: str) -> str:
+        if not self.cwd:
+            return text
+        return text.replace(self.cwd.rstrip("/") + "/", "")
+
+
+def _main_cwd(messages: Sequence[Message]) -> str | None:
+    """The working directory most messages report (ties: the later one)."""
+    counts = Counter(c for c in (message_cwd(m) for m in messages) if c)
+    if not counts:
+        return None
+    last = {message_cwd(m): i for i, m in enumerate(messages)}
+    return max(counts, key=lambda c: (counts[c], last.get(c, -1)))
+
+
+def _earlier(messages: Sequence[Message]) -> _Earlier:
+    """What the newest earlier summary among the messages carries: a structured one is parsed by
+    section; another harness's summary is kept as text."""
+    for m in reversed(messages):
+        is_summary = m.origin is Origin.SUMMARY or bool(m.meta.get("is_compact_summary"))
+        if not is_summary:
+            continue
+        text = m.text
+        start = text.find(TITLE)
+        if start < 0:
+            return _Earlier(foreign=text.strip())
+        sections = _split_sections(text[start:])
+        users = sections.get(USER_MESSAGES, "")
+        active = sections.get(ACTIVE_REQUEST, "")
+        quoted = [_after_label(active, "First request of the session (verbatim):"),
+                  *reversed(_user_entries(users)),
+                  _after_label(active, "Latest user request (verbatim")]
+        return _Earlier(
+            user_messages=tuple(q for q in quoted if q),
+            rules=tuple(ln for ln in sections.get(DECISIONS, "").splitlines() if ln.startswith("- ")),
+            approaches=tuple(ln for ln in sections.get(TRIED, "").splitlines() if ln.startswith("- ")))
+    return _Earlier()
+
+
+def _split_sections(text: str) -> dict[str, str]:
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("## ") and line[3:].strip() in HEADINGS:
+            current = out.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {h: "\n".join(lines).strip() for h, lines in out.items()}
+
+
+def _user_entries(body: str) -> list[str]:
+    """The messages of a rendered User messages section, in the order shown (newest first)."""
+    starts = [m for m in USER_ENTRY_RE.finditer(body)]
+    return [body[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(body)].strip()
+            for i, m in enumerate(starts)]
+
+
+def _after_label(body: str, label: str) -> str | None:
+    """The verbatim text after a label line of the Active request section, up to the next item."""
+    at = body.find(label)
+    if at < 0:
+        return None
+    rest = body[at:].split("\n", 1)
+    if len(rest) < 2:
+        return None
+    stop = re.search(r"\n(?:First request of the session|Newer user messages|- Task text read|Earlier summary)",
+                     rest[1])
+    return rest[1][: stop.start()].strip() if stop else rest[1].strip()

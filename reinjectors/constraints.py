@@ -1,0 +1,71 @@
+"""Constraints: standing rules and tried-and-excluded approaches, verbatim, with where they came from.
+
+This is what agents lose first after a compaction ("don't touch X", "no migrations", "we already
+tried Y and the user said no"), so it comes right after the status and is kept word for word.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from worksurface.config import ReinjectConfig
+from worksurface.facts.constraints import Approach, Constraint, excluded_approaches, standing_constraints
+from worksurface.model import Message
+from worksurface.reinject import is_shown, report, reinjected, shown_text
+from worksurface.state import StageContext, StageReport
+
+NAME = "constraints"
+HEADER = "<standing-constraints>\nRules still in force (verbatim; where each came from in brackets):"
+EXCLUDED_HEADER = "Tried and excluded (do not retry without a new reason):"
+FOOTER = "</standing-constraints>"
+
+
+def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> tuple[list[Message], StageReport]:
+    transcript: Sequence[Message] = ctx.extras.get("transcript", view)
+    queued = ctx.extras.get("queued_inputs", ())
+    before = ctx.counter.messages(view)
+    shown = shown_text(view)
+    rules = [c for c in standing_constraints(transcript, queued)]
+    approaches = excluded_approaches(transcript, queued)
+    # Strongest rules first, then the newest; the user's own words before inferred ones.
+    rules.sort(key=lambda c: (-c.strength, c.source != "user", -c.index))
+    approaches.sort(key=lambda a: -a.index)
+
+    limit = min(budget, config.constraints_tokens)
+    used = ctx.counter.text(f"{HEADER}\n{EXCLUDED_HEADER}\n{FOOTER}") + 8
+    rule_lines: list[str] = []
+    approach_lines: list[str] = []
+    restored, skipped, dropped = [], [], []
+    for item in [*rules, *approaches]:
+        if is_shown(item.text, shown):
+            skipped.append(item.text[:80])
+            continue
+        line = _line(item)
+        cost = ctx.counter.text(line) + 1
+        if used + cost > limit:
+            dropped.append(item.text[:80])
+            continue
+        used += cost
+        (rule_lines if isinstance(item, Constraint) else approach_lines).append(line)
+        restored.append(item.text[:80])
+    if not restored:
+        return [], report(NAME, before, 0, [], skipped, dropped, "no constraint the view does not already show")
+    # Restore reading order (oldest first) once the budget has picked what stays.
+    parts = [HEADER, *sorted(rule_lines, key=_order(rules))]
+    if approach_lines:
+        parts += [EXCLUDED_HEADER, *sorted(approach_lines, key=_order(approaches))]
+    parts.append(FOOTER)
+    msg = reinjected(NAME, "0", "\n".join(parts))
+    return [msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, dropped)
+
+
+def _line(item: Constraint | Approach) -> str:
+    if isinstance(item, Constraint):
+        where = item.source + (f": {item.origin}" if item.origin else "")
+        return f"- {item.text} [{where}]"
+    return f"- ({item.kind}) {item.text}"
+
+
+def _order(items: Sequence[Constraint | Approach]):
+    index = {_line(i): i.index for i in items}
+    return lambda line: index.get(line, 0)

@@ -1,0 +1,63 @@
+"""Baselines: each keeps the system prefix, fits the budget and never splits a tool call from its result."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probes_samples import long_session, session
+from worksurface.model import orphans
+from worksurface.probes.baselines import BASELINES, MASK_KEEP_TURNS, clean_starts, mask, truncate
+from worksurface.tokens import TokenCounter
+
+COUNTER = TokenCounter()
+NAMES = [n for n in BASELINES if n != "trim"] + [
+    pytest.param("trim", marks=pytest.mark.skipif(
+        __import__("importlib").util.find_spec("langchain_core") is None, reason="langchain-core not installed"))]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=25, deadline=None)
+@given(rounds=st.integers(5, 60), seed=st.integers(0, 10_000), share=st.floats(0.05, 1.2))
+def test_budget_prefix_and_pairs(name, rounds, seed, share):
+    messages = long_session(rounds, seed)
+    budget = int(COUNTER.messages(messages) * share)
+    view = BASELINES[name](messages, budget, COUNTER)
+    assert view[0] is messages[0]  # the system prefix is kept as is
+    assert COUNTER.messages(view) <= max(budget, COUNTER.messages(messages[:1]))
+    assert orphans(view) == (set(), set())
+    # Nothing reordered or invented: the view is the prefix plus a suffix (masked for `mask`).
+    tail_ids = [m.id for m in view[1:]]
+    assert tail_ids == [m.id for m in messages[len(messages) - len(tail_ids):]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_budget_that_holds_everything_keeps_everything(name):
+    messages = session()
+    view = BASELINES[name](messages, 10**6, COUNTER)
+    assert [m.id for m in view] == [m.id for m in messages]
+
+
+def test_truncate_never_starts_between_parallel_calls_and_their_results():
+    messages = session()
+    a6 = next(i for i, m in enumerate(messages) if m.id == "a6")
+    # A budget that would fit from a7 on (a7, r6, r7, a8) but not a6: r6 would lose its call.
+    budget = COUNTER.messages(messages[:1]) + COUNTER.messages(messages[a6 + 1:])
+    view = truncate(messages, budget, COUNTER)
+    assert [m.id for m in view] == ["s0", "a8"]
+    assert clean_starts(messages[1:])[a6 - 1] and not clean_starts(messages[1:])[a6]
+
+
+def test_mask_replaces_only_old_observations():
+    messages = long_session(80, seed=3)
+    view = mask(messages, 10**7, COUNTER)
+    turns = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    horizon = turns[-MASK_KEEP_TURNS]
+    for before, after in zip(messages, view):
+        if before.tool_results and messages.index(before) < horizon:
+            assert after.tool_results[0].content.startswith("[Old tool output omitted:")
+            assert after.tool_results[0].call_id == before.tool_results[0].call_id
+        else:
+            assert after == before
+    assert COUNTER.messages(view) < COUNTER.messages(messages)
