@@ -63,15 +63,18 @@ class Compact:
 
 @dataclass(frozen=True)
 class Insert:
-    """Insert `messages` right after the message `after` (status publications)."""
+    """Insert `messages` right after the message `after` (reinjections, status publications).
+    `after` may be a message worksurface made; `ref` is then the newest transcript message at that
+    time, so a rewind past it drops this edit too."""
 
     stage: str
     after: str | None
     messages: tuple[Message, ...]
+    ref: str | None = None
 
     @property
     def refs(self) -> tuple[str, ...]:
-        return (self.after,) if self.after is not None else ()
+        return tuple(x for x in (self.after, self.ref) if x is not None)
 
 
 Edit = Union[ReplaceResult, ReplaceMessages, Compact, Insert]
@@ -186,7 +189,7 @@ def edit_to_json(edit: Edit) -> dict[str, Any]:
                 "covered": list(edit.covered), "info": edit.info}
     if isinstance(edit, Insert):
         return {"kind": "insert", "stage": edit.stage, "after": edit.after,
-                "messages": [message_to_json(m) for m in edit.messages]}
+                "messages": [message_to_json(m) for m in edit.messages], "ref": edit.ref}
     raise TypeError(f"not an edit: {edit!r}")
 
 
@@ -204,5 +207,6 @@ def edit_from_json(data: dict[str, Any]) -> Edit:
                        tuple(message_from_json(m) for m in data["head"]),
                        tuple(data["covered"]), data.get("info", {}))
     if kind == "insert":
-        return Insert(data["stage"], data["after"], tuple(message_from_json(m) for m in data["messages"]))
+        return Insert(data["stage"], data["after"], tuple(message_from_json(m) for m in data["messages"]),
+                      data.get("ref"))
     raise ValueError(f"unknown edit kind {kind!r}")

@@ -15,6 +15,7 @@ import os
 import random
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,12 @@ BASH_MAX_CHARS = 30_000
 OVERSHOOT = 0.03
 # Share of episodes (after the first few of each kind) by kind.
 EPISODE_WEIGHTS = {"feature": 7, "logs": 1, "big_read": 1, "repeat": 2, "subdir": 1, "question": 1}
+# Kinds by typical size, so an episode too big for the remaining budget gives way to smaller ones.
+EPISODE_SIZE_RANK = {"question": 0, "repeat": 1, "subdir": 2, "feature": 3, "worktree": 4, "logs": 5,
+                     "big_read": 5}
+# The last gap is closed by a question whose answer is sized to it, at most this long (a longer
+# answer would read as filler).
+FILLER_MAX_TOKENS = 2_500
 CONSTRAINTS = (
     "don't touch migrations/ — schema changes go through the DBA team",
     "use pytest, not unittest (no TestCase classes, no unittest.mock either)",
@@ -108,14 +115,20 @@ def _active(item: str) -> str:
     return f"{ing} {rest}".strip()
 
 
+@dataclass(frozen=True)
 class _Task:
     """One user request: a function in a module to change, and the test file that covers it."""
 
-    def __init__(self, module: str, func: str, test: str, request: str, title: str) -> None:
-        self.module, self.func, self.test, self.request, self.title = module, func, test, request, title
+    module: str
+    func: str
+    test: str
+    request: str
+    title: str
 
 
 class _Scenario:
+    """One session being written: the fake repo, the record writer, and the episodes."""
+
     def __init__(self, tokens: int, seed: int) -> None:
         self.target = tokens
         self.rng = random.Random(seed)
@@ -134,18 +147,24 @@ class _Scenario:
         self.w.hook_progress("SessionStart", "~/.claude/hooks/session-start.sh")
         self.opening(self.task())
         firsts = ["logs", "feature", "worktree", "big_read", "repeat", "subdir"]
-        kinds, weights = list(EPISODE_WEIGHTS), list(EPISODE_WEIGHTS.values())
+        allowed = dict(EPISODE_WEIGHTS)
         while self.w.tokens < self.target * (1 - OVERSHOOT):
-            kind = firsts.pop(0) if firsts else self.rng.choices(kinds, weights)[0]
+            kind = firsts.pop(0) if firsts else self.rng.choices(list(allowed), list(allowed.values()))[0]
             snap, files = self.w.snapshot(), dict(self.repo.files)
             state = (self.commits, self.in_worktree, self.root, self.big_file, self.last_pytest, list(self.todos))
             getattr(self, kind)()
-            if self.w.tokens > self.target * (1 + OVERSHOOT):
-                self.w.restore(snap)
-                self.repo.files = files
-                (self.commits, self.in_worktree, self.root, self.big_file, self.last_pytest, self.todos) = state
-                self.question(int(self.target - self.w.tokens))
+            if self.w.tokens <= self.target * (1 + OVERSHOOT):
+                continue
+            self.w.restore(snap)
+            self.repo.files = files
+            (self.commits, self.in_worktree, self.root, self.big_file, self.last_pytest, self.todos) = state
+            remaining = int(self.target - self.w.tokens)
+            if remaining <= FILLER_MAX_TOKENS:
+                self.question(remaining)
                 break
+            # Too big for what is left: from now on only the kinds smaller than this one.
+            firsts = []
+            allowed = {k: v for k, v in allowed.items() if EPISODE_SIZE_RANK[k] < EPISODE_SIZE_RANK[kind]}
         return self.w.records
 
     # --- helpers ----------------------------------------------------------------------------------
@@ -209,7 +228,8 @@ class _Scenario:
             text = "\n".join(f"{self.path(p)}:{i}:{line}" for p, i, line in hits) or "No matches found"
             tur = {"mode": "content", "numFiles": len(files), "filenames": [], "numLines": len(hits)}
         else:
-            text = f"Found {len(files)} file{'s' * (len(files) != 1)}\n" + "\n".join(files) if files else "No files found"
+            plural = "s" * (len(files) != 1)
+            text = f"Found {len(files)} file{plural}\n" + "\n".join(files) if files else "No files found"
             tur = {"mode": "files_with_matches", "filenames": files, "numFiles": len(files)}
         return Call("Grep", inp, text, "read", tool_use_result=tur)
 
@@ -400,8 +420,9 @@ class _Scenario:
             f"{self.rng.getrandbits(28):07x} {self.rng.choice(ENTITIES)}: fix" for _ in range(5))),))
         w.respond(calls=(self.bash("git status", status),))
         if self.last_pytest is not None:
-            w.respond("Re-running the suite to be sure.", (self.bash("python -m pytest tests/ -q", self.last_pytest,
-                                                                     code=0 if " failed" not in self.last_pytest else 1),))
+            code = 1 if " failed" in self.last_pytest else 0
+            w.respond("Re-running the suite to be sure.",
+                      (self.bash("python -m pytest tests/ -q", self.last_pytest, code=code),))
         w.respond(f"Branch `{w.branch}`, {self.commits} commits this session; the suite is green.")
 
     def subdir(self) -> None:

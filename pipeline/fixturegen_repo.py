@@ -178,8 +178,9 @@ class FakeRepo:
         out = ["import pytest", "", f"from {self.pkg} import {name if name != 'worker' else 'api'}", ""]
         for _ in range(tests):
             ent, verb = self.rng.choice(ENTITIES), self.rng.choice(VERBS)
-            out += ["", f"def test_{verb}_{ent}_{self.rng.choice(('basic', 'empty', 'rounding', 'missing', 'paged'))}(db):",
-                    f"    {ent} = make_{ent}(db, status=\"{self.rng.choice(('open', 'paid', 'shipped'))}\")",
+            case = self.rng.choice(("basic", "empty", "rounding", "missing", "paged"))
+            status = self.rng.choice(("open", "paid", "shipped"))
+            out += ["", f"def test_{verb}_{ent}_{case}(db):", f"    {ent} = make_{ent}(db, status=\"{status}\")",
                     f"    result = {name}.{verb}_{ent}(db, {ent}.id)",
                     f"    assert result.id == {ent}.id", f"    assert result.status != \"deleted\"", ""]
         return "\n".join(out) + "\n"
@@ -225,9 +226,13 @@ def pytest_output(rng: random.Random, passed: int, failures: list[tuple[str, str
         lines.append("=" * 30 + " FAILURES " + "=" * 30)
         for test_id, error in failures:
             file, name = test_id.split("::")
-            lines += [f"{'_' * 20} {name} {'_' * 20}", "", f"db = <sqlalchemy.orm.session.Session object at 0x7f{rng.getrandbits(40):010x}>",
-                      "", f"    def {name}(db):", f"        result = call_under_test(db)", f">       {error.split(':', 1)[0].lower()}_check(result)",
-                      f"E       {error}", "", f"{file}:{rng.randint(8, 90)}: {error.split(':', 1)[0]}"]
+            kind = error.split(":", 1)[0]
+            address = rng.getrandbits(40)
+            lines += [f"{'_' * 20} {name} {'_' * 20}", "",
+                      f"db = <sqlalchemy.orm.session.Session object at 0x7f{address:010x}>", "",
+                      f"    def {name}(db):", "        result = call_under_test(db)",
+                      f">       {kind.lower()}_check(result)", f"E       {error}", "",
+                      f"{file}:{rng.randint(8, 90)}: {kind}"]
         lines.append("=" * 27 + " short test summary info " + "=" * 27)
         lines += [f"FAILED {t} - {e}" for t, e in failures]
     summary = (f"{len(failures)} failed, {passed} passed" if failures else f"{passed} passed") + f" in {seconds:.2f}s"

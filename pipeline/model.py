@@ -159,11 +159,12 @@ class Message:
         """The plain text blocks joined (not tool calls or results)."""
         return "\n".join(b.text for b in self.blocks if isinstance(b, Text))
 
-    @property
+    # Cached: stages look these up for every message on every call.
+    @cached_property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(b for b in self.blocks if isinstance(b, ToolCall))
 
-    @property
+    @cached_property
     def tool_results(self) -> tuple[ToolResult, ...]:
         return tuple(b for b in self.blocks if isinstance(b, ToolResult))
 

@@ -8,6 +8,7 @@ edits and the metadata in one transaction, so a crash leaves the previous consis
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import time
@@ -99,7 +100,8 @@ class Session:
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._deriver: EventDeriver | None = None  # status events derived from the live transcript
         self._deriver_seen = 0
-        self._status_events: list[Event] = []
+        self._reducer = StatusReducer()
+        self._status_reset = False  # a rewind dropped the status edits; the store follows at commit
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
@@ -131,6 +133,7 @@ class Session:
             keep = self._sync_point(live)
             rewound = len(self._log) - keep
             if rewound:
+                self._reset_status()
                 removed = {m.id for m in self._log[keep:]}
                 removed |= {c.id for m in self._log[keep:] for c in m.tool_calls}
                 removed |= {r.call_id for m in self._log[keep:] for r in m.tool_results}
@@ -146,7 +149,7 @@ class Session:
             if isinstance(transcript, Transcript):
                 ctx.extras["queued_inputs"] = transcript.queued_inputs
             snapshot = self._status_snapshot(live, keep)
-            status_state = self._publisher_state()
+            status_state = self._publisher_state(live, snapshot)
             ctx.extras.update(status_snapshot=snapshot, status_state=status_state)
             start_state = {"view": view, "tokens": counted + offset, "edits": [], "reports": [],
                            "cache_edits": [], "compacted": False}
@@ -159,7 +162,8 @@ class Session:
             if status_edits:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
-            self._check(live, out_view)
+            if new_edits or rewound:
+                self._check(live, out_view)  # an unedited view is the previous one plus the transcript's
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
             report.status = status_report
             self._commit(live, keep, new_edits, out_view, now, report)
@@ -195,22 +199,41 @@ class Session:
         """The status snapshot: events derived from the transcript (incrementally: a deriver is fed
         only messages it has not seen) followed by the harness's own events."""
         if self._deriver is None or keep < self._deriver_seen:
-            self._deriver, self._deriver_seen, self._status_events = EventDeriver(self.config.window), 0, []
+            self._deriver, self._deriver_seen = EventDeriver(self.config.window), 0
+            self._reducer = StatusReducer()
         for m in live[self._deriver_seen:]:
-            self._status_events.extend(self._deriver.derive(m))
+            for event in self._deriver.derive(m):
+                self._reducer.apply(event)
         self._deriver_seen = len(live)
-        reducer = StatusReducer()
-        for e in self._status_events:
-            reducer.apply(e)
-        for data in self.store.get_meta("status_events", []):
+        emitted = self.store.get_meta("status_events", [])
+        if not emitted:
+            return self._reducer.snapshot()
+        # Harness events come after the derived ones; apply them to a copy so the derived state stays
+        # incremental.
+        reducer = copy.deepcopy(self._reducer)
+        for data in emitted:
             reducer.apply(event_from_json(data))
         return reducer.snapshot()
 
-    def _publisher_state(self) -> PublisherState:
-        data = self.store.get_meta("status_publisher")
-        if data is None or data.get("strategy") != self.config.status_strategy:
-            return PublisherState(strategy=self.config.status_strategy)
-        return PublisherState.from_json(data)
+    def _publisher_state(self, live: list[Message], snapshot) -> PublisherState:
+        data = None if self._status_reset else self.store.get_meta("status_publisher")
+        if data is not None and data.get("strategy") == self.config.status_strategy:
+            return PublisherState.from_json(data)
+        fed_back = [m for m in live if m.origin is Origin.STATUS]
+        if fed_back:
+            # The harness sent back a view with our status in it: that status is what the model has,
+            # so continue after it instead of publishing a second copy.
+            last = fed_back[-1].meta
+            return PublisherState(self.config.status_strategy, int(last.get("epoch", FIRST_EPOCH)),
+                                  int(last.get("seq", 0)), snapshot, tuple(m.id for m in fed_back))
+        return PublisherState(strategy=self.config.status_strategy)
+
+    def _reset_status(self) -> None:
+        """After a rewind, status publications may sit after removed messages: drop them all and
+        publish a fresh baseline in the current epoch."""
+        self._edits = [e for e in self._edits if e.stage != "status"]
+        self._cached = None
+        self._status_reset = True
 
     def _publish_status(self, ctx: StageContext, view: list[Message], snapshot, state: PublisherState,
                         now: float) -> tuple[list[Edit], PublisherState, dict[str, Any]]:
@@ -226,7 +249,8 @@ class Session:
             edits.append(ReplaceMessages("status", publication.remove_ids, ()))
         if publication.messages:
             anchor = view[-1].id if view else None
-            edits.append(Insert("status", anchor, publication.messages))
+            ref = next((m.id for m in reversed(view) if m.origin is Origin.CONVERSATION), None)
+            edits.append(Insert("status", anchor, publication.messages, ref))
         kind = publication.messages[0].meta.get("kind") if publication.messages else None
         return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": kind,
                                   "bytes": publication.bytes}
@@ -317,6 +341,9 @@ class Session:
         with store.transaction():
             if keep < len(self._log):
                 store.truncate_log(keep)
+            if self._status_reset:
+                store.drop_edits("status")
+                self._status_reset = False
             if keep < len(live):
                 store.append_messages(live[keep:])
             if new_edits:

@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Self, Sequence
 
 import diskcache
 
@@ -65,8 +65,9 @@ def _edit_refs(data: Mapping[str, Any]) -> tuple[str, ...]:
     return edit_from_json(dict(data)).refs
 
 
-class _BaseStore(ABC):
-    """The store API over a tiny key-value layer of JSON texts (`_get`, `_put`, `_delete`, `_atomic`)."""
+class Store(ABC):
+    """The session store API (type against this to accept either backend). Implemented once over a
+    tiny key-value layer of JSON texts (`_get`, `_put`, `_delete`, `_atomic`) that backends provide."""
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self._counter = counter
@@ -98,7 +99,7 @@ class _BaseStore(ABC):
     def close(self) -> None:
         """Release resources; the store must not be used afterwards."""
 
-    def __enter__(self) -> "_BaseStore":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -212,6 +213,15 @@ class _BaseStore(ABC):
     @staticmethod
     def _decision_key(stage: str, id: str) -> str:
         return f"decision:{stage}\x00{id}"
+
+    def drop_edits(self, stage: str) -> int:
+        """Remove every edit a stage made (the status bar starts over after a rewind); returns how many."""
+        with self.transaction():
+            kept = [e for e in self._edit_jsons() if e["stage"] != stage]
+            dropped = self._edit_count() - len(kept)
+            if dropped:
+                self._rewrite_edits(kept)
+            return dropped
 
     def _rewrite_edits(self, kept: Sequence[dict[str, Any]]) -> None:
         for i, e in enumerate(self._edit_jsons()):
@@ -327,7 +337,7 @@ class _BaseStore(ABC):
         return self._load("view:digest")
 
 
-class SessionStore(_BaseStore):
+class SessionStore(Store):
     """A session kept in a directory; see the module docstring for the layout."""
 
     def __init__(self, path: str | os.PathLike[str], counter: TokenCounter | None = None) -> None:
@@ -414,7 +424,7 @@ class SessionStore(_BaseStore):
                 time.sleep(LOCK_POLL_SECONDS)
 
 
-class MemoryStore(_BaseStore):
+class MemoryStore(Store):
     """The same API kept in memory (the one-shot `compact()`); artifacts have no file (path None)."""
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
@@ -475,4 +485,4 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-__all__ = ["MemoryStore", "SessionStore", "content_digest"]
+__all__ = ["MemoryStore", "SessionStore", "Store", "content_digest"]

@@ -53,6 +53,7 @@ class TokenCounter:
     def __init__(self, preload: Mapping[Block, int] | None = None) -> None:
         self._enc = get_encoding()
         self._cache: dict[Block, int] = dict(preload or {})
+        self._messages: dict[str, int] = {}  # by Message.digest: views are recounted on every call
         self.encoded = 0  # blocks actually encoded (for benchmarks and tests of memoization)
 
     def text(self, text: str) -> int:
@@ -77,7 +78,11 @@ class TokenCounter:
         return n
 
     def message(self, message: Message) -> int:
-        return PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks)
+        key = message.digest
+        n = self._messages.get(key)
+        if n is None:
+            n = self._messages[key] = PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks)
+        return n
 
     def messages(self, messages: Iterable[Message]) -> int:
         return sum(self.message(m) for m in messages)

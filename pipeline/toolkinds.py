@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 from typing import Any, Mapping
 
 from .model import ToolCall
+
+# Stages ask about every call on every prepare; calls are hashable by content, so answer once.
+CALL_CACHE_SIZE = 65_536
 
 # Kinds: read, edit, write, shell, grep, glob, search, fetch, list, todo, plan, skill, memory, agent, other.
 _ALIASES: dict[str, str] = {
@@ -52,6 +56,7 @@ def normalize_name(name: str) -> str:
     return n
 
 
+@lru_cache(maxsize=CALL_CACHE_SIZE)
 def tool_kind(call: ToolCall) -> str:
     n = normalize_name(call.name)
     if n in ("str_replace_editor", "file_editor", "text_editor", "str_replace_based_edit_tool"):
@@ -77,6 +82,7 @@ def shell_command(call: ToolCall) -> str | None:
     return None
 
 
+@lru_cache(maxsize=CALL_CACHE_SIZE)
 def call_target(call: ToolCall) -> str:
     """A short human-readable target: the path, pattern, URL or command the call is about."""
     inp: Mapping[str, Any] = call.input
@@ -92,6 +98,7 @@ def call_target(call: ToolCall) -> str:
     return ""
 
 
+@lru_cache(maxsize=CALL_CACHE_SIZE)
 def call_path(call: ToolCall) -> str | None:
     """The file a read/edit/write call is about (including `cat FILE` style shell reads)."""
     for key in _PATH_KEYS:
@@ -108,6 +115,7 @@ def call_path(call: ToolCall) -> str | None:
     return None
 
 
+@lru_cache(maxsize=CALL_CACHE_SIZE)
 def effective_kind(call: ToolCall) -> str:
     """Like `tool_kind`, but a shell call that only reads or searches counts as read or grep."""
     kind = tool_kind(call)

@@ -89,3 +89,37 @@ def before_compaction(name: str) -> tuple[tuple[Message, ...], tuple[tuple[str |
             ids = {x.id for x in messages[:i]}
             return messages[:i], tuple(q for q in queued if q[0] in ids)
     return messages, queued
+
+
+class Chat:
+    """Hand-built transcripts with deterministic ids: `c.user(..)`, `c.say(..)`, `c.call(name, input, out)`."""
+
+    def __init__(self, cwd: str | None = None) -> None:
+        self.messages: list[Message] = []
+        self.meta = {"cwd": cwd} if cwd else {}
+
+    def _add(self, role: str, blocks: tuple, **meta) -> Message:
+        m = Message(f"m{len(self.messages)}", role, blocks, meta={**self.meta, **meta})
+        self.messages.append(m)
+        return m
+
+    def user(self, text: str, **meta) -> "Chat":
+        self._add("user", (Text(text),), **meta)
+        return self
+
+    def say(self, text: str) -> "Chat":
+        self._add("assistant", (Text(text),))
+        return self
+
+    def call(self, name: str, input: dict, output: str | None, is_error: bool = False,
+             text: str | None = None) -> str:
+        """A tool call and (unless output is None) its result; returns the call id."""
+        call_id = f"c{len(self.messages)}"
+        blocks = ((Text(text),) if text else ()) + (ToolCall(call_id, name, input),)
+        self._add("assistant", blocks)
+        if output is not None:
+            self._add("user", (ToolResult(call_id, output, is_error),))
+        return call_id
+
+    def bash(self, command: str, output: str, is_error: bool = False) -> str:
+        return self.call("Bash", {"command": command}, output, is_error)

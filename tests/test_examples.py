@@ -4,8 +4,7 @@ history the harness keeps."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
+import runpy
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 MAX_LINES = 60
 
 
-def run(name: str) -> str:
-    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
-                          timeout=120, cwd=EXAMPLES.parent)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+def run(name: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Run the example as a script, in this process (a subprocess would pay the imports again)."""
+    runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    return capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", ["langgraph_agent.py", "openai_loop.py"])
@@ -27,17 +25,17 @@ def test_examples_are_short(name: str) -> None:
     assert len((EXAMPLES / name).read_text().splitlines()) < MAX_LINES
 
 
-def test_langgraph_agent_example() -> None:
+def test_langgraph_agent_example(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("langchain_core")
-    out = run("langgraph_agent.py")
+    out = run("langgraph_agent.py", capsys)
     sent = int(re.search(r"model sees the run_tests result as (\d+) characters", out).group(1))
     kept = int(re.search(r"graph state keeps the full result: (\d+) characters", out).group(1))
     assert sent < kept // 2
     assert "answer: All 400 tests pass." in out
 
 
-def test_openai_loop_example() -> None:
-    out = run("openai_loop.py")
+def test_openai_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run("openai_loop.py", capsys)
     sent = int(re.search(r"I was sent (\d+) characters of log", out).group(1))
     kept = int(re.search(r"history keeps the full log: (\d+) characters", out).group(1))
     assert sent < kept // 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
+import runpy
 import sys
 from collections import Counter
 from functools import lru_cache
@@ -127,10 +127,12 @@ def test_the_claude_code_adapter_reads_it(tokens, seed):
     assert abs(counted - tokens) <= TOLERANCE * tokens
 
 
-def test_cli_writes_the_same_bytes(tmp_path):
+def test_cli_writes_the_same_bytes(tmp_path, monkeypatch, capsys):
     out = tmp_path / "s.jsonl"
-    subprocess.run([sys.executable, str(REPO / "fixtures" / "generate.py"), "--tokens", "8000", "--seed", "1",
-                    "-o", str(out)], check=True, capture_output=True)
+    monkeypatch.setattr(sys, "argv", ["generate.py", "--tokens", "8000", "--seed", "1", "-o", str(out)])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_path(str(REPO / "fixtures" / "generate.py"), run_name="__main__")
+    assert exit_.value.code == 0 and str(out) in capsys.readouterr().out
     assert out.read_text(encoding="utf-8") == _jsonl(8_000, 1)
 
 

@@ -115,8 +115,10 @@ def test_aider_user_turns_match_the_manifest() -> None:
         t = _read(f"aider/{entry['file']}")
         inputs = [m for m in t.messages if m.role == "user" and m.meta.get("kind") != "tool_output"]
         assert len(inputs) == entry["turns"], entry["file"]
-        tool_lines = sum(len(m.text.split("\n")) for m in t.messages if m.meta.get("kind") == "tool_output")
-        assert tool_lines == entry["tool_lines"], entry["file"]
+        # Edit blocks are the model's, except where aider quotes a failed one back in its notices.
+        blocks = sum(m.text.count("<<<<<<< SEARCH") for m in t.messages)
+        assert blocks == entry["search_replace_blocks"], entry["file"]
+        assert not any(line.startswith("#### ") for m in t.messages for line in m.text.split("\n"))
 
 
 def test_aider_markdown_structure() -> None:
@@ -127,9 +129,12 @@ def test_aider_markdown_structure() -> None:
     assert ask.role == "user" and ask.text.startswith("add a Coder.commit_before_message")
     assert reply.role == "assistant" and "<<<<<<< SEARCH" in reply.text and ">>>>>>> REPLACE" in reply.text
     assert t.messages[4].meta.get("kind") == "command" and t.messages[4].text == "/diff"
-    traceback = t.messages[5].text.split("\n")
+    traceback = t.messages[5].text.split("\n")      # one message from consecutive #### lines
     assert len(traceback) > 10 and traceback[-1].startswith("ValueError")
     example = _read("aider/website_examples/hello.md")
     assert [m.role for m in example.messages] == ["user", "assistant", "user"]
     assert example.messages[0].text == "change hello to goodbye"
     assert any("Hello aider!" in x["markdown"] for _, x in example.extras)
+    notices = _read("aider/sessions/session_07_2024-08-14_095032.md").messages
+    pytest_run = next(m for m in notices if "rootdir: /Users/gauthier/Projects/aider" in m.text)
+    assert pytest_run.meta["kind"] == "tool_output"     # continuation lines of a multi-line notice

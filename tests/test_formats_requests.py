@@ -29,11 +29,14 @@ OPENAI_REQUEST: dict[str, Any] = {
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K", "detail": "low"}},
             {"type": "input_audio", "input_audio": {"data": "UklGR", "format": "wav"}}]},
         {"role": "assistant", "content": None, "refusal": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{ \"path\":  \"a.py\" }"}},
-            {"id": "call_2", "type": "function", "function": {"name": "grep", "arguments": "not json at all"}}]},
+            {"id": "call_1", "type": "function",
+             "function": {"name": "read_file", "arguments": "{ \"path\":  \"a.py\" }"}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "grep", "arguments": "not json at all"}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "print('hi')\n"},
         {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "no match"}]},
-        {"role": "assistant", "id": "msg_7", "content": [{"type": "text", "text": "It prints hi."}], "tool_calls": []},
+        {"role": "assistant", "id": "msg_7", "content": [{"type": "text", "text": "It prints hi."}],
+         "tool_calls": []},
         {"role": "user", "content": ""},
     ],
 }
@@ -57,8 +60,9 @@ ANTHROPIC_REQUEST: dict[str, Any] = {
         {"role": "assistant", "content": [
             {"type": "redacted_thinking", "data": "EmwKAhgB"},
             {"type": "text", "text": "It prints hi."}]},
-        {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}},
-                                     {"type": "text", "text": "And this?"}]},
+        {"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}},
+            {"type": "text", "text": "And this?"}]},
     ],
 }
 
@@ -154,7 +158,8 @@ def test_openai_export_places_tool_messages_and_converts_worksurface_messages() 
     ]
     out = json.loads(openai.write(Transcript(view, "claude-code")))["messages"]
     assert_valid_openai(out)
-    assert [m["role"] for m in out] == ["system", "user", "assistant", "tool", "tool", "system", "user", "user"]
+    roles = ["system", "user", "assistant", "tool", "tool", "system", "user", "user"]
+    assert [m["role"] for m in out] == roles
     assert out[2] == {"role": "assistant", "content": "calling", "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": '{"p": "x"}'}},
         {"id": "c2", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls"}'}}]}
@@ -231,8 +236,9 @@ def test_sniffing_tells_the_request_formats_apart() -> None:
     assert detect_format(json.dumps(OPENAI_REQUEST)) == "openai"
     assert detect_format(json.dumps(ANTHROPIC_REQUEST)) == "anthropic"
     assert detect_format(json.dumps([{"role": "user", "content": "hi"}])) == "openai"
-    assert detect_format(json.dumps({"system": "s", "messages": [{"role": "user", "content": "hi"}]})) == "anthropic"
-    assert detect_format(json.dumps({"model": "claude-x", "messages": [{"role": "user", "content": "hi"}]})) == "anthropic"
+    hi = [{"role": "user", "content": "hi"}]
+    assert detect_format(json.dumps({"system": "s", "messages": hi})) == "anthropic"
+    assert detect_format(json.dumps({"model": "claude-x", "messages": hi})) == "anthropic"
     assert not anthropic.sniff(json.dumps(OPENAI_REQUEST), None)
     assert not openai.sniff(json.dumps(ANTHROPIC_REQUEST), None)
 
@@ -258,7 +264,8 @@ _names = st.text("abcdefghij", min_size=1, max_size=6)
 _json_values = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), _texts, st.lists(_texts, max_size=2))
 _inputs = st.dictionaries(_names, _json_values, max_size=3)
 _images = st.one_of(
-    st.builds(Image, st.sampled_from(["image/png", "image/jpeg"]), st.text("ABCxyz09+/", min_size=1, max_size=8)),
+    st.builds(Image, st.sampled_from(["image/png", "image/jpeg"]),
+              st.text("ABCxyz09+/", min_size=1, max_size=8)),
     st.builds(lambda u: Image(data=f"https://img.test/{u}.png", source="url"), _names))
 
 
@@ -272,12 +279,14 @@ def openai_views(draw: st.DrawFn) -> list[Message]:
         out.append(Message(str(len(out)), role, tuple(blocks), meta=meta))  # type: ignore[arg-type]
 
     if draw(st.booleans()):
-        add("system", [Text(draw(_texts))], **({openai.ROLE_NAME: "developer"} if draw(st.booleans()) else {}))
+        developer = {openai.ROLE_NAME: "developer"} if draw(st.booleans()) else {}
+        add("system", [Text(draw(_texts))], **developer)
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["user", "assistant", "tools"]))
         if kind == "user":
-            parts = st.one_of(st.builds(Text, _texts), _images,
-                              st.builds(lambda d: Opaque.of({"type": "input_audio", "input_audio": {"data": d}}), _names))
+            audio = st.builds(lambda d: Opaque.of({"type": "input_audio", "input_audio": {"data": d}}),
+                              _names)
+            parts = st.one_of(st.builds(Text, _texts), _images, audio)
             add("user", draw(st.lists(parts, min_size=1, max_size=3)))
         elif kind == "assistant":
             add("assistant", [Text(t) for t in draw(st.lists(_texts, max_size=2))])
@@ -319,7 +328,8 @@ def anthropic_views(draw: st.DrawFn) -> list[Message]:
             add("user", draw(st.lists(st.one_of(st.builds(Text, _texts), _images), min_size=1, max_size=2)),
                 draw(st.sampled_from([Origin.CONVERSATION, Origin.SUMMARY])))
         elif kind == "assistant":
-            think = draw(st.sampled_from([[], [Thinking(draw(_texts), "sig")], [Thinking("", "enc", redacted=True)]]))
+            think = draw(st.sampled_from([[], [Thinking(draw(_texts), "sig")],
+                                          [Thinking("", "enc", redacted=True)]]))
             add("assistant", think + [Text(draw(_texts))])
         elif kind == "calls":
             ids = [f"toolu_{n_calls + k}" for k in range(draw(st.integers(1, 3)))]

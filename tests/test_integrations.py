@@ -104,7 +104,8 @@ def test_react_agent_model_gets_view_state_keeps_history(tmp_path: Path) -> None
     agent = react_agent(model, hook)
     out = agent.invoke({"messages": [HumanMessage("build it")]}, {"configurable": {"thread_id": "t-1"}})
     check_run(model, out["messages"])
-    assert "llm_input_messages" not in agent.get_state({"configurable": {"thread_id": "t-1"}}).values
+    saved = agent.get_state({"configurable": {"thread_id": "t-1"}}).values
+    assert saved["messages"] == out["messages"]  # the checkpoint holds the full history
     assert (tmp_path / "t-1").is_dir()
     hook.sessions.close()
 
@@ -125,7 +126,8 @@ def test_hook_keys_sessions_by_thread_id() -> None:
 
 def test_compaction_subgraph_returns_view(tmp_path: Path) -> None:
     graph = make_compaction_subgraph(None, **SMALL_BUDGET)
-    history = [HumanMessage("build it", id="h"), *script()[:1], ToolMessage(BIG_OUTPUT, tool_call_id="call_1", id="t")]
+    history = [HumanMessage("build it", id="h"), *script()[:1],
+               ToolMessage(BIG_OUTPUT, tool_call_id="call_1", id="t")]
     history[1].id = "a"
     out = graph.invoke({"messages": history}, {"configurable": {"thread_id": "sub"}})
     assert set(out) == {"llm_input_messages"}
@@ -280,7 +282,8 @@ def test_prepare_openai_round_trip_and_view() -> None:
 
     small = openai_history()[:2]
     view, edits = prepare_openai(small, open_session())
-    assert view == small and edits == []
+    assert view[:2] == small and edits == []
+    assert all(m["content"].startswith("<agent-status") for m in view[2:])  # the status bar, appended
     msgs = openai_history()
     view, edits = prepare_openai(msgs, open_session())
     assert view[:3] == msgs[:3] and msgs[3]["content"] == BIG_OUTPUT
@@ -294,8 +297,8 @@ def test_prepare_anthropic_keeps_request_fields() -> None:
     request = {"model": "claude-x", "max_tokens": 100, "system": "be brief",
                "tools": [{"name": "run_build", "input_schema": {"type": "object"}}],
                "messages": [{"role": "user", "content": "build it"},
-                            {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "run_build",
-                                                               "input": {"target": "all"}}]},
+                            {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1",
+                                                               "name": "run_build", "input": {"target": "all"}}]},
                             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
                                                           "content": BIG_OUTPUT}]}]}
     view, edits = prepare_anthropic(request, open_session())
@@ -306,5 +309,6 @@ def test_prepare_anthropic_keeps_request_fields() -> None:
     assert result["tool_use_id"] == "tu1" and "line 0 of build.log" in json.dumps(result)
     assert len(json.dumps(result)) < len(BIG_OUTPUT) // 2
     assert request["messages"][2]["content"][0]["content"] == BIG_OUTPUT  # the caller's request untouched
-    small = {k: v for k, v in request.items() if k != "messages"} | {"messages": request["messages"][:1]}
-    assert prepare_anthropic(small, open_session()) == (small, [])
+    bare, edits = prepare_anthropic(request["messages"][:1], open_session())  # a bare message list
+    assert isinstance(bare, list) and edits == []
+    assert bare[0]["role"] == "user" and "build it" in json.dumps(bare[0])

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes_samples import long_session, session
+from probes_samples import TRANSCRIPTS, long_session, session
+from worksurface.formats import read_transcript
 from worksurface.model import orphans
 from worksurface.probes.baselines import BASELINES, MASK_KEEP_TURNS, clean_starts, mask, truncate
 from worksurface.tokens import TokenCounter
 
 COUNTER = TokenCounter()
+NO_LANGCHAIN = importlib.util.find_spec("langchain_core") is None
 NAMES = [n for n in BASELINES if n != "trim"] + [
-    pytest.param("trim", marks=pytest.mark.skipif(
-        __import__("importlib").util.find_spec("langchain_core") is None, reason="langchain-core not installed"))]
+    pytest.param("trim", marks=pytest.mark.skipif(NO_LANGCHAIN, reason="langchain-core not installed"))]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -61,3 +64,15 @@ def test_mask_replaces_only_old_observations():
         else:
             assert after == before
     assert COUNTER.messages(view) < COUNTER.messages(messages)
+
+
+@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="shared transcripts not available")
+@pytest.mark.parametrize("name", NAMES)
+def test_on_a_real_claude_code_session(name):
+    path = TRANSCRIPTS / "claude-code" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+    messages = read_transcript(path).messages
+    before = messages[:next(i for i, m in enumerate(messages) if m.meta.get("compact_boundary"))]
+    for budget in (5_000, 20_000, 40_000):
+        view = BASELINES[name](before, budget, COUNTER)
+        assert 0.5 * budget < COUNTER.messages(view) <= budget
+        assert orphans(view) == (set(), set())

@@ -7,13 +7,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from probes_samples import long_session, session
+from probes_samples import PROBES, TRANSCRIPTS, long_session, session
+from worksurface import Session
+from worksurface import compact as real_compact
+from worksurface.formats import read_transcript
 from worksurface.formats.base import Transcript
-from worksurface.model import Message, Origin, Text, is_user_turn, orphans
-from worksurface.probes import ProbeError, derive
+from worksurface.model import Message, Text, orphans
+from worksurface.probes import ProbeError, ProbeSet, derive, score
+from worksurface.probes.cut import cut
 from worksurface.probes import check as check_module
 from worksurface.probes import curve as curve_module
-from worksurface.probes.baselines import split_prefix
 from worksurface.probes.check import check
 from worksurface.probes.curve import curve
 from worksurface.tokens import TokenCounter
@@ -21,25 +24,18 @@ from worksurface.tokens import TokenCounter
 COUNTER = TokenCounter()
 
 
-def stand_in_compact(calls: list):
-    """A compaction with the real one's contract: system prefix, a summary quoting the user, newest
-    message if it is plain text. Records what it was called with."""
-    def compact(transcript, *, force=False, **overrides):
-        messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
-        calls.append(SimpleNamespace(transcript=transcript, messages=messages, force=force, overrides=overrides))
-        prefix, rest = split_prefix(messages)
-        said = " | ".join(m.text for m in rest if is_user_turn(m))
-        summary = Message("summary", "user", (Text(f"Summary. The user said: {said}"),), Origin.SUMMARY)
-        tail = rest[-1:] if rest and not rest[-1].tool_calls and not rest[-1].tool_results else []
-        return SimpleNamespace(messages=prefix + [summary] + tail,
-                               report=SimpleNamespace(boundary={"epoch": 1}), cache_edits=[])
-    return compact
-
-
 @pytest.fixture
 def compactions(monkeypatch):
+    """The real compaction, with each call's arguments recorded."""
     calls: list = []
-    monkeypatch.setattr(check_module, "compact", stand_in_compact(calls))
+
+    def spy(transcript, *, force=False, **overrides):
+        messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
+        calls.append(SimpleNamespace(transcript=transcript, messages=messages, force=force,
+                                     overrides=overrides))
+        return real_compact(transcript, force=force, **overrides)
+
+    monkeypatch.setattr(check_module, "compact", spy)
     return calls
 
 
@@ -71,7 +67,7 @@ def test_methods_share_worksurface_budget_and_keep_pairs(compactions):
     data = result.to_json()
     assert set(data) == {"tokens_before", "methods", "notes"}
     assert set(data["methods"]["truncate"]) == {"tokens", "retained", "total", "by_category", "forgotten"}
-    # The stand-in quotes every user message, so worksurface keeps the request; truncation lost it.
+    # The summary quotes the user's messages, so worksurface keeps the request; truncation lost it.
     assert "request-1" not in data["methods"]["worksurface"]["forgotten"]
     assert "request-1" in data["methods"]["truncate"]["forgotten"]
 
@@ -83,6 +79,17 @@ def test_claude_code_baseline_is_its_real_summary_at_the_boundary(compactions):
     cc = result.methods["claude-code"]
     assert [m.id for m in cc.view] == ["s0", "cs"]
     assert set(result.methods) == {"worksurface", "claude-code"} and not result.notes
+
+
+@pytest.mark.skipif(not (TRANSCRIPTS.is_dir() and PROBES.is_dir()), reason="shared data not available")
+@pytest.mark.parametrize("session_id, kept", [("258c7280-ae70-4798-800f-63464d01a85d", 21),
+                                              ("8463c716-a2ea-4c14-9efa-87158ebd9f20", 27)])
+def test_claude_code_real_summary_scores_as_the_labelers_counted(session_id, kept):
+    # ../shared/probes/README.md: Claude Code's own summary keeps 21/35 and 27/35 of the hand probes.
+    transcript = read_transcript(TRANSCRIPTS / "claude-code" / f"{session_id}.jsonl")
+    view = cut(transcript.messages, "boundary").claude_code_view
+    assert view is not None and view[-1].meta["is_compact_summary"]
+    assert len(score(view, ProbeSet.load(PROBES / f"{session_id[:8]}.json")).retained) == kept
 
 
 def test_cut_options_and_overrides(compactions):
@@ -100,7 +107,8 @@ def test_cut_options_and_overrides(compactions):
 
 
 def test_queued_inputs_reach_the_compaction_only_once_arrived(compactions):
-    transcript = Transcript(session(), "claude-code", queued_inputs=[("a2", "early note"), ("a8", "late note")])
+    transcript = Transcript(session(), "claude-code",
+                            queued_inputs=[("a2", "early note"), ("a8", "late note")])
     check(transcript, [], at=6, baselines=[])
     assert compactions[0].transcript.queued_inputs == [("a2", "early note")]
 
@@ -109,51 +117,47 @@ def test_trim_is_skipped_with_a_note_without_langchain(compactions, monkeypatch)
     monkeypatch.setitem(sys.modules, "langchain_core.messages", None)  # makes the import fail
     result = check(session(), [], baselines=["trim", "truncate"])
     assert set(result.methods) == {"worksurface", "truncate"}
-    assert result.notes == ["trim: skipped, langchain-core is not installed (pip install 'worksurface[langchain]')"]
+    assert result.notes == [
+        "trim: skipped, langchain-core is not installed (pip install 'worksurface[langchain]')"]
 
 
-class StandInSession:
-    """Compacts on every third call, keeping the system prefix and the newest message."""
+class RecordingSession(Session):
+    """The real session, recording each replayed call (messages sent, clock) and its config."""
 
     opened: list = []
 
-    def __init__(self, config):
-        self.config, self.calls = config, []
-
     @classmethod
     def open(cls, path=None, **config):
-        session = cls(config)
+        session = super().open(path, **config)
+        session.calls, session.overrides = [], config
         cls.opened.append(session)
         return session
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def prepare(self, messages, usage=None, now=None):
+    def prepare(self, messages, usage=None, now=None, **kw):
         self.calls.append((len(messages), now))
-        compacted = len(self.calls) % 3 == 0
-        view = messages[:1] + messages[-1:] if compacted else list(messages)
-        return SimpleNamespace(messages=view, cache_edits=[], report=SimpleNamespace(
-            boundary={"epoch": len(self.calls)} if compacted else None,
-            tokens_before=COUNTER.messages(messages), tokens_after=COUNTER.messages(view)))
+        return super().prepare(messages, usage, now, **kw)
+
+
+# A small window so that a short replay compacts several times: threshold 3,000 tokens.
+SMALL = {"window": 4_000, "max_output": 500, "autocompact_buffer": 500}
 
 
 def test_curve_scores_after_each_compaction_only_what_was_established(monkeypatch):
-    monkeypatch.setattr(curve_module, "Session", StandInSession)
-    messages = session()
+    monkeypatch.setattr(curve_module, "Session", RecordingSession)
+    messages = session() + long_session(35, seed=2, tag="x", users=False)[1:]
     probes = derive(messages)
-    points = curve(messages, probes, window=8_000)
-    session_used = StandInSession.opened[-1]
-    assert session_used.config == {"window": 8_000}
-    calls = [n for n, _ in session_used.calls]
+    points = curve(messages, probes, **SMALL)
+    replay = RecordingSession.opened[-1]
+    assert replay.overrides == SMALL
+    calls = [n for n, _ in replay.calls]
     assert calls == [i for i, m in enumerate(messages) if m.role == "assistant"] + [len(messages)]
-    assert [p.messages for p in points] == calls[2::3]
+    assert len(points) >= 3
+    assert {p.messages for p in points} <= set(calls)
     position = {m.id: i for i, m in enumerate(messages)}
     for p in points:
         assert p.score.total == sum(position[q.established_at] < p.messages for q in probes)
-    clock = [now for _, now in session_used.calls]
+        assert p.tokens_after < p.tokens_before
+    clock = [now for _, now in replay.calls]
     assert clock == sorted(clock) and len(set(clock)) == len(clock)  # no wall clock, always forward
-    assert points[-1].to_json()["messages"] == points[-1].messages
+    again = curve(messages, probes, **SMALL)
+    assert [p.to_json() for p in again] == [p.to_json() for p in points]  # deterministic

@@ -73,8 +73,9 @@ def test_queued_input_is_the_latest_request_only_once_it_has_arrived():
 
 def test_harness_written_user_messages_are_not_requests():
     msgs = [Message("u1", "user", (Text("Refactor the parser module"),)),
-            Message("n", "user", (Text("<task-notification>\n<status>completed</status>\n</task-notification>\n"
-                                       "Read the output file to retrieve the result: /tmp/x.output"),)),
+            Message("n", "user", (Text("<task-notification>\n<status>completed</status>\n"
+                                       "</task-notification>\nRead the output file to retrieve the result: "
+                                       "/tmp/x.output"),)),
             Message("o", "user", (Text("Tokens: 31,557 sent, 187 received."),), meta={"kind": "tool_output"})]
     assert by_category(derive(msgs))["request"] == [("Refactor the parser module",)]
 

@@ -68,7 +68,11 @@ def test_rewind_truncates_the_log_and_drops_decisions_about_removed_messages(tmp
     kept_ids = {m.id for m in edited} | {c.id for m in edited for c in m.tool_calls}
     for e in session.edits:
         assert set(e.refs) <= kept_ids
-    assert prepared.messages[-1].id == "new-user"
+    conversation = [m for m in prepared.messages if m.origin.value == "conversation"]
+    assert conversation[-1].id == "new-user"
+    # The status bar starts over after a rewind: one fresh baseline, after the new message.
+    status = [m for m in prepared.messages if m.origin.value == "status"]
+    assert [m.meta["kind"] for m in status] == ["baseline"] and prepared.messages[-1] is status[0]
 
 
 def test_prepare_is_idempotent_and_deterministic(tmp_path):

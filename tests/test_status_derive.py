@@ -11,6 +11,7 @@ from worksurface.status import (EnvironmentChanged, RepositoryChanged, TaskUpdat
 from worksurface.status.parse_git import parse_git
 from worksurface.status.parse_tests import parse_test_summary
 from worksurface.status.parse_tracker import tracker_updates
+from worksurface.status.replay import replay
 from worksurface.tokens import TokenCounter
 
 # Seed 000: a typical coding session's baseline stays under this many tokens.
@@ -212,3 +213,26 @@ def test_real_session_baselines_are_compact(sessions):
     for name, messages in sessions.items():
         text = render(reduce(derive_events(messages, window=200_000)), epoch=1, seq=1, now=0)
         assert counter.text(text) < BASELINE_TOKEN_LIMIT, (name, text)
+
+
+def test_replaying_real_sessions_gives_one_epoch_per_compaction_and_small_deltas(sessions):
+    for name, messages in sessions.items():
+        compactions = sum(1 for m in messages if m.meta.get("compact_boundary"))
+        delta = replay(messages, strategy="delta", window=200_000)
+        assert compactions == 1 and delta.state.epoch == 1 + compactions, name
+        assert delta.kinds["baseline"] == delta.state.epoch, name
+        full = replay(messages, strategy="append", window=200_000)
+        assert full.publications == delta.publications, name  # same change points, other encodings
+        assert delta.bytes_published * 2 < full.bytes_published, name
+        only = replay(messages, strategy="replace", window=200_000)
+        assert len(only.state.published_ids) == 1, name
+
+
+def test_incremental_derivation_matches_the_whole_list():
+    from worksurface.status.derive import EventDeriver
+    chat = Chat()
+    chat.user("go", cwd="/repo", git_branch="main")
+    chat.bash("cd sub && pytest", "1 passed in 0.1s")
+    chat.tool("Grep", {"pattern": "x"}, "a.py")
+    deriver = EventDeriver()
+    assert [e for m in chat.messages for e in deriver.derive(m)] == derive_events(chat.messages)

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
+import httpx
 import pytest
 
 from worksurface.errors import SummarizerError
@@ -17,7 +18,9 @@ from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.summarizers.base import Summary, SummaryRequest
 from worksurface.summarizers.fallback import FallbackSummarizer
 from worksurface.summarizers.llm import LLMSummarizer
-from worksurface.summarizers.prompt import HEADINGS, USER_MESSAGES, extract_summary
+from worksurface.summarizers.prompt import assemble, extract_summary
+from worksurface.summarizers.structured import (ACTIVE_REQUEST, CURRENT_WORK, FILES, HEADINGS, IDENTIFIERS,
+                                                 NEXT_STEP, USER_MESSAGES)
 from worksurface.summarizers.providers import token_gap
 from worksurface.summarizers.retry import parse_retry_after
 from worksurface.tokens import TokenCounter
@@ -26,6 +29,9 @@ from worksurface.tokens import TokenCounter
 TIMEOUT = 0.3
 # How long a "hung" reply holds its connection (released at teardown anyway).
 HANG_SECONDS = 5.0
+
+# One transport for all tests: each new one loads the TLS trust store (~0.1 s), even for http.
+TRANSPORT = httpx.HTTPTransport()
 
 GOOD_SUMMARY = "<analysis>private reasoning</analysis>\n<summary>\n" + "\n".join(
     f"## {h}\ncontent of {h.lower()}" for h in HEADINGS) + "\n</summary>"
@@ -110,6 +116,7 @@ class Sleeps(list):
 
 def make(provider: FakeProvider, kind: str = "openai", sleeps: Sleeps | None = None,
          **kw: Any) -> LLMSummarizer:
+    kw.setdefault("transport", TRANSPORT)
     return LLMSummarizer(kind, model="test-model", base_url=provider.url, timeout=TIMEOUT,
                          max_retries=kw.pop("max_retries", 2), sleep=sleeps if sleeps is not None else Sleeps(),
                          **kw)
@@ -309,8 +316,8 @@ def test_missing_api_key_fails_before_any_request(provider: FakeProvider,
 
 # --- prompt too long: oldest rounds dropped --------------------------------------------------------
 
-TOO_LONG = Reply(400, {"type": "error", "error": {"type": "invalid_request_error",
-                                                  "message": "prompt is too long: 250000 tokens > 200000 maximum"}})
+TOO_LONG = Reply(400, {"type": "error", "error": {
+    "type": "invalid_request_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"}})
 TOO_LONG_OPENAI = Reply(400, {"error": {"code": "context_length_exceeded",
                                         "message": "This model's maximum context length is 8192 tokens."}})
 
@@ -344,8 +351,8 @@ def test_prompt_too_long_gap_decides_how_much_to_drop(provider: FakeProvider) ->
     msgs = transcript(10, result_chars=2000)
     per_round = COUNTER.messages(msgs[1:4])
     gap = 3 * per_round  # the error says the prompt is three rounds over
-    provider.script = [Reply(400, {"error": {"message": f"prompt is too long: {10_000 + gap} tokens > 10000 maximum"}}),
-                       anthropic_ok()]
+    too_long = f"prompt is too long: {10_000 + gap} tokens > 10000 maximum"
+    provider.script = [Reply(400, {"error": {"message": too_long}}), anthropic_ok()]
     summary = make(provider, "anthropic").summarize(request(messages=msgs), COUNTER)
     dropped_users = [i for i in summary.details["dropped_messages"] if i.startswith("u")]
     assert dropped_users == ["u0", "u1", "u2", "u3"]  # 3 rounds plus the 10% margin
@@ -370,7 +377,7 @@ def test_over_budget_summary_is_trimmed_keeping_headings(provider: FakeProvider)
     summary = make(provider).summarize(request(budget_tokens=1_500), COUNTER)
     assert summary.tokens <= 1_500 and summary.tokens == COUNTER.text(summary.text)
     assert all(f"## {h}" in summary.text for h in HEADINGS)
-    assert summary.details["trimmed_sections"][0] == "Files and artifacts"
+    assert summary.details["trimmed_sections"][:2] == [IDENTIFIERS, FILES]
     assert summary.details["tokens_before_trim"] > 1_500
     assert "[1] user request 5: keep the API stable" in summary.text  # the user's words trimmed last
 
@@ -415,8 +422,47 @@ def test_extract_summary_variants() -> None:
     assert extract_summary("<summary>open ended") == "open ended"
 
 
+def test_assemble_canonicalises_headings_and_keeps_extras() -> None:
+    reply = "# Summary\n## next step\nrun the tests\n## Risks\nflaky CI\n## Active Request\nfix it"
+    sections = dict(assemble(reply, "[1] fix it"))
+    assert sections[NEXT_STEP] == "run the tests" and sections[ACTIVE_REQUEST] == "fix it"
+    assert sections["Risks"] == "flaky CI" and "Summary" not in sections
+    assert sections[USER_MESSAGES] == "[1] fix it" and sections[FILES] == "(not reported)"
+    assert dict(assemble("just prose, no headings", "(none)"))[CURRENT_WORK] == "just prose, no headings"
+
+
 def test_token_gap_messages() -> None:
     assert token_gap("prompt is too long: 210,000 tokens > 200,000 maximum") == 10_000
     assert token_gap("maximum context length is 8192 tokens. However, your messages resulted in "
                      "9000 tokens.") == 808
     assert token_gap("context_length_exceeded") is None
+
+
+# --- inside a session: the core's autocompact uses the summarizer ----------------------------------
+
+def test_session_compaction_uses_the_llm_summary(provider: FakeProvider) -> None:
+    from worksurface import Session
+
+    provider.script = [openai_ok()]
+    with Session.open(None, summarizer=make(provider)) as session:
+        prepared = session.compact(transcript(8), instructions="keep the parser notes")
+    summary = next(m for m in prepared.messages if m.origin is Origin.SUMMARY)
+    assert "content of current work" in summary.text and "private reasoning" not in summary.text
+    covered_users = [i for i in prepared.report.boundary["covered_ids"] if i.startswith("u")]
+    assert covered_users and all(f"] user request {i[1:]}: keep the API stable" in summary.text
+                                 for i in covered_users)
+    assert prepared.report.boundary["summarizer"] == "llm"
+    assert "keep the parser notes" in provider.requests[0]["body"]["messages"][-1]["content"]
+
+
+def test_session_compaction_falls_back_and_reports_it(provider: FakeProvider) -> None:
+    from worksurface import Session
+
+    provider.script = [Reply(503, {"error": {"message": "overloaded"}})]
+    with Session.open(None, summarizer=make(provider, max_retries=1)) as session:
+        prepared = session.compact(transcript(8))
+    boundary = prepared.report.boundary
+    assert boundary["summarizer"] == "structured"
+    assert boundary["fallback"]["from"] == "llm" and "HTTP 503" in boundary["fallback"]["error"]
+    assert len(provider.requests) == 2
+    assert any(m.origin is Origin.SUMMARY for m in prepared.messages)

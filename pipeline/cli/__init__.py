@@ -8,6 +8,7 @@ from .app import app
 from . import compact_cmd  # noqa: E402,F401
 from . import inspect_cmd  # noqa: E402,F401
 from . import probe_cmd  # noqa: E402,F401
+from . import replay_cmd  # noqa: E402,F401
 from . import status_cmd  # noqa: E402,F401
 
 

@@ -32,12 +32,24 @@ def inspect(
 ) -> None:
     """Show tokens by role, category and tool, the largest tool results and compaction markers.
 
-    JSON keys: path, format, messages, tokens; by_role {role: {messages, tokens}}; by_category
-    {stable_prefix, dialogue, tool_calls, observations, other} (adds up to tokens); by_tool {name:
-    {calls, call_tokens, results, result_tokens}}; largest_results [{call_id, message_id, tool, target,
-    tokens, is_error}]; compaction {boundaries [{message_id, index, by, trigger, pre_tokens}],
-    compact_summaries [ids], worksurface {origin: count}}; live {from_message, messages, tokens};
-    unanswered_calls, orphan_results, queued_inputs. Tokens are cl100k counts.
+    With --json, one object with these keys (tokens are cl100k counts):
+
+    path, format, messages, tokens
+
+    by_role: role -> {messages, tokens}
+
+    by_category: stable_prefix, dialogue, tool_calls, observations, other (they add up to tokens)
+
+    by_tool: tool name -> {calls, call_tokens, results, result_tokens}, largest first
+
+    largest_results: up to 10 of {call_id, message_id, tool, target, tokens, is_error}
+
+    compaction: {boundaries: list of {message_id, index, by, trigger, pre_tokens}, compact_summaries:
+    list of message ids, worksurface: origin -> count}
+
+    live: {from_message, messages, tokens}, from the last compact boundary on
+
+    unanswered_calls, orphan_results, queued_inputs: counts
     """
     try:
         report = inspect_transcript(read_transcript(path, format), TokenCounter())

@@ -115,11 +115,13 @@ def _print_check(result: CheckResult) -> None:
     console = Console()
     cats = _categories([m.score for m in result.methods.values()])
     table = Table(title=f"Probe retention (transcript at the cut: {result.tokens_before:,} tokens)")
-    for col in ("method", "tokens", "retained", *cats):
-        table.add_column(col, justify="left" if col == "method" else "right")
+    table.add_column("method", no_wrap=True)
+    for col in ("tokens", "retained", *cats):
+        table.add_column(col, justify="right", no_wrap=True)
     for name, m in result.methods.items():
         table.add_row(name, f"{m.tokens:,}", f"{len(m.score.retained)}/{m.score.total} "
                       f"({m.score.fraction:.0%})", *(_cell(m.score, c) for c in cats))
+    console = _wide_enough(console, table)
     console.print(table)
     for name, m in result.methods.items():
         if m.score.forgotten:
@@ -137,9 +139,16 @@ def _print_curve(points: list[CurvePoint]) -> None:
     cats = _categories([p.score for p in points])
     table = Table(title="Retention after each compaction")
     for col in ("#", "messages", "tokens before", "after", "retained", *cats):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", no_wrap=True)
     for i, p in enumerate(points, 1):
         table.add_row(str(i), str(p.messages), f"{p.tokens_before:,}", f"{p.tokens_after:,}",
                       f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
                       *(_cell(p.score, c) for c in cats))
-    console.print(table)
+    _wide_enough(console, table).print(table)
+
+
+def _wide_enough(console: Console, table: Table) -> Console:
+    """A console at least as wide as the table: figures cut to '19…' are worse than a wrapped line
+    (and output piped to a file gets rich's default 80 columns)."""
+    needed = Console(width=1_000).measure(table).maximum
+    return console if needed <= console.width else Console(width=needed)

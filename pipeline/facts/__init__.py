@@ -9,19 +9,19 @@ from .calls import CallRecord, tool_calls, tool_label
 from .constraints import (Approach, Constraint, TaskSpec, excluded_approaches, standing_constraints,
                           task_specs)
 from .errors import ErrorFact, error_line, tool_errors
-from .files import FileFact, file_activity
+from .files import FileFact, edit_gist, file_activity
 from .identifiers import Identifiers, identifiers
-from .progress import (Commit, PlanMode, TestRun, TodoItem, TodoState, commits, parse_test_summary,
-                       plan_mode, test_runs, todo_state)
+from .progress import (Commit, PlanMode, TestRun, TodoItem, TodoState, TrackerUpdate, commits,
+                       parse_test_summary, plan_mode, test_runs, todo_state, tracker_updates)
 from .requests import CurrentWork, UserMessage, current_work, latest_request, user_messages
 from .tools import (AgentUse, Announcement, SkillUse, ToolUsage, agents_used, announced_tools, mcp_servers,
                     skills_invoked, tool_usage)
 
 __all__ = [
     "AgentUse", "Announcement", "Approach", "CallRecord", "Commit", "Constraint", "CurrentWork", "ErrorFact",
-    "FileFact", "Identifiers", "PlanMode", "SkillUse", "TaskSpec", "TestRun", "TodoItem", "TodoState", "ToolUsage",
+    "FileFact", "Identifiers", "PlanMode", "SkillUse", "TaskSpec", "TestRun", "TodoItem", "TodoState", "ToolUsage", "TrackerUpdate",
     "UserMessage", "agents_used", "announced_tools", "commits", "current_work", "error_line",
-    "excluded_approaches", "file_activity", "identifiers", "latest_request", "mcp_servers",
+    "edit_gist", "excluded_approaches", "file_activity", "identifiers", "latest_request", "mcp_servers",
     "parse_test_summary", "plan_mode", "skills_invoked", "standing_constraints", "task_specs", "test_runs", "todo_state",
-    "tool_calls", "tool_errors", "tool_label", "tool_usage", "user_messages",
+    "tool_calls", "tool_errors", "tool_label", "tool_usage", "tracker_updates", "user_messages",
 ]

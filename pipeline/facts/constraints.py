@@ -16,6 +16,7 @@ from ..model import Message, is_user_turn
 from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls, tool_label
 from .errors import tool_errors
+from .files import numbered_lines
 from .shell import first_line, simple_commands
 from .text import one_line, reminders, strip_reminders, trim, units
 
@@ -209,10 +210,13 @@ def standing_constraints(messages: Sequence[Message],
             origin = task_spec_origin(rec)
             path = call_path(rec.call)
             rules = rules_source(path) if path and rec.kind == "read" and rec.succeeded else None
-            if rules:
-                add(r.content, rules, m.id, i, path or "")
-            elif origin:
-                add(r.content, TASK_SPEC, m.id, i, origin)
+            if rules or origin:
+                lines = numbered_lines(r.content) if rec.kind == "read" else None
+                body = "\n".join(lines[n] for n in sorted(lines)) if lines else r.content
+                if rules:
+                    add(body, rules, m.id, i, path or "")
+                else:
+                    add(body, TASK_SPEC, m.id, i, origin or "")
             for source, body in _hook_texts(r.content):
                 add(body, source, m.id, i)
         for text in queued_after.get(i, ()):
@@ -289,13 +293,17 @@ def excluded_approaches(messages: Sequence[Message],
             out.append(Approach(INTERRUPTED, _evidence(text), (m.id,) + ((reply[0],) if reply else ()), i))
         if m.role == "assistant":
             said = units(m.text)
-            for n, unit in enumerate(said):
-                if ABANDON_RE.search(unit.text):
-                    # The next sentence usually says what was done instead; keep it when short.
-                    text = unit.text
-                    if n + 1 < len(said) and len(text) + len(said[n + 1].text) < MAX_EVIDENCE:
-                        text += " " + said[n + 1].text
-                    out.append(Approach(ABANDONED, _evidence(text), (m.id,), i))
+            n = 0
+            while n < len(said):
+                text = said[n].text
+                n += 1
+                if not ABANDON_RE.search(text):
+                    continue
+                # The next sentence usually says what was done instead; keep it when short.
+                if n < len(said) and len(text) + len(said[n].text) < MAX_EVIDENCE:
+                    text += " " + said[n].text
+                    n += 1
+                out.append(Approach(ABANDONED, _evidence(text), (m.id,), i))
     out.sort(key=lambda a: (a.index, a.kind))
     return _dedupe(out)
 

@@ -14,8 +14,9 @@ from typing import Sequence
 from ..model import Message
 from ..toolkinds import call_path, tool_kind
 from .calls import CallRecord, is_sibling_error, tool_calls, tool_label
+from .files import edit_gist
 from .shell import first_line, signature
-from .text import one_line
+from .text import one_line, trim
 
 # How far ahead (in calls) a retry or workaround of a failed call is looked for.
 RESOLUTION_WINDOW = 60
@@ -70,12 +71,12 @@ def error_line(output: str) -> str:
     if TRACEBACK in text:
         for ln in reversed(lines):
             if TRACEBACK_LAST_RE.match(ln):
-                return one_line(ln, MAX_ERROR_LINE)
+                return trim(ln.strip(), MAX_ERROR_LINE)
     for pattern in ERROR_LINE_RES:
         for ln in lines:
             if pattern.search(ln) and not ln.lstrip().lower().startswith("warning"):
-                return one_line(ln, MAX_ERROR_LINE)
-    return one_line(lines[0], MAX_ERROR_LINE)
+                return trim(ln.strip(), MAX_ERROR_LINE)
+    return trim(lines[0].strip(), MAX_ERROR_LINE)
 
 
 def target_key(rec: CallRecord) -> str:
@@ -92,6 +93,12 @@ def _label(rec: CallRecord) -> str:
     if rec.command:
         return f"`{one_line(first_line(rec.command), 160)}`"
     return one_line(tool_label(rec), 160)
+
+
+def _change_label(rec: CallRecord) -> str:
+    """A change named with the first line it added, when it is an edit: `Edit path (+ `line`)`."""
+    gist = edit_gist(dict(rec.call.input)) if rec.kind == "edit" else None
+    return f"{_label(rec)} (+ `{gist}`)" if gist else _label(rec)
 
 
 def _resolve(records: list[CallRecord], i: int) -> tuple[str, str, bool] | None:
@@ -121,7 +128,7 @@ def _resolve(records: list[CallRecord], i: int) -> tuple[str, str, bool] | None:
 def _fixed_by(changes: list[CallRecord]) -> str | None:
     names: list[str] = []
     for rec in reversed(changes):
-        label = _label(rec)
+        label = _change_label(rec)
         if label not in names:
             names.append(label)
         if len(names) == MAX_FIXES_NAMED:

@@ -41,6 +41,9 @@ RANGE_KEYS = ("offset", "limit", "view_range", "line", "start_line", "end_line")
 SHELL_READERS = {"cat", "head", "tail", "less", "more", "nl", "bat", "open", "view"}
 # Shown between runs of a partially read file, so a reader knows lines are missing.
 GAP_MARKER = "[… lines {start}-{end} not seen …]"
+# An edit gist longer than this is cut: it hints at the change, the file holds the rest.
+GIST_CHARS = 120
+GIST_LINES = 3
 GAP_MARKER_OPEN = "[… lines from {start} not seen …]"
 
 
@@ -190,6 +193,26 @@ def _edit_steps(inp: dict[str, Any]) -> list[tuple[str, str, bool]] | None:
     return None
 
 
+def edit_gist(inp: dict[str, Any]) -> str | None:
+    """The first lines an edit adds (in its new text, not in its old), stripped and joined with " ; ":
+    a short exact hint of what changed. None for edits without old/new strings or that only delete."""
+    steps = _edit_steps(inp)
+    if not steps:
+        return None
+    added: list[str] = []
+    for old, new, _ in steps:
+        before = {ln.strip() for ln in old.splitlines()}
+        added += [ln.strip() for ln in new.splitlines() if ln.strip() and ln.strip() not in before]
+    if not added:
+        return None
+    gist = added[0][:GIST_CHARS]
+    for line in added[1:GIST_LINES]:
+        if len(gist) + len(line) + 3 > GIST_CHARS:
+            break
+        gist += " ; " + line
+    return gist
+
+
 class _Tracker:
     """Replays successful calls onto per-file state. `at` is where an effect shows: (index, message id)."""
 
@@ -214,7 +237,10 @@ class _Tracker:
             self._shell(rec, cwd, at)
             return
         kind = rec.kind
-        raw_path = call_path(rec.call) or _window_path(rec.output)
+        raw_path = call_path(rec.call)
+        shown = _window_path(rec.output)
+        if shown and (not raw_path or (not raw_path.startswith("/") and shown.endswith("/" + raw_path))):
+            raw_path = shown  # the result names the file absolutely
         if not raw_path or kind not in ("read", "edit", "write"):
             return
         st = self.state(normalize_path(raw_path, cwd), rec.index)

@@ -85,8 +85,11 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
     cwd: str | None = None
     texts: list[tuple[str, int]] = []  # prose and commands where issue ids and URLs are looked for
 
+    cwds: dict[str, int] = {}
     for i, m in enumerate(messages):
         cwd = message_cwd(m) or cwd
+        if cwd:
+            cwds[cwd] = i
         branches.add(message_branch(m), i)
         if is_user_turn(m) or m.role == "assistant":
             texts.append((strip_reminders(m.text), i))
@@ -124,8 +127,10 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
         for prefix in sorted(prefixes):
             issues.extend(re.findall(rf"(?<![\w/-]){re.escape(prefix)}-[a-z0-9]+(?:\.\d+)*\b", text), i)
         urls.extend((u.rstrip(".,;:!?") for u in URL_RE.findall(text)), i)
-    if cwd and "worktree" in cwd:
-        worktrees.add(cwd, len(messages))
+    # A working directory inside a worktree names it; a subdirectory of another cwd does not.
+    for path, i in cwds.items():
+        if "worktree" in path and not any(path.startswith(o.rstrip("/") + "/") for o in cwds):
+            worktrees.add(path, i)
 
     runs = _Newest()
     for run in test_runs(messages):

@@ -14,7 +14,7 @@ from ..model import Message
 from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .meta import message_branch
-from .text import one_line, reminders
+from .text import one_line, reminders, trim
 
 # Output files a background command writes; reading one shows that command's output.
 OUTPUT_FILE_RE = re.compile(r"([\w-]+)\.(?:output|log)$")
@@ -143,7 +143,7 @@ def parse_test_summary(output: str) -> tuple[str, str, int | None, int | None] |
             elif framework == "mocha":
                 summary = "; ".join(ln.strip() for ln in lines if pattern.search(ln))
             passed, failed = _counts(framework, summary, output)
-            return framework, one_line(summary, MAX_SUMMARY_CHARS), passed, failed
+            return framework, trim(summary, MAX_SUMMARY_CHARS), passed, failed
     return None
 
 
@@ -291,3 +291,45 @@ def commits(messages: Sequence[Message]) -> list[Commit]:
     return [Commit(c.hash, c.branch, c.subject,
                    any(i > c.index and b == c.branch and reached(c, h) for i, h, b in pushes),
                    c.message_id, c.index) for c in made]
+
+
+# Issue tracker commands that change an issue's state (beads, GitHub, GitLab, Jira, Linear).
+TRACKER_UPDATE_RE = re.compile(
+    r"^(?:bd|beads|br)\s+(?:update|close|reopen|create|done|start)\b"
+    r"|^(?:gh|glab)\s+(?:issue|pr|mr)\s+(?:close|reopen|edit|create|merge|comment)\b"
+    r"|^jira\s+(?:issue\s+)?(?:move|transition|assign|create|edit)\b|^linear\s+issue\s+(?:update|create)\b")
+
+
+@dataclass(frozen=True)
+class TrackerUpdate:
+    """An issue tracker command the agent ran to change an issue, and the first line it printed."""
+
+    command: str
+    result: str
+    message_id: str
+    index: int
+
+
+def tracker_updates(messages: Sequence[Message]) -> list[TrackerUpdate]:
+    """Successful issue state changes (claim, close, create...), oldest first."""
+    out = []
+    for rec in tool_calls(messages):
+        if rec.result is None or rec.failed or tool_kind(rec.call) != "shell" or not rec.command:
+            continue
+        for line in rec.command.splitlines():
+            for part in re.split(r"\s*(?:&&|;|\|\|)\s*", line.strip()):
+                if TRACKER_UPDATE_RE.match(part):
+                    result = _result_line(part, rec.output)
+                    out.append(TrackerUpdate(one_line(part, 200), one_line(result, 200),
+                                             rec.result_message_id or rec.message_id, rec.index))
+    return out
+
+
+def _result_line(command: str, output: str) -> str:
+    """The output line about this command's issue (the first that names one of its arguments)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    args = [w for w in command.split()[2:] if not w.startswith("-") and len(w) > 2]
+    for line in lines:
+        if any(re.search(rf"{re.escape(a)}(?![\w.])", line) for a in args):
+            return line
+    return lines[0] if lines else ""

@@ -5,7 +5,8 @@ model's replies as plain markdown (SEARCH/REPLACE edit blocks included). So:
 - consecutive `####` lines -> one user message (a blank line ends it: the next `####` is new input);
   input starting with `/` is an aider command (meta kind "command");
 - `>` lines (blank lines between them included) -> a user message with meta kind "tool_output":
-  harness output the model may see, not tool results, since aider makes no tool calls;
+  harness output the model may see, not tool results, since aider makes no tool calls. aider marks
+  only the first line of a multi-line notice; the notice goes on until a line with the hard break;
 - everything else -> assistant text; inside a code fence `####` / `>` lines are the reply's own,
   unless they end in aider's hard break (then the reply was cut off inside the block).
 `# aider chat started at ...` starts a session (meta session_start on its first message). Published
@@ -30,7 +31,7 @@ _USER = "####"
 _TOOL = ">"
 _HARD_BREAK = "  "          # aider ends user and tool lines with two spaces (a markdown line break)
 _CHAT_DIV = re.compile(r'^<div class="chat-transcript"')
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_FENCE = re.compile(r"^(`{3,}|~{3,})")   # at column 0: indented ones are code inside code
 _SNIFF_CHARS = 20_000       # aider markers appear near the top; published examples after a short intro
 _SNIFF = re.compile(r"^(# aider chat started at |#### )", re.MULTILINE)
 
@@ -48,6 +49,7 @@ class _Parser:
         self.kind: str | None = None        # "user", "tool" or "assistant": the segment being read
         self.lines: list[str] = []
         self.fence: str | None = None       # the open fence's marker inside assistant text
+        self.tool_continues = False         # a multi-line notice: only its first line has "> "
         self.session_start: str | None = None
 
     def feed(self, line: str) -> None:
@@ -55,6 +57,9 @@ class _Parser:
             self.fence = None               # a reply cut off (^C) inside a code block
         if self.fence is not None:
             self._fence_line(line)
+        elif self.tool_continues and line.strip() and not (_is(line, _USER) or _is(line, _TOOL)):
+            self.lines.append(_unbreak(line))
+            self.tool_continues = not line.endswith(_HARD_BREAK)
         elif line.startswith(_SESSION):
             self.flush()
             self.session_start = line[len(_SESSION):].strip()
@@ -69,7 +74,9 @@ class _Parser:
                 self.flush()
                 self.kind = "tool"
             self.lines.append(_unbreak(line[len(_TOOL) + 1:] if line.startswith(_TOOL + " ") else ""))
+            self.tool_continues = not line.endswith(_HARD_BREAK)
         elif not line.strip():
+            self.tool_continues = False
             if self.kind == "user":
                 self.flush()
             elif self.kind is not None:
@@ -87,8 +94,8 @@ class _Parser:
             return
         if self.fence is None:
             self.fence = m.group(1)
-        elif line.strip() == m.group(1) and m.group(1)[0] == self.fence[0] and len(m.group(1)) >= len(self.fence):
-            self.fence = None
+        elif line.strip() == m.group(1) and m.group(1).startswith(self.fence):
+            self.fence = None               # closed by the same character, at least as long
 
     def flush(self) -> None:
         if self.kind is None:
@@ -105,11 +112,12 @@ class _Parser:
             self.session_start = None
         role = "assistant" if self.kind == "assistant" else "user"
         self.messages.append(Message(str(len(self.messages)), role, (Text(body),), meta=meta))
-        self.kind, self.lines, self.fence = None, [], None
+        self.kind, self.lines, self.fence, self.tool_continues = None, [], None, False
 
     def outside(self, prose: list[str]) -> None:
         if any(p.strip() for p in prose):
-            self.extras.append((self.messages[-1].id if self.messages else None, {"markdown": "\n".join(prose)}))
+            after = self.messages[-1].id if self.messages else None
+            self.extras.append((after, {"markdown": "\n".join(prose)}))
 
 
 def _is(line: str, prefix: str) -> bool:
@@ -128,7 +136,8 @@ def _unbreak(text: str) -> str:
 
 def read(text: str, path: str | None = None) -> Transcript:
     if text.lstrip()[:1] in ("[", "{") or "\x00" in text:
-        raise FormatError("expected aider chat history markdown, found JSON or binary data", path=path, line=1)
+        raise FormatError("expected aider chat history markdown, found JSON or binary data", path=path,
+                          line=1)
     parser = _Parser()
     lines = text.splitlines()
     if any(_CHAT_DIV.match(line) for line in lines):

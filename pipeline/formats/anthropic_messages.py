@@ -116,7 +116,7 @@ def _read_system(value: Any, path: str | None) -> Message:
                           path=path, record="system")
     raws: dict[str, list[Any]] = {}
     blocks = [_block(b, raws, path, f"system[{j}]") for j, b in enumerate(value)]
-    return Message(SYSTEM_ID, "system", tuple(blocks), meta={_FORM: "list", _RAW: raws})
+    return Message(SYSTEM_ID, "system", tuple(blocks), meta={_FORM: "list", **({_RAW: raws} if raws else {})})
 
 
 def _read_message(i: int, raw: Any, path: str | None) -> Message:
@@ -150,7 +150,7 @@ def _block(b: Any, raws: dict[str, list[Any]], path: str | None, record: str) ->
     if not isinstance(b, dict) or not isinstance(b.get("type"), str):
         raise FormatError('expected a content block object with a "type"', path=path, record=record)
     block = _block_from(b, path, record)
-    remember(raws, block, b)
+    remember(raws, block, b, _block_json)
     return block
 
 
@@ -161,7 +161,8 @@ def _block_from(b: dict[str, Any], path: str | None, record: str) -> Block:
     if t == "tool_use":
         if not (isinstance(b.get("id"), str) and isinstance(b.get("name"), str)
                 and isinstance(b.get("input", {}), dict)):
-            raise FormatError("tool_use needs a string id and name and an object input", path=path, record=record)
+            raise FormatError("tool_use needs a string id and name and an object input", path=path,
+                              record=record)
         return ToolCall(b["id"], b["name"], b.get("input", {}))
     if t == "tool_result":
         if not isinstance(b.get("tool_use_id"), str):
@@ -186,7 +187,8 @@ def _result_content(content: Any, path: str | None, record: str) -> tuple[str, t
     if isinstance(content, str):
         return content, ()
     if not isinstance(content, list):
-        raise FormatError("tool_result content must be a string or a list of blocks", path=path, record=record)
+        raise FormatError("tool_result content must be a string or a list of blocks", path=path,
+                          record=record)
     texts = [p["text"] for p in content if isinstance(p, dict) and p.get("type") == "text"
              and isinstance(p.get("text"), str)]
     images = [_image(p.get("source")) for p in content if isinstance(p, dict) and p.get("type") == "image"]

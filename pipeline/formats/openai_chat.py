@@ -99,7 +99,7 @@ def _read_message(i: int, raw: Any, path: str | None) -> Message:
             raise FormatError("tool message without a string tool_call_id", path=path, record=record)
         result = ToolResult(call_id, content_text(raw.get("content")))
         if form != "string":
-            remember(raws, result, raw.get("content"))
+            remember(raws, result, raw.get("content"), lambda _: result.content)
         blocks: list[Block] = [result]
     else:
         blocks = _content_blocks(raw.get("content"), raws, path, record)
@@ -136,7 +136,7 @@ def _content_blocks(content: Any, raws: dict[str, list[Any]], path: str | None, 
         if not isinstance(part, dict):
             raise FormatError("expected a content part object", path=path, record=f"{record}.content[{j}]")
         block = _part_block(part)
-        remember(raws, block, part)
+        remember(raws, block, part, _part_json)
         blocks.append(block)
     return blocks
 
@@ -167,7 +167,7 @@ def _tool_calls(raw: dict[str, Any], role: str, raws: dict[str, list[Any]], path
             raise FormatError('expected a tool call {"id", "function": {"name", "arguments"}}',
                               path=path, record=f"{record}.tool_calls[{k}]")
         call = ToolCall(tc["id"], fn["name"], _arguments(fn.get("arguments", "")))
-        remember(raws, call, tc)
+        remember(raws, call, tc, lambda _, c=call: _call_json(c))
         out.append(call)
     return out
 
@@ -224,8 +224,8 @@ def _message_dict(m: Message, path: str | None) -> dict[str, Any] | None:
     content_blocks = [b for b in m.blocks if not isinstance(b, (ToolCall, ToolResult, Thinking))]
     if m.tool_calls and role != "assistant":
         raise FormatError(f"tool call in a {role} message cannot be written", path=path, record=m.id)
-    if not content_blocks and not m.tool_calls and (m.tool_results or role == "tool"):
-        return None
+    if not content_blocks and not m.tool_calls and m.blocks:
+        return None         # only tool results (written after their call) or thinking (not sent)
     if role == "tool":
         role = "user"       # text left in a tool message without results: say it as the user
     recall = Recall(m, NAME)
@@ -234,13 +234,14 @@ def _message_dict(m: Message, path: str | None) -> dict[str, Any] | None:
     if content is not _ABSENT:
         d["content"] = content
     if m.tool_calls:
-        d["tool_calls"] = [recall.get(c, _call_json) for c in m.tool_calls]
+        d["tool_calls"] = [recall.get(c, lambda _, c=c: _call_json(c)) for c in m.tool_calls]
     return d
 
 
 def _content(blocks: list[Block], form: str | None, role: str, recall: Recall) -> Any:
     if not blocks:
-        return {"absent": _ABSENT, "null": None, "list": []}.get(form or "", None if role == "assistant" else "")
+        empty = None if role == "assistant" else ""
+        return {"absent": _ABSENT, "null": None, "list": []}.get(form or "", empty)
     if form != "list" and len(blocks) == 1 and isinstance(blocks[0], Text):
         return blocks[0].text
     return [recall.get(b, _part_json) for b in blocks]
@@ -250,7 +251,7 @@ def _tool_dict(r: ToolResult, src: Message) -> dict[str, Any]:
     own_message = src.role == "tool" and len(src.blocks) == 1
     d: dict[str, Any] = {"role": "tool", **(src.meta.get(_EXTRA, {}) if own_message else {})}
     d["tool_call_id"] = r.call_id
-    content = Recall(src, NAME).get(r, lambda b: b.content)
+    content = Recall(src, NAME).get(r, lambda _: r.content)
     if not (own_message and src.meta.get(_FORM) == "absent" and content == ""):
         d["content"] = content
     return d
@@ -267,8 +268,7 @@ def _part_json(b: Block) -> Any:
     raise TypeError(f"not a content block: {b!r}")
 
 
-def _call_json(c: Block) -> dict[str, Any]:
-    assert isinstance(c, ToolCall)
+def _call_json(c: ToolCall) -> dict[str, Any]:
     inp = dict(c.input)
     args = inp["_raw"] if set(inp) == {"_raw"} else json.dumps(inp, ensure_ascii=False)
     return {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}}

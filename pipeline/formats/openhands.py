@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FormatError
-from ..model import Block, Image, Message, Text, ToolCall, ToolResult
+from ..model import Block, Image, Message, Role, Text, ToolCall, ToolResult
 from .base import Transcript
 from .jsondoc import content_text, parse_json, peek_json
 from .validate import check_pairing, mark_unanswered
@@ -37,7 +37,7 @@ class _Draft:
     """A message being assembled (actions of one model response arrive as several events)."""
 
     id: str
-    role: str
+    role: Role
     blocks: list[Block] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -84,16 +84,18 @@ def read(text: str, path: str | None = None) -> Transcript:
             role = "user" if ev["source"] == "user" else "assistant"
             drafts.append(_Draft(eid, role, _message_blocks(ev), {"event": "message", **stamp}))
         elif ev.get("action") == "system":
-            drafts.append(_Draft(eid, "system", [Text(content_text((ev.get("args") or {}).get("content")))], stamp))
+            system = content_text((ev.get("args") or {}).get("content"))
+            drafts.append(_Draft(eid, "system", [Text(system)], stamp))
         else:
             extras.append((drafts[-1].id if drafts else None, ev))
-    messages = [Message(d.id, d.role, tuple(d.blocks), meta=d.meta) for d in drafts]  # type: ignore[arg-type]
+    messages = [Message(d.id, d.role, tuple(d.blocks), meta=d.meta) for d in drafts]
     check_pairing(messages, path)
     return Transcript(mark_unanswered(messages), NAME, path, extras=extras)
 
 
 def _tool_call_id(tcm: Any) -> str | None:
-    return tcm.get("tool_call_id") if isinstance(tcm, dict) and isinstance(tcm.get("tool_call_id"), str) else None
+    cid = tcm.get("tool_call_id") if isinstance(tcm, dict) else None
+    return cid if isinstance(cid, str) else None
 
 
 def _call(ev: dict[str, Any], tcm: dict[str, Any], path: str | None, i: int) -> ToolCall:
@@ -122,15 +124,19 @@ def _response_message(tcm: dict[str, Any]) -> dict[str, Any]:
 
 def _said(ev: dict[str, Any], tcm: dict[str, Any]) -> list[Block]:
     """What the model wrote alongside its calls: the response text, else the action's thought."""
-    said = content_text(_response_message(tcm).get("content")) or str((ev.get("args") or {}).get("thought") or "")
+    thought = (ev.get("args") or {}).get("thought")
+    said = content_text(_response_message(tcm).get("content"))
+    said = said or (thought if isinstance(thought, str) else "")
     return [Text(said)] if said.strip() else []
 
 
 def _observed(ev: dict[str, Any]) -> str:
     """The observation as the model got it: command output with its prefix and suffix notes."""
-    content = content_text(ev.get("content")) or ("" if ev.get("observation") == "run" else str(ev.get("message", "")))
+    run = ev.get("observation") == "run"
+    # An empty non-command observation (e.g. an edit) reaches the model as its summary message.
+    content = content_text(ev.get("content")) or ("" if run else str(ev.get("message", "")))
     meta = (ev.get("extras") or {}).get("metadata")
-    if ev.get("observation") == "run" and isinstance(meta, dict):
+    if run and isinstance(meta, dict):
         content = f"{meta.get('prefix') or ''}{content}{meta.get('suffix') or ''}"
     return content
 

@@ -1,9 +1,10 @@
 """Keeping provider blocks byte-exact through a round trip.
 
 A request adapter maps each provider block (content part, tool call, ...) to exactly one model block.
-The provider's own JSON for it (with `cache_control`, `detail`, key order, the exact `arguments`
-string) is remembered in the message's meta under the block's content key; on write, a block whose
-content is unchanged gets its original JSON back, and a new or edited block is generated afresh.
+When the provider's own JSON for it differs from what the writer would generate (`cache_control`,
+`detail`, the exact `arguments` string, unknown keys), it is remembered in the message's meta under
+the block's content key; on write, a block whose content is unchanged gets its original JSON back,
+and a new or edited block is generated afresh.
 Keyed by content rather than position, so it survives stages that drop or insert blocks.
 """
 
@@ -19,9 +20,11 @@ def raw_meta_key(format_name: str) -> str:
     return f"{format_name}.raw"
 
 
-def remember(raws: dict[str, list[Any]], block: Block, raw: Any) -> None:
-    """Record `raw` as the provider JSON of `block` (a list: identical blocks may differ in raw)."""
-    raws.setdefault(block_key(block), []).append(raw)
+def remember(raws: dict[str, list[Any]], block: Block, raw: Any, make: Callable[[Block], Any]) -> None:
+    """Record `raw` as the provider JSON of `block` unless `make` (the writer) gives it back anyway,
+    so the meta stays small. A list per key: identical blocks may differ in their raw JSON."""
+    if raw != make(block):
+        raws.setdefault(block_key(block), []).append(raw)
 
 
 class Recall:

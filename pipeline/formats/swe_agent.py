@@ -67,7 +67,8 @@ def read(text: str, path: str | None = None) -> Transcript:
         if role == "assistant":
             blocks, pending = _assistant(i, raw, body, ids, path, record)
         elif role == "tool":
-            answered = [ids.result(str(c)) for c in raw.get("tool_call_ids") or ()] or ([pending] if pending else [])
+            answered = [ids.result(str(c)) for c in raw.get("tool_call_ids") or ()]
+            answered = answered or ([pending] if pending else [])
             if not answered:
                 raise FormatError("tool message without tool_call_ids", path=path, record=record)
             blocks, pending = [ToolResult(cid, body) for cid in answered], None
@@ -94,7 +95,8 @@ def _assistant(i: int, raw: dict[str, Any], body: str, ids: CallIds, path: str |
             if not (isinstance(fn, dict) and isinstance(tc.get("id"), str)):
                 raise FormatError('expected a tool call {"id", "function": {"name", "arguments"}}',
                                   path=path, record=f"{record}.tool_calls[{k}]")
-            blocks.append(ToolCall(ids.call(tc["id"]), str(fn.get("name", "")), _arguments(fn.get("arguments"))))
+            name = str(fn.get("name", ""))
+            blocks.append(ToolCall(ids.call(tc["id"]), name, _arguments(fn.get("arguments"))))
         return blocks, None
     action = raw.get("action")
     if not isinstance(action, str):

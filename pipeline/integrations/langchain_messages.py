@@ -124,7 +124,8 @@ def _image(part: dict[str, Any]) -> Image | None:
 
 
 def _tool_result(lc: "BaseMessage", blocks: list[Block]) -> ToolResult:
-    texts = [b.text if isinstance(b, Text) else b.json_text for b in blocks if isinstance(b, (Text, Opaque))]
+    texts = [b.text if isinstance(b, Text) else b.json_text
+             for b in blocks if isinstance(b, (Text, Opaque))]
     images = tuple(b for b in blocks if isinstance(b, Image))
     return ToolResult(lc.tool_call_id, "\n".join(texts), getattr(lc, "status", "success") == "error",
                       images)
@@ -232,8 +233,9 @@ def _image_part(image: Image) -> dict[str, Any]:
 
 
 def _class(type_name: str) -> type["BaseMessage"]:
-    from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import (AIMessage, AIMessageChunk, ChatMessage, HumanMessage,
+                                         SystemMessage, ToolMessage)
     classes: dict[str, type[BaseMessage]] = {
-        "system": SystemMessage, "human": HumanMessage, "ai": AIMessage, "AIMessageChunk": AIMessageChunk,
-        "tool": ToolMessage, "chat": ChatMessage}
+        "system": SystemMessage, "human": HumanMessage, "ai": AIMessage,
+        "AIMessageChunk": AIMessageChunk, "tool": ToolMessage, "chat": ChatMessage}
     return classes[type_name]

@@ -1,9 +1,10 @@
 """LangGraph integration: worksurface as a pre-model hook or as a subgraph.
 
 The hook returns the view as `llm_input_messages`, which `create_react_agent` sends to the model
-without writing it into the graph's state: the state keeps the full history (so nothing is lost and
-the checkpoint stays append-only) while the model sees the compacted view, whose prefix worksurface
-keeps byte-stable between calls so the provider's prompt cache keeps hitting.
+instead of `messages`: the `messages` channel keeps the full history (nothing is lost, the history
+stays append-only; LangGraph does keep the latest view in its own `llm_input_messages` channel)
+while the model sees the compacted view, whose prefix worksurface keeps byte-stable between calls
+so the provider's prompt cache keeps hitting.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from typing import Any, Awaitable, Callable
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 except ImportError as exc:  # langchain is an optional extra
-    raise ImportError("WorksurfaceMiddleware needs LangChain v1: pip install 'worksurface[langchain]'") from exc
+    raise ImportError("WorksurfaceMiddleware needs LangChain v1: "
+                      "pip install 'worksurface[langchain]'") from exc
 
 from .sessions import SessionPool, SessionSource, prepare_view, thread_id_of
 

@@ -66,7 +66,8 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     c = cut(messages, at)
     # Only what the harness still sends takes part: past an earlier compaction, that is its tail.
     live = live_slice(c.before)
-    overrides = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target)) if v is not None}
+    overrides = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target))
+                 if v is not None}
     prepared = compact(_cut_transcript(transcript, c.before), force=True, **overrides)
     budget = counter.messages(prepared.messages)
     result = CheckResult(counter.messages(live), {})
@@ -93,7 +94,8 @@ def _method(view: list[Message], probes: Sequence[Probe], counter: TokenCounter)
     return MethodResult(view, counter.messages(view), score(view, probes))
 
 
-def _cut_transcript(transcript: Transcript | Sequence[Message], before: list[Message]) -> Transcript | list[Message]:
+def _cut_transcript(transcript: Transcript | Sequence[Message],
+                    before: list[Message]) -> Transcript | list[Message]:
     """The transcript as it stood at the cut: its messages before the cut, and only the queued user
     inputs that had arrived by then."""
     if not isinstance(transcript, Transcript):

@@ -42,21 +42,18 @@ def parse_at(value: str | int | None) -> str | int | None:
 
 
 def cut(messages: Sequence[Message], at: str | int | None = None) -> Cut:
-    at = parse_at(at)
+    parsed = parse_at(at)
     boundary = first_boundary(messages)
-    if at is None:
-        at = BOUNDARY if boundary is not None else len(messages)
-    if at == BOUNDARY:
+    if parsed == BOUNDARY or (parsed is None and boundary is not None):
         if boundary is None:
             raise ProbeError("the transcript has no compact boundary to cut at; give --at N instead")
-        before = list(messages[:boundary])
-        return Cut(before, boundary, True, claude_code_view(messages, boundary))
-    assert isinstance(at, int)
-    if not 0 < at <= len(messages):
-        raise ProbeError(f"--at {at} is outside the transcript (1..{len(messages)} messages)")
-    at_boundary = at == boundary
-    return Cut(list(messages[:at]), at, at_boundary,
-               claude_code_view(messages, at) if at_boundary else None)
+        n = boundary
+    else:
+        n = len(messages) if parsed is None else int(parsed)
+        if not 0 < n <= len(messages):
+            raise ProbeError(f"--at {n} is outside the transcript (1..{len(messages)} messages)")
+    at_boundary = n == boundary
+    return Cut(list(messages[:n]), n, at_boundary, claude_code_view(messages, n) if at_boundary else None)
 
 
 def claude_code_view(messages: Sequence[Message], boundary: int) -> list[Message] | None:

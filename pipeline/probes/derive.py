@@ -86,8 +86,6 @@ _TRIVIAL_PROGRAMS = frozenset(
     "cd ls cat echo head tail pwd grep rg find sed awk wc sleep true false mkdir rm cp mv sort uniq "
     "xargs tee touch chmod which test printf diff env export source set nl less more bat tree "
     "timeout git".split())
-_CWD_KEYS = ("cwd",)
-_BRANCH_KEYS = ("git_branch", "gitBranch", "branch")
 
 
 @dataclass(frozen=True)
@@ -101,12 +99,14 @@ class _Draft:
 
 @dataclass(frozen=True)
 class _Step:
-    """A tool call with its result (None when the result is missing), and where each sits."""
+    """A tool call with its result (None when missing): the call's position, and the ids of the
+    messages holding each (what `established_at` names)."""
 
     call: ToolCall
     call_at: int
+    call_msg: str
     result: ToolResult | None
-    result_at: int | None
+    result_msg: str | None
 
 
 def derive(messages: Sequence[Message], transcript: str | None = None,
@@ -119,8 +119,8 @@ def derive(messages: Sequence[Message], transcript: str | None = None,
     steps = _steps(messages)
     inputs = _user_inputs(messages, queued_inputs)
     drafts = [*_requests(inputs), *_constraints(inputs), *_negatives(messages, steps, inputs),
-              *_artifacts(messages, steps), *_recent(messages, steps), *_plan(messages, steps),
-              *_status(messages, steps), *_tools(messages, steps)]
+              *_artifacts(messages, steps), *_recent(messages, steps), *_plan(steps),
+              *_status(messages, steps), *_tools(steps)]
     text = haystack(messages) + " " + haystack("\n".join(t for _, t in inputs))
     probes: list[Probe] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
@@ -141,13 +141,9 @@ def derive(messages: Sequence[Message], transcript: str | None = None,
 # --- helpers ---------------------------------------------------------------------------------------
 
 def _steps(messages: Sequence[Message]) -> list[_Step]:
-    results = {r.call_id: (r, i) for i, m in enumerate(messages) for r in m.tool_results}
-    out = []
-    for i, m in enumerate(messages):
-        for c in m.tool_calls:
-            r, at = results.get(c.id, (None, None))
-            out.append(_Step(c, i, r, at))
-    return out
+    results = {r.call_id: (r, m.id) for m in messages for r in m.tool_results}
+    return [_Step(c, i, m.id, *results.get(c.id, (None, None)))
+            for i, m in enumerate(messages) for c in m.tool_calls]
 
 
 def _head(text: str, limit: int = HEAD_CHARS) -> str:
@@ -276,20 +272,19 @@ def _negatives(messages: Sequence[Message], steps: Sequence[_Step],
     drafts: list[_Draft | None] = []
     for s in steps:
         if s.result is not None and _REJECTED.search(s.result.content[:200]):
-            drafts.append(_draft("negative", [_call_label(s.call)], FUZZY, messages[s.call_at].id,
+            drafts.append(_draft("negative", [_call_label(s.call)], FUZZY, s.call_msg,
                                  f"user rejected this {s.call.name} call"))
     for i, m in enumerate(messages):
         if m.role == "user" and _INTERRUPTED in m.text.lower():
             before = [s for s in steps if s.call_at < i]
             if before:
-                drafts.append(_draft("negative", [_call_label(before[-1].call)], FUZZY,
-                                     messages[before[-1].call_at].id,
+                drafts.append(_draft("negative", [_call_label(before[-1].call)], FUZZY, before[-1].call_msg,
                                      f"user interrupted this {before[-1].call.name} call"))
     for at, text in inputs[1:]:
         drafts.extend(_draft("negative", [_head(s)], FUZZY, at, "approach the user rejected")
                       for s in _sentences(text) if _REJECTION.search(s))
     failures = [(s, line) for s in steps if (line := _failure_line(s))]
-    drafts.extend(_draft("negative", [line], FUZZY, messages[s.result_at].id,  # type: ignore[index]
+    drafts.extend(_draft("negative", [line], FUZZY, s.result_msg,
                          f"{s.call.name} failed: {_call_label(s.call)}") for s, line in failures[:-1])
     return _keep(drafts, MAX_NEGATIVES)
 
@@ -304,7 +299,7 @@ def _artifacts(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Dra
         if path and (s.result is None or not s.result.is_error):
             path = _short_path(path, roots)
             found.pop(path, None)
-            found[path] = (messages[s.call_at].id, "created" if kind == "write" else "edited")
+            found[path] = (s.call_msg, "created" if kind == "write" else "edited")
     for m in messages:
         if not m.tool_results:
             for block, notice in _AIDER_EDIT.findall(m.text):
@@ -323,8 +318,7 @@ def _recent(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]
         s, line = failures[-1]
         label = _call_label(s.call)
         drafts.append(_draft("recent", [label, line] if len(label) >= MIN_NEEDLE_CHARS else [line],
-                             FUZZY, messages[s.result_at].id,  # type: ignore[index]
-                             f"last failure ({s.call.name})"))
+                             FUZZY, s.result_msg, f"last failure ({s.call.name})"))
     reads: dict[str, str] = {}
     roots = _roots(messages)
     for s in steps:
@@ -332,21 +326,20 @@ def _recent(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]
         if path:
             path = _short_path(path, roots)
             reads.pop(path, None)
-            reads[path] = messages[s.call_at].id
+            reads[path] = s.call_msg
     drafts.extend(_draft("recent", [p], EXACT, at, f"recently read: {p}")
                   for p, at in list(reads.items())[-MAX_RECENT_READS:])
     return _keep(drafts)
 
 
-def _plan(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]:
+def _plan(steps: Sequence[_Step]) -> list[_Draft]:
     """Items of the latest todo list or plan: unfinished ones first, then finished ones."""
     plans = [s for s in steps if effective_kind(s.call) in ("todo", "plan") and _plan_items(s.call)]
     if not plans:
         return []
     s = plans[-1]
     items = sorted(_plan_items(s.call), key=lambda item: item[1] == "completed")[:MAX_PLAN_ITEMS]
-    at = messages[s.call_at].id
-    return _keep([_draft("plan", [_head(text)], FUZZY, at, f"plan item ({status or 'listed'})")
+    return _keep([_draft("plan", [_head(text)], FUZZY, s.call_msg, f"plan item ({status or 'listed'})")
                   for text, status in items])
 
 
@@ -369,12 +362,11 @@ def _status(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]
     tests = [(s, t) for s in steps if s.result is not None and (t := _test_summary(s.result.content))]
     if tests:
         s, summary = tests[-1]
-        drafts.append(_draft("status", [summary], EXACT, messages[s.result_at].id,  # type: ignore[index]
-                             "latest test summary"))
-    cwd = _last_meta(messages, _CWD_KEYS) or _last_result_match(messages, steps, _CWD_LINE)
+        drafts.append(_draft("status", [summary], EXACT, s.result_msg, "latest test summary"))
+    cwd = _last_meta(messages, "cwd") or _last_result_match(steps, _CWD_LINE)
     if cwd:
         drafts.append(_draft("status", [cwd[1]], EXACT, cwd[0], "working directory"))
-    branch = _last_meta(messages, _BRANCH_KEYS) or _last_result_match(messages, steps, _BRANCH_LINE)
+    branch = _last_meta(messages, "git_branch") or _last_result_match(steps, _BRANCH_LINE)
     if branch and branch[1] != "HEAD":
         drafts.append(_draft("status", [branch[1]], EXACT, branch[0], "git branch"))
     return _keep(drafts)
@@ -385,31 +377,31 @@ def _test_summary(content: str) -> str | None:
     return max(found, key=len) if found else None
 
 
-def _last_meta(messages: Sequence[Message], keys: Sequence[str]) -> tuple[str, str] | None:
+def _last_meta(messages: Sequence[Message], key: str) -> tuple[str, str] | None:
+    """(message id, value) of the newest message whose meta records `key` (adapters put the
+    harness's cwd and git branch there)."""
     for m in reversed(messages):
-        for k in keys:
-            v = m.meta.get(k)
-            if isinstance(v, str) and v.strip():
-                return m.id, v.strip()
+        v = m.meta.get(key)
+        if isinstance(v, str) and v.strip():
+            return m.id, v.strip()
     return None
 
 
-def _last_result_match(messages: Sequence[Message], steps: Sequence[_Step],
-                       pattern: re.Pattern[str]) -> tuple[str, str] | None:
+def _last_result_match(steps: Sequence[_Step], pattern: re.Pattern[str]) -> tuple[str, str] | None:
     for s in reversed(steps):
-        if s.result is not None and (found := pattern.findall(s.result.content)):
-            return messages[s.result_at].id, found[-1].strip()  # type: ignore[index]
+        if s.result is not None and s.result_msg and (found := pattern.findall(s.result.content)):
+            return s.result_msg, found[-1].strip()
     return None
 
 
-def _tools(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]:
+def _tools(steps: Sequence[_Step]) -> list[_Draft]:
     """Skills and agents invoked, distinctive tool names (MCP, CamelCase or snake_case identifiers, which
     prose does not contain by accident) and the command-line programs the agent relies on."""
     first: dict[str, str] = {}
     uses: Counter[str] = Counter()
     programs: Counter[str] = Counter()
     for s in steps:
-        kind, at = effective_kind(s.call), messages[s.call_at].id
+        kind, at = effective_kind(s.call), s.call_msg
         names = [s.call.name] if re.search(r"[_A-Z0-9]", s.call.name[1:]) else []
         if kind == "skill":
             names.append(str(s.call.input.get("skill") or s.call.input.get("command") or ""))

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..errors import FormatError, WorksurfaceError
 from ..formats import atomic_write_text
@@ -71,7 +71,7 @@ class ProbeSet:
     transcript: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Probe]:
         return iter(self.probes)
 
     def __len__(self) -> int:

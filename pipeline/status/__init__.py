@@ -11,14 +11,14 @@ from .events import (Cleared, EnvironmentChanged, Event, FilesTouched, Permissio
                      RepositoryChanged, ResourcesChanged, StatusError, StatusEventError, TaskUpdated,
                      TodoItem, ToolFinished, ToolStarted, VerificationFinished, event_from_json,
                      event_to_json)
-from .publish import DEFAULT_STRATEGY, STRATEGIES, Publication, PublisherState, publish
+from .publish import DEFAULT_STRATEGY, KINDS, STRATEGIES, Publication, PublisherState, publish
 from .reducer import StatusReducer
 from .render import render, render_cleared, render_delta
 from .snapshot import EMPTY, Field, Snapshot, reduce, validate
 
 __all__ = [
     "Cleared", "DEFAULT_STRATEGY", "Diff", "EMPTY", "EnvironmentChanged", "Event", "Field",
-    "FilesTouched", "PermissionsChanged", "Publication", "PublisherState", "RepositoryChanged",
+    "FilesTouched", "KINDS", "PermissionsChanged", "Publication", "PublisherState", "RepositoryChanged",
     "ResourcesChanged", "STRATEGIES", "SectionDiff", "Snapshot", "StatusError", "StatusEventError",
     "StatusReducer", "TaskUpdated", "TodoItem", "ToolFinished", "ToolStarted", "VerificationFinished",
     "derive_events", "diff", "event_from_json", "event_to_json", "publish", "reduce", "render",

@@ -37,6 +37,9 @@ _CD = re.compile(r"""^\s*cd\s+("[^"]+"|'[^']+'|[^\s;&|]+)\s*(?:&&|;|$)""")
 # A user turn that the harness wrote (task notifications, interruption notes) is not a request.
 _HARNESS_TEXT = ("<", "[")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+# Todo tools: name -> (input key of the list, key of an item's text).
+_TODO_INPUTS = {"todowrite": ("todos", "content"), "todo_write": ("todos", "content"),
+                "update_plan": ("plan", "step")}
 _STAGE_TOOLS = {"enterplanmode": "planning", "exitplanmode": "implementing"}
 _TODO_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed",
                 "done": "completed", "todo": "pending", "active": "in_progress"}
@@ -78,135 +81,136 @@ class EventDeriver:
     messages it has not seen yet."""
 
     def __init__(self, window: int | None = None) -> None:
-        self.window = window
-        self.events: list[Event] = []
-        self.calls: dict[str, ToolCall] = {}
-        self.tracked: dict[str, tuple[str, str]] = {}  # issue id -> (title, todo status)
-        self.last: dict[str, Any] = {}
-        self.message_id: str | None = None
+        self._window = window
+        self._events: list[Event] = []
+        self._calls: dict[str, ToolCall] = {}
+        self._tracked: dict[str, tuple[str, str]] = {}  # issue id -> (title, todo status)
+        self._last: dict[str, Any] = {}
+        self._message_id: str | None = None
 
-    def emit(self, event_type: type, **fields: Any) -> None:
-        self.events.append(event_type(source="transcript", message_id=self.message_id, **fields))
+    def _emit(self, event_type: type, **fields: Any) -> None:
+        self._events.append(event_type(source="transcript", message_id=self._message_id, **fields))
 
-    def changed(self, key: str, value: Any) -> bool:
+    def _changed(self, key: str, value: Any) -> bool:
         """True (and remembered) when `value` differs from the last one reported under `key`."""
-        if value is None or self.last.get(key) == value:
+        if value is None or self._last.get(key) == value:
             return False
-        self.last[key] = value
+        self._last[key] = value
         return True
 
     def derive(self, m: Message) -> list[Event]:
         """The events message `m` adds (its predecessors must have been derived already)."""
-        self.events = []
-        self.message(m)
-        return self.events
+        self._events = []
+        self._message(m)
+        return self._events
 
-    def message(self, m: Message) -> None:
+    def _message(self, m: Message) -> None:
         if m.origin is not Origin.CONVERSATION:
             return
-        self.message_id = m.id
-        self.context(m.meta)
+        self._message_id = m.id
+        self._context(m.meta)
         if is_user_turn(m) and (text := _request_text(m)) is not None:
-            if "goal" not in self.last:
-                self.last["goal"] = text
-                self.emit(TaskUpdated, goal=text)
-            elif self.changed("request", text):
-                self.emit(TaskUpdated, request=text)
+            if "goal" not in self._last:
+                self._last["goal"] = text
+                self._emit(TaskUpdated, goal=text)
+            elif self._changed("request", text):
+                self._emit(TaskUpdated, request=text)
         for block in m.blocks:
             if isinstance(block, ToolCall):
-                self.call(block)
+                self._call(block)
             elif isinstance(block, ToolResult):
-                self.result(block)
+                self._result(block)
 
-    def context(self, meta: Mapping[str, Any]) -> None:
+    def _context(self, meta: Mapping[str, Any]) -> None:
         """Per-message harness fields: cwd, branch, date, permission mode, usage, todo snapshot."""
         cwd = meta.get("cwd")
-        if isinstance(cwd, str) and cwd and self.changed("cwd", cwd):
-            self.emit(EnvironmentChanged, cwd=cwd)
+        if isinstance(cwd, str) and cwd and self._changed("cwd", cwd):
+            self._emit(EnvironmentChanged, cwd=cwd)
         stamp = meta.get("timestamp")
-        if isinstance(stamp, str) and _DATE.match(stamp) and self.changed("date", stamp[:10]):
-            self.emit(EnvironmentChanged, time=stamp[:10])
+        if isinstance(stamp, str) and _DATE.match(stamp) and self._changed("date", stamp[:10]):
+            self._emit(EnvironmentChanged, time=stamp[:10])
         branch = meta.get("git_branch")
-        if isinstance(branch, str) and branch and self.changed("branch", branch):
-            self.emit(RepositoryChanged, branch=branch)
+        if isinstance(branch, str) and branch and self._changed("branch", branch):
+            self._emit(RepositoryChanged, branch=branch)
         raw = meta.get("raw")
         mode = meta.get("permission_mode") or (raw.get("permissionMode") if isinstance(raw, Mapping) else None)
-        if isinstance(mode, str) and mode and self.changed("mode", mode):
-            self.emit(PermissionsChanged, approvals=mode)
+        if isinstance(mode, str) and mode and self._changed("mode", mode):
+            self._emit(PermissionsChanged, approvals=mode)
         todos = _todos(meta.get("todos"), "content")
-        if todos and self.changed("todos", todos):
-            self.emit(TaskUpdated, todos=todos)
+        if todos and self._changed("todos", todos):
+            self._emit(TaskUpdated, todos=todos)
         usage = meta.get("usage")
         if isinstance(usage, Mapping):
             used = sum(v for k, v in usage.items() if k in ("input_tokens", "output_tokens",
                        "cache_creation_input_tokens", "cache_read_input_tokens") and isinstance(v, int))
-            if used and self.changed("tokens", used):
-                self.emit(ResourcesChanged, tokens_used=used, token_limit=self.window)
+            if used and self._changed("tokens", used):
+                self._emit(ResourcesChanged, tokens_used=used, token_limit=self._window)
 
-    def call(self, call: ToolCall) -> None:
-        self.calls[call.id] = call
-        self.emit(ToolStarted, call_id=call.id, name=call.name, kind=effective_kind(call),
-                  target=one_line(call_target(call), 120))
-        name = normalize_name(call.name)
-        todos = _todos(call.input.get("todos"), "content") if name in ("todowrite", "todo_write") \
-            else _todos(call.input.get("plan"), "step") if name == "update_plan" else None
-        if todos is not None and self.changed("todos", todos):
-            self.emit(TaskUpdated, todos=todos)
+    def _call(self, call: ToolCall) -> None:
+        self._calls[call.id] = call
+        self._emit(ToolStarted, call_id=call.id, name=call.name, kind=effective_kind(call),
+                   target=one_line(call_target(call), 120))
+        todo_input = _TODO_INPUTS.get(normalize_name(call.name))
+        if todo_input is not None:
+            list_key, text_key = todo_input
+            todos = _todos(call.input.get(list_key), text_key)
+            if todos is not None and self._changed("todos", todos):
+                self._emit(TaskUpdated, todos=todos)
 
-    def result(self, result: ToolResult) -> None:
-        call = self.calls.get(result.call_id)
+    def _result(self, result: ToolResult) -> None:
+        call = self._calls.get(result.call_id)
         kind = effective_kind(call) if call else "other"
         ok = not result.is_error
-        self.emit(ToolFinished, call_id=result.call_id, name=call.name if call else "unknown", kind=kind,
-                  ok=ok, output_hash=short_hash(result.content) if result.content.strip() else None,
-                  result_hashes=result_fingerprints(result.content) if kind in SEARCH_KINDS else None)
+        self._emit(ToolFinished, call_id=result.call_id, name=call.name if call else "unknown", kind=kind,
+                   ok=ok, output_hash=short_hash(result.content) if result.content.strip() else None,
+                   result_hashes=result_fingerprints(result.content) if kind in SEARCH_KINDS else None)
         if call is None:
             return
         if tool_kind(call) == "shell":
-            self.shell(call, result, ok)
+            self._shell(call, result, ok)
         elif ok and kind in ("edit", "write") and (path := call_path(call)):
-            self.emit(FilesTouched, paths=(self.relative(path),))
+            self._emit(FilesTouched, paths=(self._relative(path),))
         stage = _STAGE_TOOLS.get(normalize_name(call.name))
-        if ok and stage and self.changed("stage", stage):
-            self.emit(TaskUpdated, stage=stage)
+        if ok and stage and self._changed("stage", stage):
+            self._emit(TaskUpdated, stage=stage)
 
-    def shell(self, call: ToolCall, result: ToolResult, ok: bool) -> None:
+    def _shell(self, call: ToolCall, result: ToolResult, ok: bool) -> None:
         command = shell_command(call) or ""
         summary = parse_test_summary(result.content)
         if summary is not None:
-            self.emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
-                      failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
-                      command=one_line(command, 120))
+            self._emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
+                       failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
+                       command=one_line(command, 120))
         if "git " in command:
             facts = parse_git(command, result.content)
             if not facts.empty:
-                self.changed("branch", facts.branch)
-                self.emit(RepositoryChanged, branch=facts.branch, changed_files=facts.changed_files,
-                          last_commit=facts.last_commit)
+                self._changed("branch", facts.branch)
+                self._emit(RepositoryChanged, branch=facts.branch, changed_files=facts.changed_files,
+                           last_commit=facts.last_commit)
         if ok:
-            self.tracker(command, result.content)
+            self._tracker(command, result.content)
         m = _CD.match(command)
         if ok and m:
             target = m.group(1).strip("'\"")
-            cwd = self.last.get("cwd")
+            cwd = self._last.get("cwd")
             if not target.startswith(("~", "$", "-")) and (posixpath.isabs(target) or cwd):
                 new = posixpath.normpath(posixpath.join(cwd or "/", target))
-                if self.changed("cwd", new):
-                    self.emit(EnvironmentChanged, cwd=new)
+                if self._changed("cwd", new):
+                    self._emit(EnvironmentChanged, cwd=new)
 
-    def tracker(self, command: str, output: str) -> None:
+    def _tracker(self, command: str, output: str) -> None:
         """Issues of a command-line tracker (beads) make the todo list, in order of first mention."""
         for u in tracker_updates(command, output):
-            title, status = self.tracked.get(u.issue, ("", "pending"))
-            self.tracked[u.issue] = (u.title or title, u.status or status)
+            title, status = self._tracked.get(u.issue, ("", "pending"))
+            self._tracked[u.issue] = (u.title or title, u.status or status)
         todos = tuple(TodoItem(one_line(f"{i}: {t}" if t else i, 200), s)
-                      for i, (t, s) in self.tracked.items())
-        if todos and self.changed("todos", todos):
-            self.emit(TaskUpdated, todos=todos)
+                      for i, (t, s) in self._tracked.items())
+        if todos and self._changed("todos", todos):
+            self._emit(TaskUpdated, todos=todos)
 
-    def relative(self, path: str) -> str:
+    def _relative(self, path: str) -> str:
         """A path under the current directory, relative to it (shorter, and how the agent names it)."""
-        cwd = self.last.get("cwd")
+        cwd = self._last.get("cwd")
         if cwd and path.startswith(cwd.rstrip("/") + "/"):
             return path[len(cwd.rstrip("/")) + 1:]
         return path

@@ -29,7 +29,9 @@ COARSE_CALLS = 20
 HIDDEN_FIELDS = frozenset({("tools", "by_tool")})
 
 _TODO_MARK = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Control characters, lone surrogates (truncated tool output) and non-characters: none is valid
+# in XML text, and a lone surrogate cannot even be encoded as UTF-8.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 # Multi-line fields render as an element body, one item per line; the rest are attributes.
 BLOCK_FIELDS = frozenset({("task", "todos")}) | {("signals", n) for n in
                                                   ("fix_verification", "change_approach",
@@ -100,8 +102,8 @@ def display(section: str, name: str, field: Field) -> str:
     elif (section, name) == ("task", "todos"):
         text = _todos(v)
     elif name == "by_tool":
-        shown = ", ".join(f"{n} {c}" for n, c in v[:MAX_TOOLS_SHOWN])
-        text = shown + (" …" if len(v) > MAX_TOOLS_SHOWN else "")
+        listed = ", ".join(f"{n} {c}" for n, c in v[:MAX_TOOLS_SHOWN])
+        text = listed + (" …" if len(v) > MAX_TOOLS_SHOWN else "")
     elif name in ("tokens_used", "token_limit", "tokens_left"):
         text = _tokens(v)
     elif (section, name) == ("tools", "calls"):

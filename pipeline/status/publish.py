@@ -96,7 +96,8 @@ def publish(state: PublisherState, snapshot: Snapshot, *, strategy: str = DEFAUL
     """Decide what to publish for `snapshot` given what `state` says was published before.
 
     `new_epoch` (after a compaction): epoch + 1, every status message of the old epoch removed,
-    and a full baseline.
+    and a full baseline. The strategy may change between calls: deltas build on whatever full
+    status is in view, and `replace` removes every status message still in view.
     """
     if strategy not in STRATEGIES:
         raise ConfigError(f"status strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")

@@ -26,8 +26,9 @@ def _attr(text: str) -> str:
 
 
 def _body(text: str) -> str:
-    """Element text: `&` and `<` are what could start markup; `>` alone cannot, and stays readable."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
+    """Element text: `&` and `<` are what could start markup; `>` stays readable except in `]]>`,
+    which XML does not allow in text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("]]>", "]]&gt;")
 
 
 def generated_at(now: float) -> str:

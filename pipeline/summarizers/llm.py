@@ -18,7 +18,7 @@ import httpx
 
 from ..errors import SummarizerError
 from ..model import Message, is_user_turn
-from ..tokens import TokenCounter
+from ..tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 from ..view import rounds as steps
 from .base import Summary, SummaryRequest
 from .prompt import (assemble, build_prompt, extract_summary, fit_to_budget, render_sections,
@@ -71,13 +71,16 @@ class LLMSummarizer:
         self.extra_body = dict(extra_body or {})
         self.retry = RetryPolicy(max_retries=max_retries, retry_after_cap=retry_after_cap, sleep=sleep)
         self.transport = transport
+        self._client: httpx.Client | None = None
 
     def summarize(self, request: SummaryRequest, counter: TokenCounter) -> Summary:
+        """A summary within `request.budget_tokens` (as a message: text plus the per-message
+        overhead, as the structured summarizer counts), or SummarizerError."""
         details: dict[str, Any] = {"provider": self.provider.name, "model": self.model}
         raw = self._complete(request, counter, details)
         sections = assemble(extract_summary(raw), user_messages_section(
             request.messages, request.user_messages_tokens, counter))
-        final, cut = fit_to_budget(sections, request.budget_tokens, counter)
+        final, cut = fit_to_budget(sections, request.budget_tokens - PER_MESSAGE_OVERHEAD, counter)
         if cut:
             details["trimmed_sections"] = cut
             details["tokens_before_trim"] = counter.text(render_sections(sections))
@@ -91,29 +94,41 @@ class LLMSummarizer:
         retries: list[dict[str, Any]] = []
         sizes: list[int] = []
         details.update(attempts=0, retries=retries, prompt_tokens=sizes)
-        with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
-            for drop_round in range(MAX_ROUND_DROPS + 1):
-                system, user = build_prompt(kept, request)
-                body = self._body(system, user, request)
-                sizes.append(counter.text(system) + counter.text(user))
-                waits_before = len(retries)
-                try:
-                    return self.retry.run(lambda: self._post(client, headers, body), retries)
-                except TransientError as exc:
+        client = self._http()
+        for drop_round in range(MAX_ROUND_DROPS + 1):
+            system, user = build_prompt(kept, request)
+            body = self._body(system, user, request)
+            sizes.append(counter.text(system) + counter.text(user))
+            waits_before = len(retries)
+            try:
+                return self.retry.run(lambda: self._post(client, headers, body), retries)
+            except TransientError as exc:
+                raise SummarizerError(
+                    f"{self.provider.name}: gave up after {len(retries) - waits_before + 1} "
+                    f"attempts: {exc.reason}") from None
+            except _PromptTooLong as exc:
+                if drop_round == MAX_ROUND_DROPS:
                     raise SummarizerError(
-                        f"{self.provider.name}: gave up after {len(retries) - waits_before + 1} "
-                        f"attempts: {exc.reason}") from None
-                except _PromptTooLong as exc:
-                    if drop_round == MAX_ROUND_DROPS:
-                        raise SummarizerError(
-                            f"{self.provider.name}: prompt still too long after dropping the oldest "
-                            f"rounds {MAX_ROUND_DROPS} times: {exc}") from None
-                    gone = _drop_oldest(kept, exc.gap, counter)
-                    details.setdefault("dropped_messages", []).extend(m.id for m in gone)
-                    kept = kept[len(gone):]
-                finally:
-                    details["attempts"] = len(sizes) + len(retries)
+                        f"{self.provider.name}: prompt still too long after dropping the oldest "
+                        f"rounds {MAX_ROUND_DROPS} times: {exc}") from None
+                gone = _drop_oldest(kept, exc.gap, counter)
+                details.setdefault("dropped_messages", []).extend(m.id for m in gone)
+                kept = kept[len(gone):]
+            finally:
+                details["attempts"] = len(sizes) + len(retries)
         raise AssertionError("unreachable: the loop returns or raises")
+
+    def _http(self) -> httpx.Client:
+        """One client for the summarizer's life: building one loads the TLS trust store (~0.1 s),
+        and it keeps the connection to the provider open between compactions."""
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout, transport=self.transport)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def _api_key(self) -> str | None:
         if self.api_key_env is None:

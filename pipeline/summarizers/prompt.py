@@ -1,10 +1,9 @@
 """The LLM summarizer's prompt and the handling of what the model writes back.
 
 The model is asked for the structured summarizer's sections (DESIGN.md section 4) as headings, so
-either summarizer's output reads the same and each can carry the other's forward. The
-user's own messages are never left to the model: worksurface writes them verbatim into their section,
-so a paraphrase cannot lose a constraint. The model may think in an `<analysis>` scratchpad first;
-only the `<summary>` part is kept.
+a summary reads the same whichever summarizer wrote it. The user's own messages are never left to
+the model: worksurface writes them verbatim into their section, so a paraphrase cannot lose a
+constraint. The model may think in an `<analysis>` scratchpad first; only `<summary>` is kept.
 """
 
 from __future__ import annotations
@@ -115,14 +114,12 @@ def extract_summary(raw: str) -> str:
 
 
 def user_messages_section(messages: Sequence[Message], budget: int, counter: TokenCounter) -> str:
-    """The user's own messages verbatim, newest first, as many as fit in `budget` tokens. Those an
-    earlier summary in `messages` carried are included, so the list survives repeated compactions."""
-    turns: list[str] = []
-    for m in messages:
-        if m.origin is Origin.SUMMARY:
-            turns += _carried_user_messages(m.text)
-        elif is_user_turn(m):
-            turns.append(m.text)
+    """The user's own messages verbatim, newest first, as many as fit in `budget` tokens. Those the
+    newest earlier summary in `messages` listed come first, so the list survives compaction after
+    compaction."""
+    at = next((i for i in range(len(messages) - 1, -1, -1) if _is_summary(messages[i])), None)
+    turns = [] if at is None else _carried_user_messages(messages[at].text)
+    turns += [m.text for m in messages[0 if at is None else at + 1:] if is_user_turn(m)]
     lines: list[str] = []
     used = 0
     for n, text in enumerate(reversed(turns), 1):
@@ -136,28 +133,39 @@ def user_messages_section(messages: Sequence[Message], budget: int, counter: Tok
     return "\n".join(lines) if lines else "(none)"
 
 
+def _is_summary(message: Message) -> bool:
+    return message.origin is Origin.SUMMARY or bool(message.meta.get("is_compact_summary"))
+
+
 def _carried_user_messages(summary_text: str) -> list[str]:
-    """The entries of a previous summary's user-messages section, oldest first."""
+    """The entries of an earlier summary's user-messages section, oldest first."""
     body = dict(parse_sections(summary_text)[1]).get(USER_MESSAGES, "")
-    entries = [_OMITTED_RE.sub("", e).rstrip() for e in USER_ENTRY_RE.split(body)[1:]]
-    return [e for e in reversed(entries) if e]
+    starts = list(USER_ENTRY_RE.finditer(body))
+    entries = [body[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(body)]
+               for i, m in enumerate(starts)]
+    return [e for e in (_OMITTED_RE.sub("", e).strip() for e in reversed(entries)) if e]
 
 
 def parse_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """(text before the first heading, [(heading, body)]); known headings in their canonical case."""
-    canonical = {h.lower(): h for h in HEADINGS}
+    """(text before the first heading, [(heading, body)]). A known heading is recognised by its
+    words before any parenthesis ("Next step" for "Next step (advisory: ...)") and canonicalised."""
+    canonical = {_heading_key(h): h for h in HEADINGS}
     preamble: list[str] = []
     sections: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
         match = _HEADING_RE.match(line)
         if match:
             title = match.group(1).strip().strip("*").strip()
-            sections.append((canonical.get(title.lower(), title), []))
+            sections.append((canonical.get(_heading_key(title), title), []))
         elif sections:
             sections[-1][1].append(line)
         else:
             preamble.append(line)
     return "\n".join(preamble).strip(), [(h, "\n".join(b).strip()) for h, b in sections]
+
+
+def _heading_key(heading: str) -> str:
+    return heading.split("(", 1)[0].strip().lower()
 
 
 def assemble(model_text: str, user_section: str) -> list[tuple[str, str]]:
@@ -170,7 +178,7 @@ def assemble(model_text: str, user_section: str) -> list[tuple[str, str]]:
     for heading, body in parsed:
         if heading in HEADINGS:
             found[heading] = f"{found[heading]}\n{body}".strip() if heading in found else body
-        else:
+        elif body:  # an empty extra heading is the model's own title line
             extras.append((heading, body))
     if not parsed:
         found[CURRENT_WORK] = preamble
@@ -179,7 +187,7 @@ def assemble(model_text: str, user_section: str) -> list[tuple[str, str]]:
 
 
 def render_sections(sections: Sequence[tuple[str, str]]) -> str:
-    return "\n\n".join(f"## {h}\n{b}" for h, b in sections)
+    return "\n\n".join([TITLE, *(f"## {h}\n{b}" for h, b in sections)])
 
 
 def fit_to_budget(sections: Sequence[tuple[str, str]], budget: int,

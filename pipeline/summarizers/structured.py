@@ -56,6 +56,9 @@ PLAN: dict[str, tuple[int, float]] = {
 MAX_TASK_TITLES = 5
 MAX_TEST_COMMANDS = 5
 RECENT_CALLS = 6
+RECENT_EDITS = 3
+# A tracker command that claims an issue (so finishing it is the next step).
+IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
 APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, "abandoned": 2}
 USER_ENTRY_RE = re.compile(r"^\[(\d+)(, queued)?\] ", re.M)
@@ -95,6 +98,12 @@ class _Builder:
         self.queued = tuple(request.extras.get("queued_inputs", ()) or ())
         self.cwd = _main_cwd(self.messages)
         self.earlier = _earlier(self.messages)
+        # Facts used by more than one section, extracted once.
+        self.runs = facts.test_runs(self.messages)
+        self.todos = facts.todo_state(self.messages)
+        self.plan = facts.plan_mode(self.messages)
+        self.errors_found = facts.tool_errors(self.messages)
+        self.tracker = facts.tracker_updates(self.messages)
 
     def rel(self, path: str) -> str:
         """A path under the session's working directory shown relative to it (the cwd is listed once)."""
@@ -174,7 +183,7 @@ class _Builder:
 
     def errors(self) -> list[Item]:
         items, seen = [], set()
-        for e in reversed(facts.tool_errors(self.messages)):
+        for e in reversed(self.errors_found):
             if (e.label, e.line) in seen:
                 continue
             seen.add((e.label, e.line))
@@ -189,7 +198,7 @@ class _Builder:
             origin = f" `{self.rel(c.origin)}`" if c.origin else ""
             group = f"From {c.source}{origin}:"
             items.append(Item(f"- {c.text}", (-c.strength, c.source != "user", -c.index, n), (c.index, n), group))
-        plan = facts.plan_mode(self.messages)
+        plan = self.plan
         if plan.approved and plan.plan_path:
             items.append(Item(f"- Plan approved by the user; saved to {plan.plan_path}", (-3, False, 0, -1),
                               (-1, 0), "Decisions:"))
@@ -208,9 +217,8 @@ class _Builder:
 
     def progress(self) -> list[Item]:
         items: list[Item] = []
-        runs = facts.test_runs(self.messages)
         seen: set[str] = set()
-        for run in reversed(runs):
+        for run in reversed(self.runs):
             key = first_line(run.command)
             if key in seen or len(seen) >= MAX_TEST_COMMANDS:
                 continue
@@ -219,12 +227,11 @@ class _Builder:
             label = "Latest test run" if latest else "Earlier test run"
             items.append(Item(f"- {label}: `{key}` -> {run.summary}", (0 if latest else 3, -run.index),
                               (0, -run.index), "Tests:"))
-        todos = facts.todo_state(self.messages)
-        if todos is not None:
-            for n, it in enumerate(todos.items):
+        if self.todos is not None:
+            for n, it in enumerate(self.todos.items):
                 rank = (1, TODO_STATUS_ORDER.get(it.status, 1), n)
                 items.append(Item(f"- [{it.status}] {it.text}", rank, (1, n), "Todo list:"))
-        plan = facts.plan_mode(self.messages)
+        plan = self.plan
         if plan.active:
             items.append(Item("- Plan mode is ON: plan first, no edits until the user approves.", (0, 0),
                               (2, 0), "Plan:"))
@@ -236,6 +243,9 @@ class _Builder:
             pushed = " (pushed)" if c.pushed else ""
             items.append(Item(f"- {c.hash} {c.subject}{pushed}", (1 if n == 0 else 2, n), (3, n),
                               "Commits (newest first):"))
+        for n, u in enumerate(reversed(self.tracker)):
+            items.append(Item(f"- `{u.command}` -> {u.result}", (1 if n == 0 else 2, n), (4, n),
+                              "Issue tracker updates (newest first):"))
         return items
 
     def current_work(self) -> list[Item]:
@@ -249,23 +259,31 @@ class _Builder:
         for n, label in enumerate(calls):
             items.append(Item(f"- {self.shorten_paths(label)}", (2, len(calls) - n), (2, n),
                               "Latest tool calls (oldest first):"))
+        recent = [r for r in facts.tool_calls(self.messages) if r.kind == "edit" and r.succeeded][-RECENT_EDITS:]
+        for n, rec in enumerate(reversed(recent)):
+            gist = facts.edit_gist(dict(rec.call.input))
+            if gist:
+                items.append(Item(f"- {self.shorten_paths(rec.target)}: + `{gist}`", (3, n), (3, -n),
+                                  "Latest edits (what each added first):"))
         return items
 
     def next_step(self, users: list[tuple[str, bool]]) -> list[Item]:
         items: list[Item] = []
-        todos = facts.todo_state(self.messages)
-        if todos is not None:
+        if self.todos is not None:
             for status, what in (("in_progress", "Continue the in-progress item"), ("pending", "Next pending item")):
-                item = next((it for it in todos.items if it.status == status), None)
+                item = next((it for it in self.todos.items if it.status == status), None)
                 if item is not None:
                     items.append(Item(f"- {what}: {item.text}", (0,), (0,)))
                     break
-        runs = facts.test_runs(self.messages)
+        claimed = next((u for u in reversed(self.tracker) if IN_PROGRESS_RE.search(u.command)), None)
+        if claimed is not None and not any(u.index > claimed.index for u in self.tracker):
+            items.append(Item(f"- Finish the issue claimed with `{claimed.command}`", (0,), (0,)))
+        runs = self.runs
         if runs and runs[-1].failed:
             last = runs[-1]
             items.append(Item(f"- Get the failing tests passing: `{first_line(last.command)}` -> {last.summary}",
                               (1,), (1,)))
-        errors = facts.tool_errors(self.messages)
+        errors = self.errors_found
         if errors and not errors[-1].resolved:
             e = errors[-1]
             items.append(Item(f"- Unresolved: {self.shorten_paths(e.label)}: {e.line}", (2,), (2,)))

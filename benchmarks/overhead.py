@@ -1,0 +1,170 @@
+"""Section 2: per-call overhead of `Session.prepare` over a replay, against the per-call baselines.
+
+Each transcript is replayed `repeats` times through a fresh memory-only session (a call's time is its
+median over the replays). On every `baseline_stride`-th call the baselines run on the same live
+messages: (a) a full tiktoken recount, (b) LangChain `trim_messages` with that counter, (c) the empty
+graph. Ratios compare medians over the same calls, those where no stage fired.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from worksurface import Config, Session
+from worksurface.view import live_slice
+
+from . import floors, replay
+from .plan import Plan
+from .report import table
+from .stats import median, ratio, summary
+
+NAME = "overhead"
+# The issue's targets for calls where no stage fires.
+TARGET_VS_RECOUNT = 0.1
+TARGET_VS_GRAPH = 2.0
+BASELINES = ("recount", "trim", "empty_graph")
+
+
+@dataclass
+class _CallRecord:
+    size: int
+    tokens: int = 0
+    fired: bool = False
+    visits: int = 0
+    reinject: bool = False
+    ms: list[float] = field(default_factory=list)  # worksurface, one per replay
+    base: dict[str, list[float]] = field(default_factory=dict)
+
+
+def run(plan: Plan) -> dict[str, Any]:
+    notes = list(plan.notes)
+    rows = []
+    for source in plan.sources:
+        rows.append(_replay(source, plan, notes))
+    pooled = _aggregate("all transcripts", [c for r in rows for c in r.pop("_calls")])
+    for r in rows:
+        r.pop("_calls", None)
+    targets = {
+        "recount_ratio_target": TARGET_VS_RECOUNT, "empty_graph_ratio_target": TARGET_VS_GRAPH,
+        "below_target_vs_recount": bool(pooled["ratios"]["recount"] < TARGET_VS_RECOUNT),
+        "within_target_vs_empty_graph": bool(pooled["ratios"]["empty_graph"] <= TARGET_VS_GRAPH),
+    }
+    return {"transcripts": rows, "pooled": pooled, "targets": targets, "notes": _dedupe(notes),
+            "repeats": plan.repeats, "baseline_stride": plan.baseline_stride,
+            "baseline_repeats": plan.baseline_repeats}
+
+
+def _replay(source: replay.Source, plan: Plan, notes: list[str]) -> dict[str, Any]:
+    messages = replay.load(source).messages
+    calls = list(replay.calls(messages))
+    records = [_CallRecord(c.size) for c in calls]
+    for rep in range(plan.repeats):
+        with Session.open(None) as session:
+            for call, rec in zip(calls, records):
+                prefix = messages[:call.size]
+                started = time.perf_counter()
+                prepared = session.prepare(prefix, now=call.now)
+                rec.ms.append((time.perf_counter() - started) * 1000)
+                if rep == 0:
+                    report = prepared.report
+                    rec.tokens = report.view_tokens_before
+                    rec.fired = report.boundary is not None or any(not s.skipped for s in report.stages)
+                    rec.visits = floors.visited_stages(report)
+                    rec.reinject = report.boundary is not None
+    _time_baselines(messages, calls, records, plan, notes)
+    row = _aggregate(source.name, records)
+    row.update(messages=len(messages), max_tokens=max((r.tokens for r in records), default=0))
+    row["_calls"] = records
+    return row
+
+
+def _time_baselines(messages, calls, records, plan: Plan, notes: list[str]) -> None:
+    threshold = Config().threshold
+    graph = floors.EmptyGraph()
+    try:
+        trim = floors.LangChainTrim(messages, threshold)
+    except ImportError:
+        trim = None
+        notes.append("trim: skipped, langchain-core is not installed (pip install 'worksurface[bench]')")
+    for _ in range(plan.baseline_repeats):
+        for call, rec in list(zip(calls, records))[::plan.baseline_stride]:
+            live = live_slice(messages[:call.size])
+            start = call.size - len(live)
+            jobs: dict[str, Callable[[], object]] = {
+                "recount": lambda: floors.recount(live),
+                "empty_graph": lambda: graph.run(live, rec.visits, rec.reinject),
+            }
+            if trim is not None:
+                jobs["trim"] = lambda: trim(start, call.size)
+            for name, job in jobs.items():
+                started = time.perf_counter()
+                job()
+                rec.base.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+
+
+def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
+    """Summaries of one transcript's (or all) calls: worksurface on all / no-fire / fired calls, and
+    on the sampled no-fire calls worksurface and each baseline, with the ratios."""
+    ws = {id(r): median(r.ms) for r in records}
+    quiet = [r for r in records if not r.fired]
+    sampled = [r for r in quiet if r.base]
+    out: dict[str, Any] = {
+        "name": name, "calls": len(records), "no_fire_calls": len(quiet), "sampled_no_fire_calls": len(sampled),
+        "worksurface": {"all": summary([ws[id(r)] for r in records]),
+                        "no_fire": summary([ws[id(r)] for r in quiet]),
+                        "fired": summary([ws[id(r)] for r in records if r.fired]),
+                        "no_fire_sampled": summary([ws[id(r)] for r in sampled])},
+        "baselines": {}, "ratios": {},
+    }
+    ws_sampled = out["worksurface"]["no_fire_sampled"]["median"]
+    for b in BASELINES:
+        values = [median(r.base[b]) for r in sampled if b in r.base]
+        if values:
+            out["baselines"][b] = summary(values)
+            out["ratios"][b] = ratio(ws_sampled, out["baselines"][b]["median"])
+        else:
+            out["baselines"][b] = None
+            out["ratios"][b] = float("nan")
+    return out
+
+
+def _dedupe(notes: list[str]) -> list[str]:
+    return list(dict.fromkeys(notes))
+
+
+def render(result: dict[str, Any], caption: str) -> str:
+    rows = []
+    for r in result["transcripts"] + [result["pooled"]]:
+        w, b = r["worksurface"], r["baselines"]
+
+        def med(x):
+            return None if x is None else x["median"]
+        rows.append([r["name"], r["calls"], r["no_fire_calls"], w["all"]["median"], w["all"]["p95"],
+                     w["no_fire"]["median"], w["no_fire"]["p95"], w["fired"]["median"],
+                     med(b["recount"]), med(b["trim"]), med(b["empty_graph"]),
+                     _x(r["ratios"]["recount"]), _x(r["ratios"]["trim"]), _x(r["ratios"]["empty_graph"])])
+    t = result["targets"]
+    verdict = (f"Target on calls where no stage fires: below {t['recount_ratio_target']}x of (a) — "
+               f"{'reached' if t['below_target_vs_recount'] else 'not reached'}; within "
+               f"{t['empty_graph_ratio_target']}x of (c) — "
+               f"{'reached' if t['within_target_vs_empty_graph'] else 'not reached'} (pooled ratios).")
+    headers = ["transcript", "calls", "no-fire calls", "ws median ms", "ws p95 ms", "ws no-fire median",
+               "ws no-fire p95", "ws fired median", "(a) recount ms", "(b) trim ms", "(c) empty graph ms",
+               "ws/(a)", "ws/(b)", "ws/(c)"]
+    parts = ["## Per-call overhead", caption,
+             "One `prepare` per model call (prefix ending right before each assistant message that answers "
+             "a user or tool message). ws = worksurface `Session.prepare` (memory-only session, default "
+             "config). Baseline columns are medians over the sampled calls where no stage fired, and the "
+             "ratios compare worksurface's median on those same calls with each baseline's. (a) re-encodes "
+             "every live message with tiktoken on each call; (b) is LangChain `trim_messages` to the "
+             "autocompact threshold with that counter; (c) is worksurface's graph shape with empty nodes, "
+             "visiting as many nodes as worksurface did.",
+             table(headers, rows), verdict]
+    parts += [f"- {n}" for n in result["notes"]]
+    return "\n\n".join(parts)
+
+
+def _x(value: float) -> str:
+    return "n/a" if value != value else f"{value:.3f}x"

@@ -1,0 +1,91 @@
+"""Replaying a transcript as a harness would: one model call after each user turn or tool result that
+an assistant message answers, so call k sends the prefix that ends right before that assistant message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from worksurface.formats import Transcript, read_transcript
+from worksurface.model import Message
+
+REPO = Path(__file__).resolve().parents[1]
+# Real transcripts are read in place from the shared folder beside the repository, never copied.
+SHARED = REPO.parent / "shared"
+CLAUDE_CODE_DIR = SHARED / "transcripts" / "claude-code"
+HAND_PROBES_DIR = SHARED / "probes"
+# The two long Claude Code sessions (each has a real compact boundary) and the long generated fixture.
+LONG_SESSIONS = ("258c7280", "8463c716")
+LONG_FIXTURE = REPO / "fixtures" / "long.jsonl"
+# A replayed call without a timestamp comes this long after the previous one: under the 5-minute cache
+# TTL, so a missing timestamp never fakes an idle gap.
+DEFAULT_GAP_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Source:
+    """A transcript to replay: a short name for tables and its file."""
+
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Call:
+    """One replayed model call: its index in the replay, how many messages it sends, its clock."""
+
+    index: int
+    size: int
+    now: float
+
+
+def default_sources() -> tuple[list[Source], list[str]]:
+    """The long Claude Code sessions (when the shared folder is there) and the long fixture, with a
+    note for each one missing."""
+    sources, notes = [], []
+    for prefix in LONG_SESSIONS:
+        found = sorted(CLAUDE_CODE_DIR.glob(f"{prefix}-*.jsonl")) if CLAUDE_CODE_DIR.is_dir() else []
+        if found:
+            sources.append(Source(f"claude-code {prefix}", found[0]))
+        else:
+            notes.append(f"claude-code {prefix}: skipped, no {CLAUDE_CODE_DIR}/{prefix}-*.jsonl")
+    if LONG_FIXTURE.is_file():
+        sources.append(Source("fixture long", LONG_FIXTURE))
+    else:
+        notes.append(f"fixture long: skipped, {LONG_FIXTURE} is missing")
+    return sources, notes
+
+
+def load(source: Source) -> Transcript:
+    return read_transcript(source.path)
+
+
+def call_points(messages: Sequence[Message]) -> list[int]:
+    """Prefix lengths at which a harness calls the model: before every assistant message that answers
+    a user or tool message (the later records of one assistant turn are not separate calls)."""
+    return [i for i in range(1, len(messages))
+            if messages[i].role == "assistant" and messages[i - 1].role in ("user", "tool")]
+
+
+def clock(message: Message, previous: float) -> float:
+    """The call's time: the last message's timestamp when the format records one (real idle gaps), else
+    a second after the previous call; never earlier than `previous`, never the wall clock."""
+    stamp = message.meta.get("timestamp")
+    if isinstance(stamp, str):
+        try:
+            t = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            t = None
+        if t is not None and t >= previous:
+            return t
+    return previous + DEFAULT_GAP_SECONDS
+
+
+def calls(messages: Sequence[Message]) -> Iterator[Call]:
+    now = 0.0
+    for k, n in enumerate(call_points(messages)):
+        now = clock(messages[n - 1], now)
+        yield Call(k, n, now)

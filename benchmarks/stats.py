@@ -1,0 +1,33 @@
+"""Order statistics for timings (no numpy: the benchmarks need nothing beyond the library's own deps)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Sequence
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation between closest ranks; NaN when empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def summary(values: Sequence[float]) -> dict[str, float | int]:
+    """Median, p95 and count, rounded for a report."""
+    return {"median": round(median(values), 3), "p95": round(percentile(values, 95), 3), "n": len(values)}
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b rounded, NaN when b is zero or either is NaN."""
+    if not b or math.isnan(a) or math.isnan(b):
+        return math.nan
+    return round(a / b, 4)

@@ -1,0 +1,58 @@
+"""`worksurface replay`: run a saved transcript through `prepare` call by call, as a harness would."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..config import Config
+from ..errors import WorksurfaceError
+from ..formats import read_transcript
+from ..replay import replay
+from ..session import Session
+from .app import app, fail
+
+
+@app.command("replay")
+def replay_command(
+    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    session_dir: Optional[Path] = typer.Option(None, "--session",
+                                               help="Session directory (default: a fresh temporary one)."),
+    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="Status strategy: append, replace or delta."),
+    as_json: bool = typer.Option(False, "--json", help="Print every call and the summary as JSON."),
+) -> None:
+    """Replay a transcript one model call at a time and report, per call: view tokens, tokens served
+    from the previous view's prefix (the provider cache), stages fired, status bytes, ms."""
+    try:
+        transcript = read_transcript(path, format)
+        config = Config.load().with_overrides(window=window, status_strategy=strategy)
+        with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:
+            with Session.open(session_dir or Path(tmp) / "session", config=config) as session:
+                result = replay(transcript.messages, session)
+    except WorksurfaceError as exc:
+        raise fail(str(exc)) from None
+    data = result.to_json()
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    table = Table(title=f"worksurface replay: {path.name}")
+    for col in ("call", "messages", "view tokens", "cached", "fired", "status B", "ms"):
+        table.add_column(col, justify="left" if col == "fired" else "right")
+    for c in result.calls:
+        if c.fired or c.call % 10 == 0 or c is result.calls[-1]:
+            table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.cached_tokens:,}",
+                          ", ".join(c.fired), str(c.status_bytes), f"{c.ms:.1f}")
+    console = Console()
+    console.print(table)
+    s = data["summary"]
+    console.print(f"{s['calls']} calls, {s['compactions']} compactions, cache share {s['cache_share']:.1%}, "
+                  f"median {s['median_ms']:.1f} ms per call, {s['status_bytes']:,} status bytes published "
+                  "(rows shown: calls where a stage fired, every 10th, and the last)")
