@@ -9,7 +9,7 @@ window, which is why harnesses manage it).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from worksurface import Config, Session
 from worksurface.model import Message, Origin
@@ -47,11 +47,12 @@ def _methods(messages: Sequence[Message], calls: list[replay.Call],
     for strategy in STRATEGIES:
         yield f"worksurface ({strategy})", _worksurface_views(messages, calls, strategy)
     counter = TokenCounter()
-    window: Callable[[list[Message]], list[Message]] = lambda live: sliding_window(
-        live, config.post_compact_target, counter)
+
+    def window(live: list[Message]) -> list[Message]:
+        return sliding_window(live, config.post_compact_target, counter)
     yield f"sliding window (last {config.post_compact_target:,} tokens)", _harness_views(messages, calls, window)
     naive = SummarizeAtThreshold(config.threshold, counter)
-    yield "summarize at threshold", _harness_views(messages, calls, naive.view)
+    yield "summarize at threshold", _summarizing_views(messages, calls, naive)
     yield "unmanaged transcript (reference)", _harness_views(messages, calls, lambda live: live)
 
 
@@ -65,6 +66,13 @@ def _worksurface_views(messages, calls, strategy: str):
 def _harness_views(messages, calls, make_view):
     for call in calls:
         yield make_view(live_slice(messages[:call.size])), {}
+
+
+def _summarizing_views(messages, calls, harness: SummarizeAtThreshold):
+    for call in calls:
+        before = harness.summaries
+        view = harness.view(live_slice(messages[:call.size]))
+        yield view, {"compacted": harness.summaries > before}
 
 
 def _stability(views: Iterator[tuple[list[Message], dict]]) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Section 2: per-call overhead of `Session.prepare` over a replay, against the per-call baselines.
 
 Each transcript is replayed `repeats` times through a fresh memory-only session (a call's time is its
-median over the replays). On every `baseline_stride`-th call the baselines run on the same live
-messages: (a) a full tiktoken recount, (b) LangChain `trim_messages` with that counter, (c) the empty
-graph. Ratios compare medians over the same calls, those where no stage fired.
+median over the replays). On every `baseline_stride`-th call of the first `baseline_repeats` replays,
+the baselines run right after worksurface on the same live messages: (a) a full tiktoken recount,
+(b) LangChain `trim_messages` with that counter, (c) the empty graph. Ratios compare medians over the
+same calls, those where no stage fired.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from worksurface.view import live_slice
 from . import floors, replay
 from .plan import Plan
 from .report import table
-from .stats import median, ratio, summary
+from .stats import median, ratio, slope, summary
 
 NAME = "overhead"
 # The issue's targets for calls where no stage fires.
 TARGET_VS_RECOUNT = 0.1
 TARGET_VS_GRAPH = 2.0
 BASELINES = ("recount", "trim", "empty_graph")
+# Growth is reported as milliseconds per call per this many tokens of view.
+GROWTH_UNIT_TOKENS = 100_000
 
 
 @dataclass
@@ -40,12 +43,12 @@ class _CallRecord:
 
 def run(plan: Plan) -> dict[str, Any]:
     notes = list(plan.notes)
-    rows = []
+    rows, every = [], []
     for source in plan.sources:
-        rows.append(_replay(source, plan, notes))
-    pooled = _aggregate("all transcripts", [c for r in rows for c in r.pop("_calls")])
-    for r in rows:
-        r.pop("_calls", None)
+        row, records = _replay(source, plan, notes)
+        rows.append(row)
+        every += records
+    pooled = _aggregate("all transcripts", every)
     targets = {
         "recount_ratio_target": TARGET_VS_RECOUNT, "empty_graph_ratio_target": TARGET_VS_GRAPH,
         "below_target_vs_recount": bool(pooled["ratios"]["recount"] < TARGET_VS_RECOUNT),
@@ -56,16 +59,16 @@ def run(plan: Plan) -> dict[str, Any]:
             "baseline_repeats": plan.baseline_repeats}
 
 
-def _replay(source: replay.Source, plan: Plan, notes: list[str]) -> dict[str, Any]:
+def _replay(source: replay.Source, plan: Plan, notes: list[str]) -> tuple[dict[str, Any], list[_CallRecord]]:
     messages = replay.load(source).messages
     calls = list(replay.calls(messages))
     records = [_CallRecord(c.size) for c in calls]
+    baselines = _Baselines(messages, notes)
     for rep in range(plan.repeats):
         with Session.open(None) as session:
             for call, rec in zip(calls, records):
-                prefix = messages[:call.size]
                 started = time.perf_counter()
-                prepared = session.prepare(prefix, now=call.now)
+                prepared = session.prepare(messages[:call.size], now=call.now)
                 rec.ms.append((time.perf_counter() - started) * 1000)
                 if rep == 0:
                     report = prepared.report
@@ -73,35 +76,40 @@ def _replay(source: replay.Source, plan: Plan, notes: list[str]) -> dict[str, An
                     rec.fired = report.boundary is not None or any(not s.skipped for s in report.stages)
                     rec.visits = floors.visited_stages(report)
                     rec.reinject = report.boundary is not None
-    _time_baselines(messages, calls, records, plan, notes)
+                # Right after worksurface's call, so both see the same machine load.
+                if rep < plan.baseline_repeats and call.index % plan.baseline_stride == 0:
+                    baselines.time(call, rec)
     row = _aggregate(source.name, records)
     row.update(messages=len(messages), max_tokens=max((r.tokens for r in records), default=0))
-    row["_calls"] = records
-    return row
+    return row, records
 
 
-def _time_baselines(messages, calls, records, plan: Plan, notes: list[str]) -> None:
-    threshold = Config().threshold
-    graph = floors.EmptyGraph()
-    try:
-        trim = floors.LangChainTrim(messages, threshold)
-    except ImportError:
-        trim = None
-        notes.append("trim: skipped, langchain-core is not installed (pip install 'worksurface[bench]')")
-    for _ in range(plan.baseline_repeats):
-        for call, rec in list(zip(calls, records))[::plan.baseline_stride]:
-            live = live_slice(messages[:call.size])
-            start = call.size - len(live)
-            jobs: dict[str, Callable[[], object]] = {
-                "recount": lambda: floors.recount(live),
-                "empty_graph": lambda: graph.run(live, rec.visits, rec.reinject),
-            }
-            if trim is not None:
-                jobs["trim"] = lambda: trim(start, call.size)
-            for name, job in jobs.items():
-                started = time.perf_counter()
-                job()
-                rec.base.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+class _Baselines:
+    """The per-call baselines of one transcript, timed on the same live messages as worksurface."""
+
+    def __init__(self, messages, notes: list[str]) -> None:
+        self.messages = messages
+        self.graph = floors.EmptyGraph()
+        try:
+            self.trim: floors.LangChainTrim | None = floors.LangChainTrim(messages, Config().threshold)
+        except ImportError:
+            self.trim = None
+            notes.append("trim: skipped, langchain-core is not installed (pip install 'worksurface[bench]')")
+
+    def time(self, call: replay.Call, rec: _CallRecord) -> None:
+        live = live_slice(self.messages[:call.size])
+        start = call.size - len(live)
+        jobs: dict[str, Callable[[], object]] = {
+            "recount": lambda: floors.recount(live),
+            "empty_graph": lambda: self.graph.run(live, rec.visits, rec.reinject),
+        }
+        if self.trim is not None:
+            trim = self.trim
+            jobs["trim"] = lambda: trim(start, call.size)
+        for name, job in jobs.items():
+            started = time.perf_counter()
+            job()
+            rec.base.setdefault(name, []).append((time.perf_counter() - started) * 1000)
 
 
 def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
@@ -118,6 +126,9 @@ def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
                         "no_fire_sampled": summary([ws[id(r)] for r in sampled])},
         "baselines": {}, "ratios": {},
     }
+    out["growth_ms_per_100k"] = {
+        "worksurface": _growth(quiet, lambda r: ws[id(r)]),
+        "recount": _growth(sampled, lambda r: median(r.base["recount"]) if "recount" in r.base else None)}
     ws_sampled = out["worksurface"]["no_fire_sampled"]["median"]
     for b in BASELINES:
         values = [median(r.base[b]) for r in sampled if b in r.base]
@@ -128,6 +139,13 @@ def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
             out["baselines"][b] = None
             out["ratios"][b] = float("nan")
     return out
+
+
+def _growth(records: list[_CallRecord], ms_of) -> float:
+    """How much a call's time grows per GROWTH_UNIT_TOKENS of view (least-squares slope)."""
+    pairs = [(r.tokens, ms) for r in records if (ms := ms_of(r)) is not None]
+    value = slope([t for t, _ in pairs], [m for _, m in pairs]) * GROWTH_UNIT_TOKENS
+    return round(value, 3) if value == value else value
 
 
 def _dedupe(notes: list[str]) -> list[str]:
@@ -144,7 +162,8 @@ def render(result: dict[str, Any], caption: str) -> str:
         rows.append([r["name"], r["calls"], r["no_fire_calls"], w["all"]["median"], w["all"]["p95"],
                      w["no_fire"]["median"], w["no_fire"]["p95"], w["fired"]["median"],
                      med(b["recount"]), med(b["trim"]), med(b["empty_graph"]),
-                     _x(r["ratios"]["recount"]), _x(r["ratios"]["trim"]), _x(r["ratios"]["empty_graph"])])
+                     _x(r["ratios"]["recount"]), _x(r["ratios"]["trim"]), _x(r["ratios"]["empty_graph"]),
+                     r["growth_ms_per_100k"]["worksurface"], r["growth_ms_per_100k"]["recount"]])
     t = result["targets"]
     verdict = (f"Target on calls where no stage fires: below {t['recount_ratio_target']}x of (a) — "
                f"{'reached' if t['below_target_vs_recount'] else 'not reached'}; within "
@@ -152,7 +171,7 @@ def render(result: dict[str, Any], caption: str) -> str:
                f"{'reached' if t['within_target_vs_empty_graph'] else 'not reached'} (pooled ratios).")
     headers = ["transcript", "calls", "no-fire calls", "ws median ms", "ws p95 ms", "ws no-fire median",
                "ws no-fire p95", "ws fired median", "(a) recount ms", "(b) trim ms", "(c) empty graph ms",
-               "ws/(a)", "ws/(b)", "ws/(c)"]
+               "ws/(a)", "ws/(b)", "ws/(c)", "ws growth ms/100k tok", "(a) growth ms/100k tok"]
     parts = ["## Per-call overhead", caption,
              "One `prepare` per model call (prefix ending right before each assistant message that answers "
              "a user or tool message). ws = worksurface `Session.prepare` (memory-only session, default "
@@ -160,7 +179,9 @@ def render(result: dict[str, Any], caption: str) -> str:
              "ratios compare worksurface's median on those same calls with each baseline's. (a) re-encodes "
              "every live message with tiktoken on each call; (b) is LangChain `trim_messages` to the "
              "autocompact threshold with that counter; (c) is worksurface's graph shape with empty nodes, "
-             "visiting as many nodes as worksurface did.",
+             "visiting as many nodes as worksurface did. Growth columns: least-squares slope of a call's time "
+             "against its view tokens (no-fire calls), in ms per 100k tokens of view: a harness that only "
+             "pays for new content has a slope near 0.",
              table(headers, rows), verdict]
     parts += [f"- {n}" for n in result["notes"]]
     return "\n\n".join(parts)

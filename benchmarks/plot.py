@@ -17,6 +17,7 @@ from .report import atomic_write
 
 PANEL_W, PANEL_H = 520, 380
 MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 70, 24, 34, 100
+LINE_WIDTH_FIRST = 7
 SCALE = 2  # font pixels per glyph pixel: 5x7 glyphs become 10x14
 WHITE, BLACK, GREY = (255, 255, 255), (0, 0, 0), (210, 210, 210)
 # Distinct colours (Okabe-Ito, readable by colour-blind readers).
@@ -148,12 +149,14 @@ def _draw_panel(canvas: Canvas, left: int, panel: Panel, labels: list[str]) -> N
     canvas.line(x0, y0, x0, y1, BLACK, 1)
     canvas.text(left + (PANEL_W - text_width(panel.title)) // 2, 8, panel.title)
     canvas.text(x0 + (x1 - x0 - text_width(panel.x_label)) // 2, y1 + 28, panel.x_label)
-    for s in panel.series:
+    for k, s in enumerate(panel.series):
         colour = PALETTE[labels.index(s.label) % len(PALETTE)]
         pts = [px(x, y) for x, y in sorted(s.points)]
+        # Earlier series are drawn thicker, so a later one lying on top of it leaves it visible.
+        width = max(2, LINE_WIDTH_FIRST - k)
         if not s.markers_only:
             for (ax, ay), (bx, by) in zip(pts, pts[1:]):
-                canvas.line(ax, ay, bx, by, colour)
+                canvas.line(ax, ay, bx, by, colour, width)
         for x, y in pts:
             canvas.rect(x - 3, y - 3, x + 3, y + 3, colour)
 

@@ -9,10 +9,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+READABLE = 0o644
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub markdown table; the first column is left-aligned, the others right-aligned."""
-    align = ["---"] + ["---:"] * (len(headers) - 1)
+    """A GitHub markdown table; columns holding only numbers are right-aligned, the others left."""
+    numeric = [all(isinstance(r[i], (int, float)) or r[i] is None for r in rows) and bool(rows)
+               for i in range(len(headers))]
+    align = ["---:" if n else "---" for n in numeric]
     lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -41,6 +45,7 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
+            os.fchmod(fh.fileno(), READABLE)  # mkstemp makes the file private; results are for everyone
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -31,3 +31,15 @@ def ratio(a: float, b: float) -> float:
     if not b or math.isnan(a) or math.isnan(b):
         return math.nan
     return round(a / b, 4)
+
+
+def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope of ys on xs; NaN with fewer than two distinct xs."""
+    n = len(xs)
+    if n < 2:
+        return math.nan
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if not sxx:
+        return math.nan
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx

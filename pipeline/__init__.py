@@ -9,8 +9,18 @@ from .errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, F
                      SessionError, SessionLockedError, SummarizerError, UnknownFormatError,
                      WorksurfaceError)
 from .model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
-from .session import InvariantError, Prepared, PrepareReport, Session, compact
 from .tokens import TokenCounter
+
+# The session pulls in LangGraph (seconds to import); load it on first use so `import worksurface`
+# and the commands that don't compact stay quick.
+_LAZY = {"InvariantError", "Prepared", "PrepareReport", "Session", "compact"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from . import session
+        return getattr(session, name)
+    raise AttributeError(f"module 'worksurface' has no attribute {name!r}")
 
 __version__ = "0.1.0"
 

@@ -205,7 +205,8 @@ def is_user_turn(message: Message) -> bool:
     """A real user message: role user, conversation origin, with text and no tool results."""
     return (message.role == "user" and message.origin is Origin.CONVERSATION
             and not message.tool_results and bool(message.text.strip())
-            and not message.meta.get("is_meta") and not message.meta.get("is_compact_summary"))
+            and not message.meta.get("is_meta") and not message.meta.get("is_compact_summary")
+            and message.meta.get("kind") != "tool_output")  # aider's harness notices
 
 
 def call_index(messages: Sequence[Message]) -> dict[str, int]:

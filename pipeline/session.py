@@ -87,11 +87,11 @@ class Session:
     """A harness's session. Open with `Session.open(directory)` (or `None` for memory only)."""
 
     def __init__(self, store: SessionStore | MemoryStore, config: Config, summarizer: Any = None,
-                 reinjectors: Sequence[Any] | None = None) -> None:
+                 reinjectors: Sequence[Any] | None = None, counter: TokenCounter | None = None) -> None:
         self.store = store
         self.config = config
         self.summarizer = summarizer
-        self.counter = TokenCounter()
+        self.counter = counter or TokenCounter()
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
         self._graph = build_graph()
         self._log: list[Message] = store.log_messages()
@@ -108,8 +108,9 @@ class Session:
              summarizer: Any = None, **overrides: Any) -> "Session":
         """Open or create the session at `path`; config from `config`, else defaults, then overrides."""
         cfg = (config or Config()).with_overrides(**overrides)
-        store = MemoryStore() if path is None else SessionStore.open(Path(path))
-        return cls(store, cfg, summarizer)
+        counter = TokenCounter()
+        store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
+        return cls(store, cfg, summarizer, counter=counter)
 
     def close(self) -> None:
         self.store.close()
@@ -151,14 +152,17 @@ class Session:
             snapshot = self._status_snapshot(live, keep)
             status_state = self._publisher_state(live, snapshot)
             ctx.extras.update(status_snapshot=snapshot, status_state=status_state)
+            # The status published after the graph counts against every trigger, so a view that the
+            # stages leave under the threshold is still under it with its status.
+            planned = publish(status_state, snapshot, strategy=status_state.strategy, now=now)
+            offset += self.counter.messages(planned[1].messages)
             start_state = {"view": view, "tokens": counted + offset, "edits": [], "reports": [],
                            "cache_edits": [], "compacted": False}
             ctx.extras["token_offset"] = offset
             final = self._graph.invoke(start_state, config={"configurable": {"ctx": ctx}})
             new_edits: list[Edit] = list(final.get("edits", []))
             out_view = final["view"]
-            status_edits, new_status_state, status_report = self._publish_status(
-                ctx, out_view, snapshot, status_state, now)
+            status_edits, new_status_state, status_report = self._publish_status(ctx, out_view, planned)
             if status_edits:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
@@ -168,7 +172,7 @@ class Session:
             report.status = status_report
             self._commit(live, keep, new_edits, out_view, now, report)
             self.store.set_meta("status_publisher", new_status_state.to_json())
-            if report.boundary and report.tokens_after > self.config.threshold:
+            if self._overflowed(report):
                 raise ContextOverflowError("compaction could not bring the view under the threshold",
                                            tokens=report.tokens_after, threshold=self.config.threshold)
             return Prepared(out_view, report, list(final.get("cache_edits", [])))
@@ -235,15 +239,15 @@ class Session:
         self._cached = None
         self._status_reset = True
 
-    def _publish_status(self, ctx: StageContext, view: list[Message], snapshot, state: PublisherState,
-                        now: float) -> tuple[list[Edit], PublisherState, dict[str, Any]]:
+    def _publish_status(self, ctx: StageContext, view: list[Message],
+                        planned: tuple[PublisherState, Any]) -> tuple[list[Edit], PublisherState, dict[str, Any]]:
         """Status edits for this call: after a compaction the status reinjector already made the new
-        epoch's baseline; otherwise publish what changed (nothing when nothing did)."""
+        epoch's baseline; otherwise the planned publication (nothing when nothing changed)."""
         if "status_result" in ctx.extras:
             new_state, remove_ids = ctx.extras["status_result"]
             edits: list[Edit] = [ReplaceMessages("status", tuple(remove_ids), ())] if remove_ids else []
             return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": "baseline"}
-        new_state, publication = publish(state, snapshot, strategy=state.strategy, now=now)
+        new_state, publication = planned
         edits = []
         if publication.remove_ids:
             edits.append(ReplaceMessages("status", publication.remove_ids, ()))
@@ -319,6 +323,13 @@ class Session:
         if problems:
             raise InvariantError("worksurface produced an invalid view: " + "; ".join(problems[:5]))
 
+    def _overflowed(self, report: PrepareReport) -> bool:
+        """Over the threshold after autocompact had its chance (not when its breaker is open: then the
+        report says it stopped trying, and the harness decides)."""
+        auto = next(s for s in report.stages if s.name == "autocompact")
+        breaker_open = bool(auto.skipped and auto.skipped.startswith("stopped after"))
+        return report.tokens_after > self.config.threshold and not breaker_open
+
     def _report(self, final: dict, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
         by_name = {r.name: r for r in final.get("reports", [])}
         stages, reinjected = [], []
@@ -352,9 +363,10 @@ class Session:
             store.set_meta("pending_snips", [])
             if report.boundary:
                 store.set_meta("epoch", report.boundary["epoch"])
-                store.set_meta("consecutive_failures",
-                               store.get_meta("consecutive_failures", 0) + 1
-                               if report.tokens_after > self.config.threshold else 0)
+            if self._overflowed(report):
+                store.set_meta("consecutive_failures", store.get_meta("consecutive_failures", 0) + 1)
+            elif report.tokens_after <= self.config.threshold:
+                store.set_meta("consecutive_failures", 0)
             store.set_meta("last_view_tail", view[-1].id if view else None)
             store.set_meta("view_digest", view_digest(view))
         self._log = self._log[:keep] + list(live[keep:])

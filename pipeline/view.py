@@ -23,8 +23,10 @@ def live_slice(messages: Sequence[Message]) -> list[Message]:
 
 
 def last_user_turn_index(view: Sequence[Message]) -> int | None:
+    """Index of the newest message the user typed (harness notes in the user role do not count)."""
+    from .facts.requests import is_user_message  # facts imports the model only; no cycle
     for i in range(len(view) - 1, -1, -1):
-        if is_user_turn(view[i]):
+        if is_user_message(view[i]):
             return i
     return None
 
@@ -92,9 +94,10 @@ def rounds(view: Sequence[Message], start: int = 0) -> list[Round]:
 
 
 def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floor: int) -> int:
-    """Index where the kept tail starts: the newest messages within `budget` tokens, never splitting
-    a call from its result, moved back to a user turn when one is close (within half the budget
-    again). Never earlier than `floor` (the end of the stable prefix)."""
+    """Index where the kept tail starts: the newest messages within `budget` tokens, but always the
+    last assistant turn and what follows it (invariant 3), never splitting a call from its result,
+    starting on a transcript message (edits refer to it by id), and moved back to a user turn when
+    one is close (within half the budget again). Never earlier than `floor` (the stable prefix)."""
     n = len(view)
     total, idx = 0, n
     while idx > floor:
@@ -103,10 +106,12 @@ def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floo
             break
         total += t
         idx -= 1
-    # Move forward to a cut that keeps pairs together (or to the end: an empty tail).
-    while idx < n and (not is_safe_cut(view, idx) or view[idx].origin is not Origin.CONVERSATION):
-        idx += 1
-    # Prefer starting at a user turn if one lies a little earlier.
+    last_turn = next((i for i in range(n - 1, floor - 1, -1) if view[i].role == "assistant"), n)
+    while last_turn > floor and view[last_turn - 1].role == "assistant":
+        last_turn -= 1  # Claude Code splits one turn into several assistant records
+    idx = min(idx, last_turn)
+    while idx > floor and not (is_safe_cut(view, idx) and (idx == n or view[idx].origin is Origin.CONVERSATION)):
+        idx -= 1
     extra, j = 0, idx
     while j > floor and extra <= budget // 2:
         j -= 1

@@ -12,11 +12,12 @@ import time
 from worksurface.config import AutocompactConfig
 from worksurface.edits import Compact, stable_prefix_length
 from worksurface.errors import SummarizerError
+from worksurface.facts.text import strip_reminders
 from worksurface.model import Message, Origin, Text, is_user_turn
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
-from worksurface.summarizers.base import SummaryRequest
+from worksurface.summarizers.base import Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
-from worksurface.view import tail_start
+from worksurface.view import last_user_turn_index, tail_start
 
 NAME = "autocompact"
 SUMMARY_PREFIX = (
@@ -56,18 +57,15 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
                                 int(available * SUMMARY_SHARE),
                                 available - counter.messages(tail)))
 
-    request = SummaryRequest(messages=head, tail=tail, budget_tokens=summary_budget,
-                             user_messages_tokens=min(config.user_messages_tokens, summary_budget // 2),
-                             instructions=ctx.instructions, extras=dict(ctx.extras))
     primary = ctx.summarizer or StructuredSummarizer()
-    fallback_error = None
-    try:
-        summary = primary.summarize(request, counter)
-        if summary.tokens > summary_budget:
-            raise SummarizerError(f"{primary.name} returned {summary.tokens} tokens, over its budget of {summary_budget}")
-    except SummarizerError as exc:
-        fallback_error = str(exc)
-        summary = StructuredSummarizer().summarize(request, counter)
+    summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx)
+    latest = last_user_turn_index(view)
+    if latest is not None and floor < latest < start and not _quotes(summary.text, view[latest].text):
+        # Invariant 3: the newest user message survives verbatim. It did not fit in the summary, so
+        # the tail starts at it (the session raises ContextOverflowError if that cannot fit).
+        start = latest
+        head, tail = view[floor:start], view[start:]
+        summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx)
 
     epoch = ctx.epoch + 1
     trigger = "manual" if ctx.forced else "auto"
@@ -93,6 +91,27 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
                          details=info)
     return StageResult([edit], report)
+
+
+def _summarize(primary, head: list[Message], tail: list[Message], budget: int, config: AutocompactConfig,
+               ctx: StageContext) -> tuple[Summary, str | None]:
+    """The primary summarizer's summary, or the structured one (and why) when it fails or overruns."""
+    request = SummaryRequest(messages=head, tail=tail, budget_tokens=budget,
+                             user_messages_tokens=min(config.user_messages_tokens, budget // 2),
+                             instructions=ctx.instructions, extras=dict(ctx.extras))
+    try:
+        summary = primary.summarize(request, ctx.counter)
+        if summary.tokens > budget:
+            raise SummarizerError(f"{primary.name} returned {summary.tokens} tokens, over its budget of {budget}")
+        return summary, None
+    except SummarizerError as exc:
+        return StructuredSummarizer().summarize(request, ctx.counter), str(exc)
+
+
+def _quotes(summary: str, text: str) -> bool:
+    """Whether the summary carries the user's words verbatim (hook reminders and spacing aside)."""
+    fold = lambda s: " ".join(s.split())  # noqa: E731
+    return fold(strip_reminders(text)) in fold(summary)
 
 
 def _first_id(messages: list[Message]) -> str:

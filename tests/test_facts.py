@@ -457,3 +457,12 @@ def _all_text(messages) -> str:
             elif isinstance(b, ToolCall):
                 parts.append(b.input_json)
     return "\n".join(parts)
+
+
+def test_aider_notices_are_file_activity_not_user_words():
+    c = Chat()
+    c.user("make it faster")
+    c.user("Applied edit to src/a.py\nAdded docs/b.md to the chat", kind="tool_output")
+    found = by_path(facts.file_activity(c.messages))
+    assert found["src/a.py"].actions == {"edited"} and found["docs/b.md"].actions == {"read"}
+    assert [u.text for u in facts.user_messages(c.messages)] == ["make it faster"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import warnings
 from pathlib import Path
@@ -20,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from worksurface.errors import FormatError
-from worksurface.integrations.langchain_messages import from_worksurface, to_worksurface
+from worksurface.integrations.langchain_messages import ConversionCache, from_worksurface, to_worksurface
 from worksurface.integrations.langgraph import make_compaction_subgraph, make_pre_model_hook
 from worksurface.integrations.sessions import SessionPool, thread_dirname
 from worksurface.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
@@ -241,6 +242,17 @@ def test_worksurface_messages_convert_and_keep_origin() -> None:
     assert back[0].id == "ws-summary-1" and back[0].content == "## Active request\nbuild"
     again = to_worksurface(back)
     assert [(m.id, m.origin, m.blocks) for m in again] == [(m.id, m.origin, m.blocks) for m in (summary, status)]
+
+
+def test_conversion_cache_reuses_equal_messages_only() -> None:
+    cache = ConversionCache()
+    first = cache.to_worksurface(history())
+    copies = copy.deepcopy(history())  # what a checkpoint hands back on the next run
+    copies[3].content = "file found after all"
+    second = cache.to_worksurface(copies)
+    assert [a is b for a, b in zip(first, second)] == [True, True, True, False, True, True, True]
+    assert second[3].blocks == (ToolResult("c1", "file found after all", is_error=True),)
+    assert second == to_worksurface(copies)
 
 
 def test_unknown_message_type_names_its_index() -> None:

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from worksurface.errors import SummarizerError
+from worksurface.errors import ConfigError, SummarizerError
 from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.summarizers.base import Summary, SummaryRequest
 from worksurface.summarizers.fallback import FallbackSummarizer
@@ -429,6 +429,11 @@ def test_assemble_canonicalises_headings_and_keeps_extras() -> None:
     assert sections["Risks"] == "flaky CI" and "Summary" not in sections
     assert sections[USER_MESSAGES] == "[1] fix it" and sections[FILES] == "(not reported)"
     assert dict(assemble("just prose, no headings", "(none)"))[CURRENT_WORK] == "just prose, no headings"
+
+
+def test_unknown_provider_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown summarizer provider 'gemini'"):
+        LLMSummarizer("gemini", model="m")
 
 
 def test_token_gap_messages() -> None:

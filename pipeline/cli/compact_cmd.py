@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -13,7 +13,6 @@ from rich.table import Table
 from ..config import Config
 from ..errors import WorksurfaceError
 from ..formats import WRITABLE_FORMATS, read_transcript, write_transcript
-from ..session import PrepareReport, Session
 from .app import app, fail
 
 # Read-only inputs (SWE-agent, OpenHands, ...) are written as OpenAI chat messages unless told otherwise.
@@ -38,6 +37,8 @@ def compact(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Run the staged pipeline once on a saved transcript and write the resulting view."""
+    from ..session import Session  # LangGraph is slow to import; only commands that compact pay for it
+
     try:
         transcript = read_transcript(path, format)
         config = Config.load().with_overrides(window=window, post_compact_target_tokens=target)
@@ -55,7 +56,7 @@ def compact(
     _print_report(report, destination, fmt)
 
 
-def _print_report(report: PrepareReport, destination: Path, fmt: str) -> None:
+def _print_report(report: Any, destination: Path, fmt: str) -> None:
     table = Table(title="worksurface compact")
     for col, justify in (("stage", "left"), ("tokens before", "right"), ("tokens after", "right"),
                          ("items", "right"), ("ms", "right"), ("note", "left")):

@@ -14,8 +14,6 @@ from rich.table import Table
 from ..config import Config
 from ..errors import WorksurfaceError
 from ..formats import read_transcript
-from ..replay import replay
-from ..session import Session
 from .app import app, fail
 
 
@@ -31,6 +29,9 @@ def replay_command(
 ) -> None:
     """Replay a transcript one model call at a time and report, per call: view tokens, tokens served
     from the previous view's prefix (the provider cache), stages fired, status bytes, ms."""
+    from ..replay import replay
+    from ..session import Session
+
     try:
         transcript = read_transcript(path, format)
         config = Config.load().with_overrides(window=window, status_strategy=strategy)

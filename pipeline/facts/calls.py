@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..model import Message, ToolCall, ToolResult
-from ..toolkinds import call_target, effective_kind, normalize_name, shell_command, tool_kind
+from ..toolkinds import call_target, effective_kind, shell_command, tool_kind
 from .shell import first_line
 
 # Claude Code's text for a tool use the user rejected or interrupted (the call never ran as asked).
@@ -60,7 +60,8 @@ class CallRecord:
 
     @property
     def command(self) -> str | None:
-        return shell_command(self.call) if self.kind in ("shell", "read", "grep", "list") else None
+        """The command line of a shell call (None for other tools, even ones with a `command` argument)."""
+        return shell_command(self.call) if tool_kind(self.call) == "shell" else None
 
     @property
     def output(self) -> str:
@@ -138,7 +139,3 @@ def tool_label(record: CallRecord) -> str:
 def _clip(text: str, limit: int = LABEL_CHARS) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def is_named(record: CallRecord, *names: str) -> bool:
-    return normalize_name(record.name) in names

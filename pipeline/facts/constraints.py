@@ -17,6 +17,7 @@ from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls, tool_label
 from .errors import tool_errors
 from .files import numbered_lines
+from .requests import is_user_message
 from .shell import first_line, simple_commands
 from .text import one_line, reminders, strip_reminders, trim, units
 
@@ -198,7 +199,7 @@ def standing_constraints(messages: Sequence[Message],
     for i, m in enumerate(messages):
         if m.role == "system":
             continue  # the system prompt is the stable prefix: never removed, never restated
-        if is_user_turn(m):
+        if is_user_message(m):
             add(strip_reminders(m.text), USER, m.id, i)
         if m.role == "user":
             for source, body in _hook_texts(m.text):
@@ -243,10 +244,8 @@ def _next_user_words(messages: Sequence[Message], start: int,
     """(message id, text) of the first thing the user typed after `start`, within the reply window."""
     for j in range(start, min(len(messages), start + REPLY_WINDOW)):
         m = messages[j]
-        if j > start and is_user_turn(m) and INTERRUPT_MARKER not in m.text:
-            text = strip_reminders(m.text)
-            if text and not text.startswith("<"):
-                return m.id, text
+        if j > start and is_user_message(m):
+            return m.id, strip_reminders(m.text)
         if queued.get(j):
             return m.id, queued[j][0]
     return None

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 from ..model import Message
 from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
-from .meta import message_cwd, normalize_path
+from .meta import is_harness_output, message_cwd, normalize_path
 from .shell import SimpleCommand, simple_commands
 
 READ, EDITED, CREATED, DELETED = "read", "edited", "created", "deleted"
@@ -29,6 +29,11 @@ NUMBERED_LINE_RES = (
 )
 # SWE-agent's file window header: `[File: /path (94 lines total)]`.
 SWE_WINDOW_RE = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
+# aider reports file activity as notices, not tool results: "Applied edit to x.py", "Added x.py to the
+# chat", "Creating empty file x.py".
+NOTICE_RE = re.compile(r"^(Applied edit to|Added|Creating empty file|Created new file) (\S+?)(?: to the chat)?\.?$", re.M)
+NOTICE_ACTIONS = {"Applied edit to": "edited", "Added": "read", "Creating empty file": "created",
+                  "Created new file": "created"}
 # Write-style inputs carry the whole new file under one of these keys.
 CONTENT_KEYS = ("content", "file_text", "contents", "text")
 # OpenAI apply_patch (Codex) names its files in headers like `*** Update File: path`.
@@ -358,13 +363,23 @@ def _see_window(st: _FileState, output: str, at: At) -> bool:
 def file_activity(messages: Sequence[Message]) -> list[FileFact]:
     """Every file the transcript shows the agent touching, most recently touched first.
 
-    Failed and rejected calls change nothing (a rejected edit was not written)."""
+    Failed and rejected calls change nothing (a rejected edit was not written). Harnesses without
+    tool calls (aider) report file activity as notices, which are read too."""
     tracker = _Tracker()
     cwd_by_index = _cwds(messages)
+    records: dict[int, list[CallRecord]] = {}
     for rec in tool_calls(messages):
-        if rec.result is None or rec.failed:
-            continue
-        tracker.record(rec, cwd_by_index[rec.index])
+        records.setdefault(rec.index, []).append(rec)
+    for i, m in enumerate(messages):
+        for rec in records.get(i, ()):
+            if rec.result is not None and not rec.failed:
+                tracker.record(rec, cwd_by_index[rec.index])
+        if is_harness_output(m):
+            for action, path in NOTICE_RE.findall(m.text):
+                st = tracker.state(normalize_path(path, cwd_by_index[i]), i)
+                st.touch(NOTICE_ACTIONS[action], (i, m.id))
+                if NOTICE_ACTIONS[action] != READ:
+                    st.changed_unseen()
     facts = [st.fact() for st in _merge_relative(tracker.files).values() if st.actions]
     facts.sort(key=lambda f: (-f.last_index, f.path))
     return facts

@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..model import Message, is_user_turn
+from ..model import Message
 from ..toolkinds import tool_kind
 from .calls import tool_calls
 from .files import file_activity
 from .meta import message_branch, message_cwd
+from .requests import is_user_message
 from .progress import COMMIT_RE, PUSH_NEW_RE, PUSH_RANGE_RE, test_runs
 from .shell import first_line, simple_commands
 from .text import strip_reminders
@@ -91,7 +92,7 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
         if cwd:
             cwds[cwd] = i
         branches.add(message_branch(m), i)
-        if is_user_turn(m) or m.role == "assistant":
+        if is_user_message(m) or m.role == "assistant":
             texts.append((strip_reminders(m.text), i))
     for rec in tool_calls(messages):
         i = rec.index

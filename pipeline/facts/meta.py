@@ -40,6 +40,11 @@ def message_branch(message: Message) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def is_harness_output(message: Message) -> bool:
+    """A user-role message the harness wrote (aider's notices and command output), not the user."""
+    return meta_field(message, "kind") == "tool_output"
+
+
 def normalize_path(path: str, cwd: str | None) -> str:
     """A path made absolute against `cwd` when it is relative and a cwd is known; `.`/`..` folded."""
     p = path.strip().strip("'\"")

@@ -30,10 +30,12 @@ PLAN_SAVED_RE = re.compile(r"saved to: (\S+)")
 
 _COUNT = r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
 # (framework, line pattern); the first framework whose pattern matches a line of the output wins.
+# Count words are letters only and items have fixed separators: a `\w+` there backtracks
+# exponentially on lines like "31 epsilon62 beta93 ..." (a tool output cut mid-word).
 SUMMARY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("pytest", re.compile(r"^[=\s]*(?:\d+ \w+(?:, )?)+ in [\d.]+s\b.*$|^[=\s]*no tests ran in [\d.]+s")),
+    ("pytest", re.compile(r"^[=\s]*\d+ [a-z]+(?:, \d+ [a-z]+)* in [\d.]+s\b.*$|^[=\s]*no tests ran in [\d.]+s")),
     ("cargo", re.compile(r"test result: (?:ok|FAILED)\. \d+ passed; \d+ failed.*$")),
-    ("jest", re.compile(r"^\s*Tests?:?\s+(?:\d+ \w+,?\s*)+(?:\d+ total|\(\d+\))\s*$")),
+    ("jest", re.compile(r"^\s*Tests?:?\s+(?:\d+ [a-z]+,?\s+)+(?:\d+ total|\(\d+\))\s*$")),
     ("exunit", re.compile(r"^(?:\d+ doctests?, )?(?:\d+ propert(?:y|ies), )?\d+ tests?, \d+ failures?.*$")),
     ("rspec", re.compile(r"^\d+ examples?, \d+ failures?.*$")),
     ("mocha", re.compile(r"^\s*\d+ (?:passing|failing) \([\d.]+m?s\)\s*$")),

@@ -9,7 +9,8 @@ Write exports a VALID request, which can change the message structure:
   system messages later in the view -> user text;
 - role "tool" -> user; consecutive same-role messages are merged into one turn;
 - every tool_result moves to the user turn right after the assistant turn holding its tool_use,
-  ahead of that turn's other blocks (a user turn is created when there is none);
+  ahead of that turn's other blocks (a user turn is created when there is none); a call left
+  without a result while more turns follow is answered with validate.NO_RESULT (as an error);
 - the API requires the first turn to be the user's: when the view starts with an assistant turn,
   a minimal user text "(continued)" is inserted before it.
 So read(write(x)) can have fewer messages than x; what is guaranteed is the same sequence of roles
@@ -27,7 +28,7 @@ from ..model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, Too
 from .base import Transcript
 from .jsondoc import as_messages, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
-from .validate import check_pairing
+from .validate import NO_RESULT, check_pairing
 
 NAME = "anthropic"
 WRITABLE = True
@@ -294,6 +295,11 @@ def _place_results(turns: list[_Turn]) -> list[_Turn]:
         for item in items:
             if item.answers is not None:
                 moved.setdefault(owner[item.answers], []).append(item)
+    for ti, (_, items) in enumerate(turns[:-1]):    # a call in the last turn may still be run
+        answered = {item.answers for item in moved.get(ti, ())}
+        for call in [item.call for item in items if item.call and item.call not in answered]:
+            placeholder = _block_json(ToolResult(call, NO_RESULT, is_error=True))
+            moved.setdefault(ti, []).append(_Item(placeholder, answers=call))
     placed: list[_Turn] = []
     for ti, (role, items) in enumerate(turns):
         kept = [item for item in items if item.answers is None]

@@ -5,8 +5,9 @@ Read keeps every field it does not model (message `name`, `refusal`, an explicit
 original JSON (see rawkeep), so an unchanged `arguments` string is reproduced byte for byte.
 Write makes the view valid for the API: `tool` messages right after the assistant message holding
 the calls; worksurface's own messages become `system` (if system) or `user` text; a tool result
-found inside a non-tool message becomes its own `tool` message; `Thinking` blocks are not sent (the
-API takes no reasoning input); tool-result images follow the tool messages as one user message
+found inside a non-tool message becomes its own `tool` message; a call left without a result while
+more messages follow gets a placeholder result (validate.NO_RESULT); `Thinking` blocks are not sent
+(the API takes no reasoning input); tool-result images follow the tool messages as one user message
 (tool messages carry text only).
 """
 
@@ -23,7 +24,7 @@ from . import anthropic_messages, mini_swe_agent
 from .base import Transcript
 from .jsondoc import as_messages, content_text, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
-from .validate import check_pairing
+from .validate import NO_RESULT, check_pairing
 
 NAME = "openai"
 WRITABLE = True
@@ -199,6 +200,10 @@ def _export(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
             results[owner[r.call_id]].append((r, m))
         for c in m.tool_calls:
             owner[c.id] = i
+    for i, m in enumerate(msgs[:-1]):       # a call at the very end may still be run by the caller
+        answered = {r.call_id for r, _ in results.get(i, ())}
+        results[i] += [(ToolResult(c.id, NO_RESULT, is_error=True), m) for c in m.tool_calls
+                       if c.id not in answered]
     out: list[dict[str, Any]] = []
     for i, m in enumerate(msgs):
         d = _message_dict(m, path)

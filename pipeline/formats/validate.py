@@ -11,6 +11,9 @@ from ..model import Message
 # Meta flag on a message whose tool call(s) never got a result in the source (the run ended, was
 # cut off, or the call was terminal like `submit` / `finish`); the calls are listed under it.
 INTERRUPTED = "interrupted"
+# What export answers such a call with when more messages follow it: both APIs reject a call left
+# unanswered mid-conversation (Claude Code writes a similar synthetic result after an interrupt).
+NO_RESULT = "[no result recorded for this tool call]"
 
 
 def check_pairing(messages: Sequence[Message], path: str | None = None) -> None:

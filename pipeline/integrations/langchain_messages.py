@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..errors import FormatError
-from ..model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+from ..model import Block, Image, Message, Opaque, Origin, Role, Text, Thinking, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 META_KEY = "langchain"
 DIGEST_KEY = "langchain_digest"
 ORIGIN_KEY = "worksurface_origin"
-ROLES = {"system": "system", "human": "user", "ai": "assistant", "AIMessageChunk": "assistant",
-         "tool": "tool"}
+ROLES: dict[str, Role] = {"system": "system", "human": "user", "ai": "assistant",
+                          "AIMessageChunk": "assistant", "tool": "tool"}
 # ChatMessage carries a free-form role; these are the ones with a worksurface equivalent.
-CHAT_ROLES = {"system": "system", "user": "user", "human": "user", "assistant": "assistant",
-              "ai": "assistant", "tool": "tool"}
+CHAT_ROLES: dict[str, Role] = {"system": "system", "user": "user", "human": "user",
+                               "assistant": "assistant", "ai": "assistant", "tool": "tool"}
 # Fields a rebuilt message must not inherit: they describe the old content, not the new one.
 STALE_KWARGS = ("tool_calls", "function_call")
 
@@ -39,6 +39,28 @@ def message_id(message: "BaseMessage", index: int) -> str:
 def to_worksurface(messages: Sequence["BaseMessage"]) -> list[Message]:
     """Convert a LangChain history; FormatError names the index of a message that has no mapping."""
     return [_to_message(m, i) for i, m in enumerate(messages)]
+
+
+class ConversionCache:
+    """`to_worksurface` that remembers the previous call's conversions by message id: a graph hands
+    the same history to every model call (the same objects within a run, equal copies from the
+    checkpoint across runs), so each message is converted once. A hit must be the same object or
+    an equal one (comparing is far cheaper than converting); anything else is converted again."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple["BaseMessage", Message]] = {}
+
+    def to_worksurface(self, messages: Sequence["BaseMessage"]) -> list[Message]:
+        seen: dict[str, tuple[BaseMessage, Message]] = {}
+        out: list[Message] = []
+        for i, m in enumerate(messages):
+            mid = message_id(m, i)
+            hit = self._seen.get(mid)
+            converted = hit[1] if hit is not None and (hit[0] is m or hit[0] == m) else _to_message(m, i)
+            seen[mid] = (m, converted)
+            out.append(converted)
+        self._seen = seen  # only the current history is held, so the cache never outgrows it
+        return out
 
 
 def from_worksurface(messages: Sequence[Message],
@@ -65,7 +87,7 @@ def _to_message(lc: "BaseMessage", index: int) -> Message:
                                   DIGEST_KEY: message.digest})
 
 
-def _role(lc: "BaseMessage", index: int) -> Any:
+def _role(lc: "BaseMessage", index: int) -> Role:
     if lc.type == "chat":
         role = CHAT_ROLES.get(getattr(lc, "role", ""))
     else:
@@ -134,14 +156,18 @@ def _tool_result(lc: "BaseMessage", blocks: list[Block]) -> ToolResult:
 def _json_fields(lc: "BaseMessage") -> dict[str, Any]:
     """The message's fields that survive JSON (the session stores meta as JSON); an arbitrary tool
     `artifact` does not, and comes back only from the original object."""
-    out: dict[str, Any] = {}
-    for key, value in lc.model_dump().items():
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            continue
-        out[key] = value
-    return out
+    fields = lc.model_dump()
+    if _jsonable(fields):  # the usual case: one check, not one per field
+        return fields
+    return {k: v for k, v in fields.items() if _jsonable(v)}
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 # --- worksurface -> LangChain -------------------------------------------------------------------

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
-from .langchain_messages import from_worksurface, to_worksurface
+from .langchain_messages import ConversionCache, from_worksurface
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -53,6 +53,7 @@ class SessionPool:
         self._source = source
         self._config = config
         self._sessions: dict[str, Session] = {}
+        self._caches: dict[str, ConversionCache] = {}
         self._lock = threading.Lock()
 
     def get(self, thread_id: str) -> "Session":
@@ -60,7 +61,13 @@ class SessionPool:
             session = self._sessions.get(thread_id)
             if session is None:
                 session = self._sessions[thread_id] = self._open(thread_id)
+                self._caches[thread_id] = ConversionCache()
             return session
+
+    def conversions(self, thread_id: str) -> ConversionCache:
+        """The thread's message conversion cache (a thread runs one step at a time)."""
+        self.get(thread_id)
+        return self._caches[thread_id]
 
     def _open(self, thread_id: str) -> "Session":
         if callable(self._source):
@@ -74,6 +81,7 @@ class SessionPool:
             for session in self._sessions.values():
                 session.close()
             self._sessions.clear()
+            self._caches.clear()
 
 
 def last_input_tokens(messages: Sequence["BaseMessage"]) -> int | None:
@@ -91,5 +99,6 @@ def prepare_view(pool: SessionPool, messages: Sequence["BaseMessage"],
                  thread_id: str) -> list["BaseMessage"]:
     """The view for the next model call, as LangChain messages; `messages` is not modified."""
     history = list(messages)
-    prepared = pool.get(thread_id).prepare(to_worksurface(history), usage=last_input_tokens(history))
+    converted = pool.conversions(thread_id).to_worksurface(history)
+    prepared = pool.get(thread_id).prepare(converted, usage=last_input_tokens(history))
     return from_worksurface(prepared.messages, history)

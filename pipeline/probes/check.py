@@ -12,7 +12,6 @@ from typing import Any, Iterable, Sequence
 
 from ..formats.base import Transcript
 from ..model import Message
-from ..session import compact
 from ..tokens import TokenCounter
 from ..view import live_slice
 from .baselines import BASELINES
@@ -68,6 +67,8 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     live = live_slice(c.before)
     overrides = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target))
                  if v is not None}
+    from ..session import compact  # LangGraph is slow to import; load it when needed
+
     prepared = compact(_cut_transcript(transcript, c.before), force=True, **overrides)
     budget = counter.messages(prepared.messages)
     result = CheckResult(counter.messages(live), {})

@@ -13,7 +13,6 @@ from typing import Any, Iterable, Sequence
 
 from ..formats.base import Transcript
 from ..model import Message
-from ..session import Session
 from .match import Score, score
 from .model import Probe, ProbeSet
 
@@ -43,6 +42,8 @@ def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     calls = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0] + [len(messages)]
     points: list[CurvePoint] = []
     now = 0.0
+    from ..session import Session  # LangGraph is slow to import; load it when needed
+
     with Session.open(None, window=window, **config) as session:
         for n in calls:
             now = _clock(messages[n - 1], now)

@@ -178,7 +178,7 @@ def _drop_oldest(messages: Sequence[Message], gap: int | None, counter: TokenCou
     if len(units) < 2:
         units = [list(r.messages(messages)) for r in steps(messages)]
     if len(units) < 2:
-        raise SummarizerError("prompt too long, and a single message is left to summarize")
+        raise SummarizerError("prompt too long, and only one step is left to summarize")
     if gap is None:
         n = max(1, math.ceil(len(units) * DROP_FRACTION))
     else:

@@ -113,7 +113,9 @@ class _Packer:
         self.groups[id(section)].add(item.group)
 
     def fill(self, section: Section, limit: int) -> None:
-        """Add the section's best remaining items while the section stays within `limit` tokens."""
+        """Add the section's best remaining items, in rank order, while the section stays within
+        `limit` tokens. An item that does not fit stops the filling (a less important item never
+        jumps ahead of it) unless it could never fit, or can be cut to fit."""
         for item in sorted(section.items, key=lambda it: it.rank):
             if item in section.chosen:
                 continue
@@ -123,12 +125,16 @@ class _Packer:
             cost = self.cost(section, item)
             if cost <= room:
                 self.take(section, item, cost)
-            elif item.shrinkable:
+                continue
+            if item.shrinkable:
                 overhead = cost - self.counter.text(item.text)
                 cut = shrink(item, room - overhead - 2)
                 if cut is not None:
                     section.items[section.items.index(item)] = cut
                     self.take(section, cut, self.cost(section, cut))
+                    continue
+            if cost <= min(limit, section.cap if section.cap is not None else limit, self.budget):
+                break
 
     def run(self) -> None:
         room = max(0, self.budget - self.total)

@@ -1,0 +1,127 @@
+"""Smoke test of the benchmarks: every section on a tiny generated transcript (JSON shape and sane
+values, never timings), the PNG writer, and the prefix measure."""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks` lives at the repo root
+
+from benchmarks import __main__ as entry  # noqa: E402
+from benchmarks import cache, overhead, plot, prefix, replay, retention, scale  # noqa: E402
+from benchmarks.plan import Plan  # noqa: E402
+from benchmarks.report import dumps  # noqa: E402
+from benchmarks.stats import percentile  # noqa: E402
+from worksurface.fixturegen import write_session  # noqa: E402
+from worksurface.model import Message, Text  # noqa: E402
+from worksurface.tokens import TokenCounter  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory) -> Plan:
+    path = write_session(tmp_path_factory.mktemp("bench") / "tiny.jsonl", 8_000, seed=3)
+    return Plan("smoke", [replay.Source("tiny", path)], repeats=1, baseline_stride=2, baseline_repeats=1,
+                scale_sizes=(6_000, 12_000), scale_repeats=1, targets=(1_000, 3_000))
+
+
+@pytest.fixture(scope="module")
+def results(plan, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("out")
+    return {"overhead": overhead.run(plan), "scale": scale.run(plan), "cache": cache.run(plan),
+            "retention": retention.run(plan, out), "out": out}
+
+
+def test_overhead_times_every_call_and_the_baselines_on_the_sampled_ones(plan, results):
+    r = results["overhead"]
+    row = r["transcripts"][0]
+    calls = len(replay.call_points(replay.load(plan.sources[0]).messages))
+    assert row["calls"] == calls > 3
+    assert row["worksurface"]["all"]["n"] == calls and row["worksurface"]["all"]["median"] > 0
+    assert row["sampled_no_fire_calls"] >= 1
+    for name in overhead.BASELINES:
+        assert row["baselines"][name]["median"] > 0
+        assert row["ratios"][name] > 0
+    assert set(row["growth_ms_per_100k"]) == {"worksurface", "recount"}
+    assert set(r["targets"]) >= {"below_target_vs_recount", "within_target_vs_empty_graph"}
+
+
+def test_scale_reports_each_size_with_memory_and_hot_spots(results):
+    r = results["scale"]
+    tokens = [row["tokens"] for row in r["rows"]]
+    assert len(tokens) == 2 and tokens[0] < tokens[1]
+    for row in r["rows"]:
+        assert row["compact_s"] > 0 and row["peak_rss_mb"] > 0 and row["tokens_after"] > 0
+    assert r["rows"][0]["per_token_vs_smallest"] == 1.0
+    assert r["hot_spots"] and all(h["calls"] > 0 for h in r["hot_spots"])
+    assert any(h["function"].startswith(("pipeline/", "stages/", "reinjectors/"))
+               for h in r["worksurface_cumulative"])
+
+
+def test_cache_shares_are_fractions_and_the_unmanaged_transcript_never_breaks(results):
+    rows = {row["method"]: row for row in results["cache"]["rows"]}
+    assert {f"worksurface ({s})" for s in cache.STRATEGIES} <= set(rows)
+    assert "summarize at threshold" in rows
+    for row in rows.values():
+        assert 0 <= row["cached_share"] <= 1
+        assert row["uncached_tokens"] <= row["tokens_sent"]
+    unmanaged = rows["unmanaged transcript (reference)"]
+    assert unmanaged["breaks"] == 0 and unmanaged["cached_share"] > 0.5
+
+
+def test_retention_scores_worksurface_and_the_baselines_at_every_target(results):
+    r = results["retention"]
+    assert r["available"]
+    point = r["points"][0]
+    assert point["probe_count"] > 0
+    assert {"worksurface", "truncate", "mask"} <= set(point["methods"])
+    for cells in point["methods"].values():
+        assert set(cells) == {"1000", "3000"}
+        assert all(0 <= c["fraction"] <= 1 and c["retained"] <= c["total"] for c in cells.values())
+        assert all(isinstance(c["over_target"], bool) for c in cells.values())
+    png = (results["out"] / retention.PLOT_FILE).read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_results_render_to_markdown_and_strict_json(plan, results):
+    sections = {k: v for k, v in results.items() if k != "out"}
+    doc = {"command": plan.command, "mode": "smoke", "started_at": "now", "total_seconds": 1.0,
+           "machine": {"cores": 2, "cpu": "x", "python": "3.11", "libraries": {"worksurface": "0"}},
+           "sections": sections}
+    md = entry.render(doc, plan)
+    for heading in ("## Per-call overhead", "## Scale", "## Prompt-cache stability", "## Retention per token"):
+        assert heading in md
+    assert "python -m benchmarks --smoke" in md
+    json.loads(dumps(doc))  # NaN written as null, so strict parsers accept it
+
+
+def test_png_writer_produces_a_decodable_image(tmp_path):
+    path = tmp_path / "c.png"
+    plot.line_chart([plot.Panel("T", "X", "Y", [plot.Series("a", [(1, 0.2), (2, 0.8)])])], path)
+    data = path.read_bytes()
+    width, height = struct.unpack(">II", data[16:24])
+    idat = data[data.index(b"IDAT") + 4:data.index(b"IEND") - 8]
+    raw = zlib.decompress(idat)
+    assert len(raw) == height * (1 + 3 * width)
+    assert len(set(raw)) > 2  # something besides white was drawn
+
+
+def test_common_prefix_counts_whole_equal_messages_then_tokens_of_the_first_difference():
+    counter = TokenCounter()
+    a = Message("1", "user", (Text("hello world"),))
+    b = Message("2", "assistant", (Text("one two three four"),))
+    b2 = Message("other-id", "assistant", (Text("one two five"),))
+    common = prefix.common_prefix_tokens([a, b], [a, b2], counter)
+    assert common == counter.message(a) + 2
+    assert prefix.common_prefix_tokens([a, b], [a, b], counter) == counter.messages([a, b])
+    assert prefix.common_prefix_tokens([b], [a], counter) == 0
+
+
+def test_percentile_interpolates():
+    assert percentile([1, 2, 3, 4, 5], 50) == 3
+    assert percentile([0, 10], 95) == pytest.approx(9.5)
