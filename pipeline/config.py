@@ -63,7 +63,10 @@ class AutocompactConfig(_Section):
     summary_tokens: int = Field(8_000, ge=200)
     user_messages_tokens: int = Field(4_000, ge=0)
     max_consecutive_failures: int = Field(3, ge=1)
+    # "structured" needs no model; "llm" takes options such as provider, model, base_url,
+    # api_key_env and timeout (see worksurface.summarizers.llm.LLMSummarizer).
     summarizer: str = "structured"
+    summarizer_options: dict[str, Any] = Field(default_factory=dict)
 
 
 class ReinjectConfig(_Section):
@@ -87,6 +90,11 @@ class Config(_Section):
     post_compact_target_tokens: int | None = Field(None, ge=500)
     workspace_root: str | None = None
     status_strategy: str = Field("delta", pattern="^(append|replace|delta)$")
+    # Deltas accumulate at the tail; they are folded into one fresh baseline when a stage already
+    # breaks the cache on this call and at least `status_fold_min` are in view, or in any case once
+    # `status_fold_max` are (so the bar never grows without bound between compactions).
+    status_fold_min: int = Field(4, ge=1)
+    status_fold_max: int = Field(40, ge=2)
     budget: BudgetConfig = BudgetConfig()
     snip: SnipConfig = SnipConfig()
     microcompact: MicrocompactConfig = MicrocompactConfig()

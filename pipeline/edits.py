@@ -81,25 +81,41 @@ Edit = Union[ReplaceResult, ReplaceMessages, Compact, Insert]
 
 
 def apply_edits(messages: Sequence[Message], edits: Iterable[Edit]) -> list[Message]:
-    """Apply edits in order. Runs of `ReplaceResult` are applied in one pass (the later edit for a
-    call id wins), since microcompact clears many results at once."""
+    """Apply edits in order. Runs of `ReplaceResult` (microcompact clears many results at once) and
+    runs of independent `ReplaceMessages` (collapse folds many spans) are each applied in one pass,
+    which gives the same view as applying them one by one."""
     view = list(messages)
-    pending: dict[str, ReplaceResult] = {}
+    results: dict[str, ReplaceResult] = {}
+    replacements: list[ReplaceMessages] = []
+    touched: set[str] = set()  # ids the pending replacements remove or introduce
+
+    def flush() -> None:
+        nonlocal view, results, replacements, touched
+        if results:
+            view = _replace_results(view, results)
+        if replacements:
+            view = _replace_messages(view, replacements)
+        results, replacements, touched = {}, [], set()
+
     for edit in edits:
         if isinstance(edit, ReplaceResult):
-            pending[edit.call_id] = edit
+            if replacements:
+                flush()
+            results[edit.call_id] = edit
             continue
-        if pending:
-            view = _replace_results(view, pending)
-            pending = {}
         if isinstance(edit, ReplaceMessages):
-            view = _replace_messages(view, edit)
-        elif isinstance(edit, Compact):
+            if results or touched.intersection(edit.ids):
+                flush()
+            replacements.append(edit)
+            touched.update(edit.ids)
+            touched.update(m.id for m in edit.replacement)
+            continue
+        flush()
+        if isinstance(edit, Compact):
             view = _compact(view, edit)
         elif isinstance(edit, Insert):
             view = _insert(view, edit)
-    if pending:
-        view = _replace_results(view, pending)
+    flush()
     return view
 
 
@@ -119,17 +135,18 @@ def _replace_results(view: list[Message], by_call: dict[str, ReplaceResult]) -> 
     return out
 
 
-def _replace_messages(view: list[Message], edit: ReplaceMessages) -> list[Message]:
-    ids = set(edit.ids)
+def _replace_messages(view: list[Message], edits: list[ReplaceMessages]) -> list[Message]:
+    """Edits with disjoint ids: each edit's messages go, its replacement stands where the first was."""
+    owner = {i: k for k, e in enumerate(edits) for i in e.ids}
+    placed: set[int] = set()
     out: list[Message] = []
-    placed = False
     for m in view:
-        if m.id in ids:
-            if not placed:
-                out.extend(edit.replacement)
-                placed = True
-            continue
-        out.append(m)
+        k = owner.get(m.id)
+        if k is None:
+            out.append(m)
+        elif k not in placed:
+            out.extend(edits[k].replacement)
+            placed.add(k)
     return out
 
 

@@ -9,6 +9,7 @@ edits and the metadata in one transaction, so a crash leaves the previous consis
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import os
 import time
@@ -90,7 +91,7 @@ class Session:
                  reinjectors: Sequence[Any] | None = None, counter: TokenCounter | None = None) -> None:
         self.store = store
         self.config = config
-        self.summarizer = summarizer
+        self.summarizer = summarizer or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
         self._graph = build_graph()
@@ -102,6 +103,14 @@ class Session:
         self._deriver_seen = 0
         self._reducer = StatusReducer()
         self._status_reset = False  # a rewind dropped the status edits; the store follows at commit
+
+    @staticmethod
+    def _configured_summarizer(config: Config) -> Any:
+        """The summarizer the config names; None means the built-in structured one."""
+        if config.autocompact.summarizer == "structured" and not config.autocompact.summarizer_options:
+            return None
+        from .summarizers import get_summarizer
+        return get_summarizer(config.autocompact.summarizer, **config.autocompact.summarizer_options)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
@@ -162,7 +171,8 @@ class Session:
             final = self._graph.invoke(start_state, config={"configurable": {"ctx": ctx}})
             new_edits: list[Edit] = list(final.get("edits", []))
             out_view = final["view"]
-            status_edits, new_status_state, status_report = self._publish_status(ctx, out_view, planned)
+            ctx.extras["graph_edits"] = new_edits
+            status_edits, new_status_state, status_report = self._publish_status(ctx, out_view, status_state, planned)
             if status_edits:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
@@ -170,8 +180,7 @@ class Session:
                 self._check(live, out_view)  # an unedited view is the previous one plus the transcript's
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
             report.status = status_report
-            self._commit(live, keep, new_edits, out_view, now, report)
-            self.store.set_meta("status_publisher", new_status_state.to_json())
+            self._commit(live, keep, new_edits, out_view, now, report, new_status_state)
             if self._overflowed(report):
                 raise ContextOverflowError("compaction could not bring the view under the threshold",
                                            tokens=report.tokens_after, threshold=self.config.threshold)
@@ -239,7 +248,7 @@ class Session:
         self._cached = None
         self._status_reset = True
 
-    def _publish_status(self, ctx: StageContext, view: list[Message],
+    def _publish_status(self, ctx: StageContext, view: list[Message], state: PublisherState,
                         planned: tuple[PublisherState, Any]) -> tuple[list[Edit], PublisherState, dict[str, Any]]:
         """Status edits for this call: after a compaction the status reinjector already made the new
         epoch's baseline; otherwise the planned publication (nothing when nothing changed)."""
@@ -248,6 +257,12 @@ class Session:
             edits: list[Edit] = [ReplaceMessages("status", tuple(remove_ids), ())] if remove_ids else []
             return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": "baseline"}
         new_state, publication = planned
+        if self._should_fold(ctx, new_state):
+            # One fresh baseline replaces the epoch's accumulated status messages (instead of the
+            # planned publication, which is never made).
+            folded, publication = publish(dataclasses.replace(state, last=None), ctx.extras["status_snapshot"],
+                                          strategy="replace", now=ctx.now)
+            new_state = dataclasses.replace(folded, strategy=state.strategy)
         edits = []
         if publication.remove_ids:
             edits.append(ReplaceMessages("status", publication.remove_ids, ()))
@@ -258,6 +273,13 @@ class Session:
         kind = publication.messages[0].meta.get("kind") if publication.messages else None
         return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": kind,
                                   "bytes": publication.bytes}
+
+    def _should_fold(self, ctx: StageContext, state: PublisherState) -> bool:
+        if state.strategy == "replace":
+            return False
+        in_view = len(state.published_ids)
+        cache_breaks = bool(ctx.extras.get("graph_edits"))
+        return in_view >= self.config.status_fold_max or (cache_breaks and in_view >= self.config.status_fold_min)
 
     # --- fetching back what was removed (invariant 6) ------------------------------------------
 
@@ -347,9 +369,11 @@ class Session:
                              ms=(time.perf_counter() - started) * 1000, rewound=rewound)
 
     def _commit(self, live: list[Message], keep: int, new_edits: list[Edit], view: list[Message],
-                now: float, report: PrepareReport) -> None:
+                now: float, report: PrepareReport, status_state: PublisherState) -> None:
+        """Everything this call decided, in one transaction: a crash leaves the previous state."""
         store = self.store
         with store.transaction():
+            store.set_meta("status_publisher", status_state.to_json())
             if keep < len(self._log):
                 store.truncate_log(keep)
             if self._status_reset:

@@ -28,6 +28,8 @@ SUMMARY_PREFIX = (
 # Shares of the post-compact target (after the system prefix): the rest is left to reinjection.
 TAIL_SHARE = 0.3
 SUMMARY_SHARE = 0.45
+# The smallest summary worth writing: the active request and a few rules.
+MIN_SUMMARY_TOKENS = 200
 # Boundary text, summary prefix and message framing.
 OVERHEAD_TOKENS = 120
 
@@ -53,9 +55,11 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     head, tail = view[floor:start], view[start:]
     if not head:
         return _skip(tokens, started, "nothing before the kept tail to summarize")
-    summary_budget = max(1, min(config.summary_tokens,
-                                int(available * SUMMARY_SHARE),
-                                available - counter.messages(tail)))
+    # A tail that must keep a large last turn can leave nothing for the summary; it still gets a
+    # minimum (the view may then miss the target, and the session reports an overflow if it must).
+    summary_budget = max(MIN_SUMMARY_TOKENS, min(config.summary_tokens,
+                                                 int(available * SUMMARY_SHARE),
+                                                 available - counter.messages(tail)))
 
     primary = ctx.summarizer or StructuredSummarizer()
     summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx)
@@ -87,6 +91,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
             "latest_user_in_tail": any(is_user_turn(m) for m in tail)}
     if fallback_error:
         info["fallback"] = {"from": primary.name, "error": fallback_error}
+    if summary.details:
+        info["summarizer_details"] = summary.details  # retries, dropped rounds, trimmed sections
     edit = Compact(NAME, tail[0].id if tail else None, (boundary, summary_msg), covered, info)
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
                          details=info)

@@ -138,7 +138,7 @@ def _duplicates(results: dict[str, tuple[int, ToolResult]], calls: dict[str, Too
             shorter, longer = sorted((len(result.content), len(other_content)))
             if shorter < LENGTH_RATIO_FOR_NEAR_DUPLICATE * longer:
                 continue
-            if fuzz.ratio(result.content, other_content, score_cutoff=config.near_duplicate_ratio):
+            if _near_duplicate(result.content, other_content, config.near_duplicate_ratio):
                 out[call_id] = (f"[snipped: near-duplicate of the later output of call {other_id} ({label})]", index)
                 break
         else:
@@ -150,6 +150,12 @@ def _duplicates(results: dict[str, tuple[int, ToolResult]], calls: dict[str, Too
 def _content_digest(content: str) -> str:
     # Snip looks at every result on every call; a session reuses the same strings, so hash once.
     return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@lru_cache(maxsize=65_536)
+def _near_duplicate(a: str, b: str, cutoff: float) -> bool:
+    # A replay asks about the same pairs on every call; the verdict for two strings never changes.
+    return fuzz.ratio(a, b, score_cutoff=cutoff) > 0
 
 
 def _superseded_status(view: Sequence[Message]) -> list[Message]:

@@ -35,7 +35,7 @@ def compactions(monkeypatch):
                                      overrides=overrides))
         return real_compact(transcript, force=force, **overrides)
 
-    monkeypatch.setattr(check_module, "compact", spy)
+    monkeypatch.setattr("worksurface.session.compact", spy)  # check imports it at call time
     return calls
 
 
@@ -143,7 +143,7 @@ SMALL = {"window": 4_000, "max_output": 500, "autocompact_buffer": 500}
 
 
 def test_curve_scores_after_each_compaction_only_what_was_established(monkeypatch):
-    monkeypatch.setattr(curve_module, "Session", RecordingSession)
+    monkeypatch.setattr("worksurface.session.Session", RecordingSession)  # curve imports it at call time
     messages = session() + long_session(35, seed=2, tag="x", users=False)[1:]
     probes = derive(messages)
     points = curve(messages, probes, **SMALL)

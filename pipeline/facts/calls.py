@@ -110,8 +110,24 @@ def is_sibling_error(result: ToolResult | None) -> bool:
     return result is not None and SIBLING_ERROR in result.content[:200]
 
 
+# One compaction asks for the calls of the same message list from every extractor and reinjector;
+# the last few lists' answers are kept (by identity: messages are immutable, lists are not reused).
+_RECENT: list[tuple[Sequence[Message], int, list["CallRecord"]]] = []
+RECENT_LISTS = 4
+
+
 def tool_calls(messages: Sequence[Message]) -> list[CallRecord]:
     """Every tool call with its result, in call order (a call with no result has result None)."""
+    for seen, length, records in _RECENT:
+        if seen is messages and length == len(messages):
+            return list(records)
+    records = _tool_calls(messages)
+    _RECENT.insert(0, (messages, len(messages), records))
+    del _RECENT[RECENT_LISTS:]
+    return list(records)
+
+
+def _tool_calls(messages: Sequence[Message]) -> list[CallRecord]:
     results: dict[str, tuple[int, Message, ToolResult]] = {}
     for i, m in enumerate(messages):
         for r in m.tool_results:
