@@ -25,9 +25,12 @@ SUMMARY_PREFIX = (
     "The summary below covers the earlier part of the conversation; the messages after it are the "
     "most recent ones, kept as they were. The \"Next step\" section is advisory: check it against "
     "the latest user request before acting on it.\n\n")
-# Shares of the post-compact target (after the system prefix): the rest is left to reinjection.
-TAIL_SHARE = 0.3
-SUMMARY_SHARE = 0.45
+# Shares of the post-compact target (after the system prefix); the rest is left to reinjection.
+# Measured with the forgetting probes: under a small target the summary holds the most facts per
+# token, so it gets most of the room; with more room a longer verbatim tail pays off.
+SMALL_TARGET, LARGE_TARGET = 10_000, 30_000
+TAIL_SHARE = (0.1, 0.3)      # at SMALL_TARGET, at LARGE_TARGET (linear between)
+SUMMARY_SHARE = (0.7, 0.45)
 # The smallest summary worth writing: the active request and a few rules.
 MIN_SUMMARY_TOKENS = 200
 # Boundary text, summary prefix and message framing.
@@ -47,7 +50,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     floor = stable_prefix_length(view)
     prefix_tokens = counter.messages(view[:floor])
     available = max(0, ctx.config.post_compact_target - prefix_tokens - OVERHEAD_TOKENS)
-    tail_budget = min(config.keep_tail_tokens, int(available * TAIL_SHARE))
+    tail_share, summary_share = _shares(available)
+    tail_budget = min(config.keep_tail_tokens, int(available * tail_share))
     start = tail_start(view, counter, tail_budget, floor)
     if start <= floor and ctx.forced:
         # A manual compaction of a short session: keep the newer half so there is something to summarize.
@@ -55,11 +59,12 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     head, tail = view[floor:start], view[start:]
     if not head:
         return _skip(tokens, started, "nothing before the kept tail to summarize")
-    # A tail that must keep a large last turn can leave nothing for the summary; it still gets a
-    # minimum (the view may then miss the target, and the session reports an overflow if it must).
-    summary_budget = max(MIN_SUMMARY_TOKENS, min(config.summary_tokens,
-                                                 int(available * SUMMARY_SHARE),
-                                                 available - counter.messages(tail)))
+    # A tail that must keep a large last turn can leave little for the summary; it still gets half
+    # its share (the view then misses the target, and the session reports an overflow if it must):
+    # a summary starved to nothing would forget everything before the tail.
+    share = int(available * summary_share)
+    summary_budget = max(MIN_SUMMARY_TOKENS, min(config.summary_tokens, share,
+                                                 max(available - counter.messages(tail), share // 2)))
 
     primary = ctx.summarizer or StructuredSummarizer()
     summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx)
@@ -112,6 +117,13 @@ def _summarize(primary, head: list[Message], tail: list[Message], budget: int, c
         return summary, None
     except SummarizerError as exc:
         return StructuredSummarizer().summarize(request, ctx.counter), str(exc)
+
+
+def _shares(available: int) -> tuple[float, float]:
+    """(tail share, summary share) of the room after the system prefix."""
+    t = min(1.0, max(0.0, (available - SMALL_TARGET) / (LARGE_TARGET - SMALL_TARGET)))
+    return (TAIL_SHARE[0] + t * (TAIL_SHARE[1] - TAIL_SHARE[0]),
+            SUMMARY_SHARE[0] + t * (SUMMARY_SHARE[1] - SUMMARY_SHARE[0]))
 
 
 def _quotes(summary: str, text: str) -> bool:

@@ -13,6 +13,7 @@ from rich.table import Table
 from ..config import Config
 from ..errors import WorksurfaceError
 from ..formats import WRITABLE_FORMATS, read_transcript, write_transcript
+from ..probes.cut import cut, cut_transcript
 from .app import app, fail
 
 # Read-only inputs (SWE-agent, OpenHands, ...) are written as OpenAI chat messages unless told otherwise.
@@ -26,6 +27,9 @@ def compact(
                                        help="Where to write the compacted transcript "
                                             "(default: <name>.compacted<ext> in the current directory)."),
     format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    at: Optional[str] = typer.Option(None, "--at",
+                                     help="Compact the transcript as it stood at a point: 'boundary' (just "
+                                          "before its first compaction marker) or a number of messages."),
     out_format: Optional[str] = typer.Option(None, "--out-format",
                                              help=f"Output format: one of {', '.join(WRITABLE_FORMATS)} "
                                                   "(default: the input's, or openai for read-only formats)."),
@@ -41,6 +45,8 @@ def compact(
 
     try:
         transcript = read_transcript(path, format)
+        if at is not None:
+            transcript = cut_transcript(transcript, cut(transcript.messages, at).before)
         config = Config.load().with_overrides(window=window, post_compact_target_tokens=target)
         fmt = out_format or (transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
         destination = out or Path.cwd() / f"{path.stem}.compacted{path.suffix if fmt == transcript.format else '.json'}"

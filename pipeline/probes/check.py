@@ -15,7 +15,7 @@ from ..model import Message
 from ..tokens import TokenCounter
 from ..view import live_slice
 from .baselines import BASELINES
-from .cut import cut
+from .cut import cut, cut_transcript
 from .match import Score, score
 from .model import Probe, ProbeError, ProbeSet
 
@@ -69,7 +69,7 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
                  if v is not None}
     from ..session import compact  # LangGraph is slow to import; load it when needed
 
-    prepared = compact(_cut_transcript(transcript, c.before), force=True, **overrides)
+    prepared = compact(cut_transcript(transcript, c.before), force=True, **overrides)
     budget = counter.messages(prepared.messages)
     result = CheckResult(counter.messages(live), {})
     result.methods[WORKSURFACE] = _method(prepared.messages, probe_list, counter)
@@ -94,14 +94,3 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
 def _method(view: list[Message], probes: Sequence[Probe], counter: TokenCounter) -> MethodResult:
     return MethodResult(view, counter.messages(view), score(view, probes))
 
-
-def _cut_transcript(transcript: Transcript | Sequence[Message],
-                    before: list[Message]) -> Transcript | list[Message]:
-    """The transcript as it stood at the cut: its messages before the cut, and only the queued user
-    inputs that had arrived by then."""
-    if not isinstance(transcript, Transcript):
-        return before
-    ids = {m.id for m in before}
-    queued = [(after, text) for after, text in transcript.queued_inputs if after is None or after in ids]
-    return Transcript(before, transcript.format, transcript.path, list(transcript.extras),
-                      dict(transcript.meta), queued)

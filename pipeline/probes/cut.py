@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..formats.base import Transcript
 from ..model import Message
 from .baselines import split_prefix
 from .model import ProbeError
@@ -66,3 +67,15 @@ def claude_code_view(messages: Sequence[Message], boundary: int) -> list[Message
         if m.role == "assistant":
             break
     return None
+
+
+def cut_transcript(transcript: Transcript | Sequence[Message],
+                   before: list[Message]) -> Transcript | list[Message]:
+    """The transcript as it stood at the cut: its messages before the cut, and only the queued user
+    inputs that had arrived by then."""
+    if not isinstance(transcript, Transcript):
+        return before
+    ids = {m.id for m in before}
+    queued = [(after, text) for after, text in transcript.queued_inputs if after is None or after in ids]
+    return Transcript(before, transcript.format, transcript.path, list(transcript.extras),
+                      dict(transcript.meta), queued)

@@ -1,0 +1,63 @@
+"""`worksurface compact` and `worksurface replay` through the CLI: output files, JSON report, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from builders import LONG_CC
+from worksurface.cli import app
+from worksurface.formats import read_transcript
+from worksurface.tokens import TokenCounter
+from worksurface.view import check_pairing, live_slice
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
+runner = CliRunner()
+
+
+def _compact(*args: str) -> dict:
+    res = runner.invoke(app, ["compact", *args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_compact_json_report_and_output_file(tmp_path):
+    out = tmp_path / "small.out.jsonl"
+    data = _compact(str(FIXTURES / "small.jsonl"), "-o", str(out), "--force")
+    assert {"tokens_before", "tokens_after", "stages", "boundary"} <= set(data)
+    assert [s["name"] for s in data["stages"]] == ["budget", "snip", "microcompact", "collapse", "autocompact"]
+    assert set(data["stages"][0]) == {"name", "tokens_before", "tokens_after", "items", "ms", "skipped"}
+    assert data["boundary"]["trigger"] == "manual"
+    written = read_transcript(out)
+    assert written.format == "claude-code" and not check_pairing(live_slice(written.messages))
+
+
+@pytest.mark.skipif(not LONG_CC, reason="shared transcripts not available")
+@pytest.mark.parametrize("target", [None, 10_000])
+def test_compact_long_claude_code_sessions_at_their_boundary(tmp_path, target):
+    for path in LONG_CC:
+        out = tmp_path / f"{path.stem}.jsonl"
+        extra = ["--target", str(target)] if target else []
+        data = _compact(str(path), "--at", "boundary", "--force", "-o", str(out), *extra)
+        view = live_slice(read_transcript(out).messages)
+        assert not check_pairing(view)
+        assert TokenCounter().messages(view) <= (target or 40_000)
+        assert data["tokens_after"] <= (target or 40_000)
+
+
+def test_compact_errors_name_the_file_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "user", "uuid": "a", "sessionId": "s", "message": {"role": "user", "content": "hi"}}\n{broken\n')
+    res = runner.invoke(app, ["compact", str(bad)])
+    assert res.exit_code == 2 and "bad.jsonl:2" in res.output
+
+
+def test_replay_reports_every_call(tmp_path):
+    res = runner.invoke(app, ["replay", str(FIXTURES / "small.jsonl"), "--session", str(tmp_path / "s"), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["summary"]["calls"] == len(data["calls"]) > 3
+    assert 0.5 < data["summary"]["cache_share"] <= 1.0
+    assert all(c["cached_tokens"] <= c["view_tokens"] for c in data["calls"])
