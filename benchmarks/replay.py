@@ -5,12 +5,12 @@ an assistant message answers, so call k sends the prefix that ends right before 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from worksurface.formats import Transcript, read_transcript
 from worksurface.model import Message
+from worksurface.replay import call_points, replay_clock
 
 REPO = Path(__file__).resolve().parents[1]
 # Real transcripts are read in place from the shared folder beside the repository, never copied.
@@ -20,9 +20,6 @@ HAND_PROBES_DIR = SHARED / "probes"
 # The two long Claude Code sessions (each has a real compact boundary) and the long generated fixture.
 LONG_SESSIONS = ("258c7280", "8463c716")
 LONG_FIXTURE = REPO / "fixtures" / "long.jsonl"
-# A replayed call without a timestamp comes this long after the previous one: under the 5-minute cache
-# TTL, so a missing timestamp never fakes an idle gap.
-DEFAULT_GAP_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -63,29 +60,8 @@ def load(source: Source) -> Transcript:
     return read_transcript(source.path)
 
 
-def call_points(messages: Sequence[Message]) -> list[int]:
-    """Prefix lengths at which a harness calls the model: before every assistant message that answers
-    a user or tool message (the later records of one assistant turn are not separate calls)."""
-    return [i for i in range(1, len(messages))
-            if messages[i].role == "assistant" and messages[i - 1].role in ("user", "tool")]
-
-
-def clock(message: Message, previous: float) -> float:
-    """The call's time: the last message's timestamp when the format records one (real idle gaps), else
-    a second after the previous call; never earlier than `previous`, never the wall clock."""
-    stamp = message.meta.get("timestamp")
-    if isinstance(stamp, str):
-        try:
-            t = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            t = None
-        if t is not None and t >= previous:
-            return t
-    return previous + DEFAULT_GAP_SECONDS
-
-
 def calls(messages: Sequence[Message]) -> Iterator[Call]:
     now = 0.0
     for k, n in enumerate(call_points(messages)):
-        now = clock(messages[n - 1], now)
+        now = replay_clock(messages[n - 1], now)
         yield Call(k, n, now)

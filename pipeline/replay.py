@@ -12,20 +12,25 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from statistics import median
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .model import Message
-from .session import Session
 from .tokens import TokenCounter
 
+if TYPE_CHECKING:  # the session pulls in LangGraph; the probes import this module without it
+    from .session import Session
 
-def call_points(messages: Sequence[Message]) -> Iterator[int]:
-    """Prefix lengths at which a harness calls the model: before each assistant turn, and at the end."""
-    for i in range(1, len(messages)):
-        if messages[i].role == "assistant" and messages[i - 1].role != "assistant":
-            yield i
-    if messages:
-        yield len(messages)
+# A call whose message has no timestamp comes this long after the previous one: well under the
+# 5-minute cache TTL, so a missing timestamp never fakes an idle gap.
+DEFAULT_GAP_SECONDS = 1.0
+
+
+def call_points(messages: Sequence[Message]) -> list[int]:
+    """Prefix lengths at which a harness calls the model: before each assistant turn (the later
+    records of one turn are not separate calls), and at the end."""
+    points = [i for i in range(1, len(messages))
+              if messages[i].role == "assistant" and messages[i - 1].role != "assistant"]
+    return points + [len(messages)] if messages else points
 
 
 def message_time(message: Message) -> float | None:
@@ -37,6 +42,14 @@ def message_time(message: Message) -> float | None:
         return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def replay_clock(message: Message, previous: float) -> float:
+    """A replayed call's time: the message's own timestamp (so idle gaps, and cold-cache triggers,
+    are the real ones), else `DEFAULT_GAP_SECONDS` after the previous call; never earlier than
+    `previous` and never the wall clock, so a replay is deterministic."""
+    t = message_time(message)
+    return t if t is not None and t >= previous else previous + DEFAULT_GAP_SECONDS
 
 
 def cached_prefix_tokens(previous: Sequence[Message], current: Sequence[Message], counter: TokenCounter) -> int:
@@ -79,12 +92,12 @@ class ReplayResult:
             "compactions": sum("autocompact" in c.fired for c in self.calls)}}
 
 
-def replay(messages: Sequence[Message], session: Session) -> ReplayResult:
+def replay(messages: Sequence[Message], session: "Session") -> ReplayResult:
     previous: list[Message] = []
     clock = 0.0
     records = []
     for n, end in enumerate(call_points(messages)):
-        clock = message_time(messages[end - 1]) or clock + 1.0
+        clock = replay_clock(messages[end - 1], clock)
         started = time.perf_counter()
         prepared = session.prepare(messages[:end], now=clock)
         ms = (time.perf_counter() - started) * 1000

@@ -16,6 +16,7 @@ from worksurface.model import Message, Text, orphans
 from worksurface.probes import ProbeError, ProbeSet, derive, score
 from worksurface.probes.cut import cut
 from worksurface.probes import check as check_module
+from worksurface.replay import call_points
 from worksurface.probes import curve as curve_module
 from worksurface.probes.check import check
 from worksurface.probes.curve import curve
@@ -150,7 +151,8 @@ def test_curve_scores_after_each_compaction_only_what_was_established(monkeypatc
     replay = RecordingSession.opened[-1]
     assert replay.overrides == SMALL
     calls = [n for n, _ in replay.calls]
-    assert calls == [i for i, m in enumerate(messages) if m.role == "assistant"] + [len(messages)]
+    # One call per assistant turn (not per record of a split turn), and one at the end.
+    assert calls == call_points(messages)
     assert len(points) >= 3
     assert {p.messages for p in points} <= set(calls)
     position = {m.id: i for i, m in enumerate(messages)}

@@ -8,11 +8,11 @@ compactions. After each compaction the view is scored on the probes established 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from ..formats.base import Transcript
 from ..model import Message
+from ..replay import call_points, replay_clock
 from .match import Score, score
 from .model import Probe, ProbeSet
 
@@ -39,14 +39,14 @@ def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
     probe_list = list(ProbeSet.of(probes))
     position = {m.id: i for i, m in enumerate(messages)}
-    calls = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0] + [len(messages)]
+    calls = list(call_points(messages))
     points: list[CurvePoint] = []
     now = 0.0
     from ..session import Session  # LangGraph is slow to import; load it when needed
 
     with Session.open(None, window=window, **config) as session:
         for n in calls:
-            now = _clock(messages[n - 1], now)
+            now = replay_clock(messages[n - 1], now)
             prepared = session.prepare(messages[:n], now=now)
             report = prepared.report
             if report.boundary is None:
@@ -55,18 +55,3 @@ def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
             points.append(CurvePoint(n, report.tokens_before, report.tokens_after,
                                      score(prepared.messages, established)))
     return points
-
-
-def _clock(message: Message, previous: float) -> float:
-    """The replayed call's time: the message's timestamp when the format records one (so idle gaps
-    are the real ones), else one second after the previous call; never earlier than `previous`, and
-    never the wall clock, so a replay is deterministic."""
-    stamp = message.meta.get("timestamp")
-    if isinstance(stamp, str):
-        try:
-            t = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            t = None
-        if t is not None and t >= previous:
-            return t
-    return previous + 1.0
