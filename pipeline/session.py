@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .config import Config
 from .edits import Edit, Insert, ReplaceMessages, apply_edits
-from .errors import ArtifactNotFoundError, ContextOverflowError, WorksurfaceError
+from .errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
 from .formats.base import Transcript
 from .graph import STAGE_NAMES, build_graph
 from .model import Message, Origin, ToolResult, orphans
@@ -29,7 +29,7 @@ from .status.derive import EventDeriver
 from .status.events import Event
 from .store import MemoryStore, SessionStore
 from .tokens import TokenCounter
-from .view import check_no_duplicates, check_pairing, live_slice, protected_ids
+from .view import check_no_duplicates, check_pairing, close_interrupted, live_slice, protected_ids
 
 
 # Epoch numbers match the status bar's: the session before any compaction is epoch 1.
@@ -95,14 +95,27 @@ class Session:
         self.counter = counter or TokenCounter()
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
         self._graph = build_graph()
+        self.counter.load_message_counts(store.token_cache())
         self._log: list[Message] = store.log_messages()
         self._digests: list[str] = [m.digest for m in self._log]
         self._edits: list[Edit] = store.edits()
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
+        self._verify_reopened()
         self._deriver: EventDeriver | None = None  # status events derived from the live transcript
         self._deriver_seen = 0
         self._reducer = StatusReducer()
         self._status_reset = False  # a rewind dropped the status edits; the store follows at commit
+
+    def _verify_reopened(self) -> None:
+        """A reopened session must rebuild exactly the view it last returned (DESIGN.md section 7)."""
+        stored = self.store.get_meta("view_digest")
+        if stored is None:
+            return
+        view = self.view()
+        if view_digest(view) != stored:
+            raise SessionError(f"{getattr(self.store, 'path', 'session')}: the stored log and edits do not rebuild "
+                               "the last view (damaged directory, or written by another worksurface version)")
+        self._cached = (len(self._log), len(self._edits), view)
 
     @staticmethod
     def _configured_summarizer(config: Config) -> Any:
@@ -139,7 +152,7 @@ class Session:
         started = time.perf_counter()
         now = time.time() if now is None else now
         with self.store.lock():
-            live = live_slice(_as_messages(transcript))
+            live = close_interrupted(live_slice(_as_messages(transcript)))
             keep = self._sync_point(live)
             rewound = len(self._log) - keep
             if rewound:
@@ -393,6 +406,7 @@ class Session:
                 store.set_meta("consecutive_failures", 0)
             store.set_meta("last_view_tail", view[-1].id if view else None)
             store.set_meta("view_digest", view_digest(view))
+            store.update_token_cache(self.counter.take_unsaved())
         self._log = self._log[:keep] + list(live[keep:])
         self._digests = self._digests[:keep] + [m.digest for m in live[keep:]]
         self._edits = self._edits + list(new_edits)

@@ -312,30 +312,6 @@ class Store(ABC):
                 self._save("tokens:len", chunks + 1, "token cache")
             mirror.update(new)
 
-    # --- last view --------------------------------------------------------------------------------
-
-    def save_view(self, messages: Sequence[Message]) -> str:
-        """Store the view returned to the harness; returns its digest."""
-        text = _dumps([message_to_json(m) for m in messages], "view")
-        digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-        with self.transaction():
-            self._put("view", text)
-            self._save("view:digest", digest, "view digest")
-        return digest
-
-    def load_view(self) -> list[Message] | None:
-        """The last saved view (None before the first), checked against its digest."""
-        text = self._get("view")
-        if text is None:
-            return None
-        if hashlib.blake2b(text.encode(), digest_size=16).hexdigest() != self.view_digest():
-            raise SessionError("stored view does not match its digest (session directory damaged)")
-        return [message_from_json(m) for m in json.loads(text)]
-
-    def view_digest(self) -> str | None:
-        """Digest of the last saved view's JSON (None before the first)."""
-        return self._load("view:digest")
-
 
 class SessionStore(Store):
     """A session kept in a directory; see the module docstring for the layout."""

@@ -50,10 +50,11 @@ def image_tokens(image: Image) -> int:
 class TokenCounter:
     """Counts tokens of blocks, messages and views; each distinct block is encoded once."""
 
-    def __init__(self, preload: Mapping[Block, int] | None = None) -> None:
+    def __init__(self) -> None:
         self._enc = get_encoding()
-        self._cache: dict[Block, int] = dict(preload or {})
+        self._cache: dict[Block, int] = {}
         self._messages: dict[str, int] = {}  # by Message.digest: views are recounted on every call
+        self._unsaved: dict[str, int] = {}  # message counts a session has not persisted yet
         self.encoded = 0  # blocks actually encoded (for benchmarks and tests of memoization)
 
     def text(self, text: str) -> int:
@@ -81,8 +82,18 @@ class TokenCounter:
         key = message.digest
         n = self._messages.get(key)
         if n is None:
-            n = self._messages[key] = PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks)
+            n = self._messages[key] = self._unsaved[key] = (
+                PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks))
         return n
+
+    def load_message_counts(self, counts: Mapping[str, int]) -> None:
+        """Counts persisted by a session (message digest -> tokens): those messages are not encoded again."""
+        self._messages.update(counts)
+
+    def take_unsaved(self) -> dict[str, int]:
+        """Message counts made since the last call, for a session to persist."""
+        out, self._unsaved = self._unsaved, {}
+        return out
 
     def messages(self, messages: Iterable[Message]) -> int:
         return sum(self.message(m) for m in messages)

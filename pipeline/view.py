@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .edits import stable_prefix_length
-from .model import Message, Origin, ToolCall, is_user_turn, orphans
+from .model import Message, Origin, ToolCall, ToolResult, is_user_turn, orphans
 from .tokens import TokenCounter
 
 
@@ -137,3 +137,35 @@ def check_no_duplicates(view: Sequence[Message]) -> list[str]:
             dups.append(f"message {m.id} appears twice")
         seen.add(m.id)
     return dups
+
+
+INTERRUPTED_RESULT = ("[interrupted: no result was recorded for this call; the harness stopped before it "
+                      "finished. Check the state it may have left before repeating it.]")
+
+
+def close_interrupted(messages: Sequence[Message]) -> list[Message]:
+    """Answer each tool call that has no result although the conversation went on (a harness that
+    crashed mid-call) with an explicit interrupted result, placed right after the call's turn, so the
+    view is a valid request. A call in the final turn is left alone: its result may still come."""
+    answered = {r.call_id for m in messages for r in m.tool_results}
+    out: list[Message] = []
+    n = len(messages)
+    i = 0
+    while i < n:
+        j = i
+        while j < n and messages[j].role == "assistant":
+            j += 1
+        if j == i:
+            out.append(messages[i])
+            i += 1
+            continue
+        turn = messages[i:j]
+        out.extend(turn)
+        if j < n:  # the conversation went on after this turn
+            missing = [c for m in turn for c in m.tool_calls if c.id not in answered]
+            if missing:
+                out.append(Message(f"interrupted-{missing[0].id}", "user",
+                                   tuple(ToolResult(c.id, INTERRUPTED_RESULT, is_error=True) for c in missing),
+                                   Origin.RECOVERY, {"interrupted": [c.id for c in missing]}))
+        i = j
+    return out

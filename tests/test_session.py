@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from builders import Convo, words
 from worksurface import Session, compact
 from worksurface.model import Message, Text
@@ -106,3 +108,40 @@ def test_usage_anchoring_shifts_the_estimate(tmp_path):
     # The provider says the previous view was far larger than our count: the trigger sees that.
     prepared = session.prepare(c.messages, usage=50_000, now=2.0)
     assert prepared.report.view_tokens_before > 50_000
+
+
+def test_reopening_a_damaged_session_is_refused(tmp_path):
+    from worksurface.errors import SessionError
+    c = _long_session(10)
+    with Session.open(tmp_path / "s") as s:
+        s.prepare(c.messages, now=1.0)
+        s.store.set_meta("view_digest", "0" * 32)  # as if the log or the edits had been altered
+    with pytest.raises(SessionError, match="do not rebuild the last view"):
+        Session.open(tmp_path / "s")
+
+
+def test_token_counts_are_persisted_with_the_session(tmp_path):
+    c = _long_session(10)
+    with Session.open(tmp_path / "s") as s:
+        s.prepare(c.messages, now=1.0)
+    with Session.open(tmp_path / "s") as again:
+        cached = again.store.token_cache()
+        assert all(m.digest in cached for m in c.messages)
+        again.prepare(c.messages, now=2.0)
+        # Only worksurface's own new messages (this call's status) were encoded, no transcript message.
+        assert again.counter.encoded < 5 < len(c.messages)
+
+
+def test_calls_left_without_a_result_by_a_crash_are_closed_on_recovery(tmp_path):
+    from worksurface.model import Origin, ToolCall
+    from worksurface.view import check_pairing
+    c = Convo().user("deploy it")
+    c.messages.append(Message("a-crash", "assistant", (ToolCall("lost", "Bash", {"command": "make deploy"}),)))
+    c.user("the harness restarted; where were we?")
+    c.messages.append(Message("a-last", "assistant", (ToolCall("pending", "Bash", {"command": "git status"}),)))
+    view = Session.open(tmp_path / "s").prepare(c.messages).messages
+    recovery = [m for m in view if m.origin is Origin.RECOVERY]
+    assert [r.call_id for m in recovery for r in m.tool_results] == ["lost"]
+    assert view.index(recovery[0]) == [m.id for m in view].index("a-crash") + 1
+    assert recovery[0].tool_results[0].is_error and "interrupted" in recovery[0].tool_results[0].content
+    assert check_pairing(view) == ["tool call pending has no result"]  # the final turn is left alone

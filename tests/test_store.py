@@ -94,14 +94,12 @@ def test_transaction_rolls_back_everything(store):
             store.add_edits([ReplaceResult("budget", "c1", "x")])
             store.set_meta("epoch", 2)
             store.update_token_cache({"d1": 5})
-            store.save_view(_messages(1))
             store.truncate_log(1)
             raise RuntimeError("crash")
     assert store.log_ids() == ["m0", "m1", "m2"]
     assert store.edits() == []
     assert store.get_meta("epoch") == 1
     assert store.token_cache() == {}
-    assert store.load_view() is None
 
 
 def test_artifacts_are_content_addressed(store):
@@ -123,17 +121,13 @@ def test_artifacts_are_content_addressed(store):
         assert a.path is None
 
 
-def test_meta_token_cache_and_view(store):
+def test_meta_and_token_cache(store):
     assert store.get_meta("missing", 7) == 7
     store.set_meta("boundaries", [{"epoch": 1, "pre": 167000}])
     assert store.get_meta("boundaries") == [{"epoch": 1, "pre": 167000}]
     for i in range(40):  # more than the chunk limit: exercises the merge
         store.update_token_cache({f"d{i}": i, "d0": 0})
     assert store.token_cache() == {f"d{i}": i for i in range(40)}
-    view = _messages(5)
-    digest = store.save_view(view)
-    assert store.view_digest() == digest
-    assert store.load_view() == view
     with pytest.raises(SessionError):
         store.set_meta("bad", object())
 
@@ -148,8 +142,6 @@ def test_reopen_reproduces_everything(tmp_path):
         art = s.put_artifact("stored", kind="budget")
         s.set_meta("epoch", 3)
         s.update_token_cache({"abc": 12})
-        s.save_view(view)
-        digest = s.view_digest()
     with SessionStore.open(path) as s:
         assert s.log_ids() == [f"m{i}" for i in range(6)]
         assert s.edits()[0].head == (view[-1],)
@@ -157,9 +149,8 @@ def test_reopen_reproduces_everything(tmp_path):
         assert s.get_artifact(art.id) == "stored"
         assert s.get_meta("epoch") == 3
         assert s.token_cache() == {"abc": 12}
-        again = s.load_view()
-        assert again == view and again[-1].meta == {"epoch": 1} and again[-1].origin is Origin.SUMMARY
-        assert s.save_view(again) == digest  # byte for byte
+        head = s.edits()[0].head[0]
+        assert head.meta == {"epoch": 1} and head.origin is Origin.SUMMARY
 
 
 def test_open_rejects_a_file(tmp_path):
