@@ -160,7 +160,7 @@ class FakeRepo:
                     f'    log.debug("listed %d {ent}s (offset=%d)", len(rows), offset)', "    return rows", ""]
         total = rng.choice(("amount_cents", "quantity", "weight_grams"))
         return ["", f"def {verb}_{ent}_totals(items: list[{cls}], tax_rate: Decimal) -> dict[str, Decimal]:",
-                f'    """Totals per currency, tax included, rounded half-up to cents."""',
+                '    """Totals per currency, tax included, rounded half-up to cents."""',
                 "    totals: dict[str, Decimal] = {}", "    for item in items:",
                 "        if item.archived:", "            continue",
                 f"        net = Decimal(item.{total}) / 100",
@@ -182,7 +182,7 @@ class FakeRepo:
             status = self.rng.choice(("open", "paid", "shipped"))
             out += ["", f"def test_{verb}_{ent}_{case}(db):", f"    {ent} = make_{ent}(db, status=\"{status}\")",
                     f"    result = {name}.{verb}_{ent}(db, {ent}.id)",
-                    f"    assert result.id == {ent}.id", f"    assert result.status != \"deleted\"", ""]
+                    f"    assert result.id == {ent}.id", "    assert result.status != \"deleted\"", ""]
         return "\n".join(out) + "\n"
 
     def big_module(self, lines: int) -> str:

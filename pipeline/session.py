@@ -15,14 +15,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 from .config import Config
 from .edits import Edit, Insert, ReplaceMessages, apply_edits
 from .errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
 from .formats.base import Transcript
 from .graph import STAGE_NAMES, build_graph
-from .model import Message, Origin, ToolResult, orphans
+from .model import Message, Origin, orphans
 from .state import StageContext, StageReport
 from .status import PublisherState, StatusReducer, event_from_json, event_to_json, publish
 from .status.derive import EventDeriver

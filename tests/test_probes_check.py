@@ -15,9 +15,7 @@ from worksurface.formats.base import Transcript
 from worksurface.model import Message, Text, orphans
 from worksurface.probes import ProbeError, ProbeSet, derive, score
 from worksurface.probes.cut import cut
-from worksurface.probes import check as check_module
 from worksurface.replay import call_points
-from worksurface.probes import curve as curve_module
 from worksurface.probes.check import check
 from worksurface.probes.curve import curve
 from worksurface.tokens import TokenCounter
