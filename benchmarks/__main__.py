@@ -17,7 +17,9 @@ from typing import Any
 from . import cache, overhead, retention, scale
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
-from .report import atomic_write, caption, dumps
+from worksurface.fileio import atomic_write
+
+from .report import caption, dumps
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = {"overhead": overhead, "scale": scale, "cache": cache, "retention": retention}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .report import atomic_write
+from worksurface.fileio import atomic_write
 
 PANEL_W, PANEL_H = 520, 380
 MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 70, 24, 34, 100

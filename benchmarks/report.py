@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
-from pathlib import Path
 from typing import Any, Sequence
 
-READABLE = 0o644
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -35,21 +31,6 @@ def _cell(value: Any) -> str:
 def caption(command: str, machine: str, runs: str) -> str:
     """The line every table carries: how it was made, where, and what the figures aggregate."""
     return f"_Command: `{command}`. Machine: {machine}. {runs}_"
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write to a temp file in the same directory, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            os.fchmod(fh.fileno(), READABLE)  # mkstemp makes the file private; results are for everyone
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def dumps(results: Any) -> str:

@@ -14,11 +14,11 @@ import json
 import os
 import random
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .fileio import atomic_write
 from .fixturegen_records import CHARS_PER_TOKEN, Call, RecordWriter
 from .fixturegen_repo import ENTITIES, FakeRepo, numbered, pytest_output
 
@@ -94,16 +94,7 @@ def generate_jsonl(tokens: int, seed: int = 0) -> str:
 def write_session(path: str | os.PathLike[str], tokens: int, seed: int = 0) -> Path:
     """Generate and write a session file atomically; returns the path."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(generate_jsonl(tokens, seed))
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a fixture is an ordinary readable file
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(out, generate_jsonl(tokens, seed))
     return out
 
 

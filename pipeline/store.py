@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -28,6 +27,7 @@ import diskcache
 
 from .edits import Edit, edit_from_json, edit_to_json
 from .errors import ArtifactNotFoundError, SessionError, SessionLockedError
+from .fileio import atomic_write
 from .model import Message
 from .serial import message_from_json, message_to_json
 from .state import Artifact
@@ -360,7 +360,7 @@ class SessionStore(Store):
     def _materialize(self, artifact_id: str, content: str) -> str:
         path = self.path / "artifacts" / f"{artifact_id}.txt"
         if not path.exists():
-            _atomic_write(path, content.encode("utf-8", "surrogatepass"))
+            atomic_write(path, content)
         return str(path)
 
     @contextmanager
@@ -444,21 +444,6 @@ class MemoryStore(Store):
             yield
         finally:
             self._lock.release()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename, so readers never see a partial file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the artifact is an ordinary file to open
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 __all__ = ["MemoryStore", "SessionStore", "Store", "content_digest"]

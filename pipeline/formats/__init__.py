@@ -6,11 +6,10 @@ Request formats (claude-code, openai, anthropic) can be written; the others are 
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 from typing import Sequence
 
 from ..errors import FormatError, UnknownFormatError
+from ..fileio import atomic_write, read_text
 from ..model import Message
 from . import aider, anthropic_messages, claude_code, mini_swe_agent, openai_chat, openhands, swe_agent
 from .base import FormatAdapter, Transcript
@@ -45,14 +44,7 @@ def loads(text: str, format: str = "auto", path: str | None = None) -> Transcrip
 
 
 def read_transcript(path: str | os.PathLike[str], format: str = "auto") -> Transcript:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError("no such file", path=str(p)) from None
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"not UTF-8 text (byte {exc.start})", path=str(p)) from None
-    return loads(text, format, str(p))
+    return loads(read_text(path), format, str(path))
 
 
 def dumps(transcript: Transcript, messages: Sequence[Message] | None = None,
@@ -68,22 +60,8 @@ def dumps(transcript: Transcript, messages: Sequence[Message] | None = None,
 def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
                      messages: Sequence[Message] | None = None, format: str | None = None) -> None:
     """Serialize and write atomically (temp file in the same directory, then rename)."""
-    atomic_write_text(Path(path), dumps(transcript, messages, format))
+    atomic_write(path, dumps(transcript, messages, format))
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-__all__ = ["ADAPTERS", "FORMAT_NAMES", "WRITABLE_FORMATS", "Transcript", "atomic_write_text",
+__all__ = ["ADAPTERS", "FORMAT_NAMES", "WRITABLE_FORMATS", "Transcript",
            "detect_format", "dumps", "get_adapter", "loads", "read_transcript", "write_transcript"]

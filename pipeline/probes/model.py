@@ -11,11 +11,10 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..errors import FormatError, WorksurfaceError
-from ..formats import atomic_write_text
+from ..fileio import atomic_write, read_text
 
 CATEGORIES: tuple[str, ...] = ("request", "constraint", "negative", "artifact", "recent", "plan",
                                "status", "tools")
@@ -90,18 +89,11 @@ class ProbeSet:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically (temp file then rename), so a reader never sees half a file."""
-        atomic_write_text(Path(path), self.dumps())
+        atomic_write(path, self.dumps())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "ProbeSet":
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise FormatError("no such probe file", path=str(p)) from None
-        except UnicodeDecodeError as exc:
-            raise FormatError(f"not UTF-8 text (byte {exc.start})", path=str(p)) from None
-        return cls.loads(text, str(p))
+        return cls.loads(read_text(path, "probe file"), str(path))
 
     @classmethod
     def loads(cls, text: str, path: str | None = None) -> "ProbeSet":

@@ -8,10 +8,10 @@ says what each strategy would have cost and what would be in view at the end.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Sequence
 
 from ..model import Message, Origin
+from ..replay import message_time
 from .derive import EventDeriver
 from .publish import PublisherState, publish
 from .reducer import StatusReducer
@@ -35,16 +35,6 @@ class Replay:
         return {"strategy": self.state.strategy, "publications": self.publications, "kinds": self.kinds,
                 "epochs": self.state.epoch, "bytes_published": self.bytes_published,
                 "visible_messages": len(self.state.published_ids), "visible_bytes": self.visible_bytes}
-
-
-def _timestamp(message: Message) -> float | None:
-    stamp = message.meta.get("timestamp")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        return None
 
 
 def _is_compaction(message: Message) -> bool:
@@ -74,7 +64,7 @@ def replay(messages: Sequence[Message], *, strategy: str, window: int | None = N
         if m.role == "assistant" and (previous is None or previous.role != "assistant"):
             point()
         new_epoch = new_epoch or _is_compaction(m)
-        now = _timestamp(m) or now
+        now = message_time(m) or now
         for event in deriver.derive(m):
             reducer.apply(event)
         previous = m
