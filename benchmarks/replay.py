@@ -4,6 +4,7 @@ an assistant message answers, so call k sends the prefix that ends right before 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -13,8 +14,9 @@ from worksurface.model import Message
 from worksurface.replay import call_points, replay_clock
 
 REPO = Path(__file__).resolve().parents[1]
-# Real transcripts are read in place from the shared folder beside the repository, never copied.
-SHARED = REPO.parent / "shared"
+# Real transcripts are read in place from the shared folder beside the repository, never copied;
+# WORKSURFACE_SHARED names another folder.
+SHARED = Path(os.environ.get("WORKSURFACE_SHARED", REPO.parent / "shared")).resolve()
 CLAUDE_CODE_DIR = SHARED / "transcripts" / "claude-code"
 HAND_PROBES_DIR = SHARED / "probes"
 # The two long Claude Code sessions (each has a real compact boundary) and the long generated fixture.

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from worksurface.model import Message, Text, ToolCall, ToolResult
+from shared import SHARED as _SHARED
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = _SHARED
 TRANSCRIPTS = SHARED / "transcripts"
 LONG_CC = sorted((TRANSCRIPTS / "claude-code").glob("*-*-*-*-*.jsonl")) if TRANSCRIPTS.exists() else []
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from worksurface.formats import read_transcript
 from worksurface.model import Message, Text, ToolCall, ToolResult
+from shared import TRANSCRIPTS as _TRANSCRIPTS
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "transcripts"
+TRANSCRIPTS = _TRANSCRIPTS
 CLAUDE_CODE = TRANSCRIPTS / "claude-code"
 LONG_SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
 SMALL_SESSIONS = ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl")

@@ -6,9 +6,10 @@ import random
 from pathlib import Path
 
 from worksurface.model import Message, Text, ToolCall, ToolResult
+from shared import TRANSCRIPTS as _TRANSCRIPTS, PROBES as _PROBES
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "transcripts"
-PROBES = Path(__file__).resolve().parents[1].parent / "shared" / "probes"
+TRANSCRIPTS = _TRANSCRIPTS
+PROBES = _PROBES
 CWD = "/repo"
 
 

@@ -14,8 +14,9 @@ from worksurface.errors import FormatError
 from worksurface.formats import claude_code as cc
 from worksurface.formats.base import Transcript
 from worksurface.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult
+from shared import TRANSCRIPTS as _TRANSCRIPTS
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "transcripts" / "claude-code"
+DATA = _TRANSCRIPTS / "claude-code"
 FILES = sorted(DATA.rglob("*.jsonl")) if DATA.is_dir() else []
 LONG = ["258c7280-ae70-4798-800f-63464d01a85d.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"]
 needs_data = pytest.mark.skipif(not FILES, reason=f"no transcripts at {DATA}")

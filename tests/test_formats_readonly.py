@@ -11,8 +11,9 @@ import pytest
 from worksurface.formats import ADAPTERS, detect_format, read_transcript
 from worksurface.formats.validate import INTERRUPTED
 from worksurface.model import ROLES, Origin, orphans
+from shared import TRANSCRIPTS as _TRANSCRIPTS
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "transcripts"
+TRANSCRIPTS = _TRANSCRIPTS
 # Folder -> format name; each folder holds one harness's transcripts.
 FOLDERS = {"swe-agent": "swe-agent", "openhands": "openhands", "mini-swe-agent": "mini-swe-agent",
            "aider": "aider", "claude-code": "claude-code"}

@@ -17,8 +17,9 @@ from worksurface.formats.base import Transcript
 from worksurface.formats.validate import NO_RESULT
 from worksurface.model import (Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult,
                                orphans)
+from shared import TRANSCRIPTS as _TRANSCRIPTS
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "transcripts"
+TRANSCRIPTS = _TRANSCRIPTS
 
 OPENAI_REQUEST: dict[str, Any] = {
     "model": "gpt-4o", "temperature": 0,

@@ -14,10 +14,11 @@ from worksurface.formats.base import Transcript
 from worksurface.inspect import inspect_transcript
 from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.tokens import TokenCounter
+from shared import TRANSCRIPTS as _TRANSCRIPTS
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "fixtures" / "small.jsonl"
-TRANSCRIPTS = REPO.parent / "shared" / "transcripts"
+TRANSCRIPTS = _TRANSCRIPTS
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 NOT_TRANSCRIPTS = ("README.md", "manifest.json")
 KEYS = {"path", "format", "messages", "tokens", "by_role", "by_category", "by_tool", "largest_results",
