@@ -1,5 +1,5 @@
 """`python -m benchmarks --quick | --full [--sections a,b] [--out DIR]`: run the benchmark sections and
-write RESULTS.md (tables), results.json and retention.png into `benchmarks/` (or DIR).
+write RESULTS.md (tables), results.json, retention.png and cost-*.png into `benchmarks/` (or DIR).
 
 A section that fails is recorded with its error and the others still run; the exit status is then 1.
 """
@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import cache, overhead, retention, scale
+from . import cache, cost, overhead, report_page, retention, scale
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
 from worksurface.fileio import atomic_write
@@ -22,7 +22,8 @@ from worksurface.fileio import atomic_write
 from .report import caption, dumps
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = {"overhead": overhead, "scale": scale, "cache": cache, "retention": retention}
+SECTIONS = {"overhead": overhead, "scale": scale, "cache": cache, "cost": cost, "retention": retention,
+            "report": report_page}
 
 
 def _runs_text(name: str, plan: Plan) -> str:
@@ -31,8 +32,10 @@ def _runs_text(name: str, plan: Plan) -> str:
                 f"timed on every {plan.baseline_stride}th call, {plan.baseline_repeats} run(s) each (median).")
     if name == "scale":
         return f"Medians over {plan.scale_repeats} runs per size, one subprocess per run."
-    if name == "cache":
+    if name in ("cache", "cost"):
         return "Deterministic: one replay per method (no timing)."
+    if name == "report":
+        return "Build time: one run per transcript; open time: median of 3 tabs of one headless Chromium."
     return "Deterministic: one check per point and target (no timing)."
 
 
@@ -47,7 +50,7 @@ def run_sections(plan: Plan, names: list[str], out_dir: Path) -> dict[str, Any]:
         started = time.perf_counter()
         try:
             module = SECTIONS[name]
-            result = module.run(plan, out_dir) if name == "retention" else module.run(plan)
+            result = module.run(plan, out_dir) if name in ("retention", "cost") else module.run(plan)
         except Exception as exc:  # recorded, so one broken section does not hide the others' results
             result = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
         results["sections"][name] = result

@@ -13,13 +13,13 @@ from typing import Any, Iterator, Sequence
 
 from worksurface import Config, Session
 from worksurface.model import Message, Origin
+from worksurface.pricing import common_prefix_tokens
 from worksurface.tokens import TokenCounter
 from worksurface.view import live_slice
 
 from . import replay
 from .harnesses import SummarizeAtThreshold, sliding_window
 from .plan import Plan
-from .prefix import common_prefix_tokens
 from .report import table
 
 NAME = "cache"

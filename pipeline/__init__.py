@@ -4,23 +4,38 @@ A harness calls `Session.prepare(transcript)` before every model call; `compact(
 one-shot form. See DESIGN.md for the stages, reinjectors and invariants.
 """
 
-from .config import Config
+from typing import TYPE_CHECKING, Any
+
 from .errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, FormatError,
                      SessionError, SessionLockedError, SummarizerError, UnknownFormatError,
                      WorksurfaceError)
-from .model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
-from .tokens import TokenCounter
 
-# The session pulls in LangGraph (seconds to import); load it on first use so `import worksurface`
-# and the commands that don't compact stay quick.
-_LAZY = {"InvariantError", "Prepared", "PrepareReport", "Session", "compact"}
+if TYPE_CHECKING:
+    from .config import Config
+    from .model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+    from .session import InvariantError, Prepared, PrepareReport, Session, compact
+    from .tokens import TokenCounter
+
+# Imported on first use (PEP 562): the session pulls in LangGraph (seconds), config pydantic and tokens
+# tiktoken; `import worksurface.x` (the pytest plugin pytest loads in every run, the CLI's help) must
+# not pay for them before anything is asked of them.
+_LAZY = {
+    "Config": "config",
+    **dict.fromkeys(("Image", "Message", "Opaque", "Origin", "Text", "Thinking", "ToolCall", "ToolResult"),
+                    "model"),
+    "TokenCounter": "tokens",
+    **dict.fromkeys(("InvariantError", "Prepared", "PrepareReport", "Session", "compact"), "session"),
+}
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        from . import session
-        return getattr(session, name)
-    raise AttributeError(f"module 'worksurface' has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'worksurface' has no attribute {name!r}")
+    from importlib import import_module
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 __version__ = "0.1.0"
 

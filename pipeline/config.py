@@ -11,9 +11,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
+
+# The configuration file worksurface looks for (pyproject.toml's [tool.worksurface] too).
+CONFIG_FILE = "worksurface.toml"
+# Folders that end the upward search for a configuration file: a repository's root.
+REPOSITORY_MARKERS = (".git", ".hg")
 
 # Tools whose old results can be cleared: re-running them (or re-reading) gets the content back.
 DEFAULT_COMPACTABLE_TOOLS = ("read", "shell", "grep", "glob", "search", "fetch", "edit", "write", "list")
@@ -82,6 +87,111 @@ class ReinjectConfig(_Section):
     visible_similarity: float = Field(90.0, ge=0, le=100)
 
 
+PRICE_PRESETS = ("anthropic", "openai", "gemini", "deepseek")
+
+
+class PricingConfig(_Section):
+    """The provider's prices (see worksurface.pricing for the presets and how a call is billed) and the
+    firing rule that weighs an edit of the already-sent view against the re-billing it causes."""
+
+    # Start from this provider's documented prices; the fields below override single values.
+    preset: str = Field("anthropic", pattern="^(" + "|".join(PRICE_PRESETS) + ")$")
+    # USD per million input tokens not served from the cache (None: the preset's).
+    input_per_mtok: float | None = Field(None, ge=0)
+    # USD per million input tokens served from the cache (None: the preset's).
+    cache_read_per_mtok: float | None = Field(None, ge=0)
+    # USD per million tokens written to the cache (None: the preset's; equal to input where
+    # caching is automatic and writes carry no premium).
+    cache_write_per_mtok: float | None = Field(None, ge=0)
+    # USD per million output tokens, for replays that know them (None: the preset's).
+    output_per_mtok: float | None = Field(None, ge=0)
+    # Seconds a cached prefix lives without use (None: the preset's; Anthropic's default is 300).
+    cache_ttl_seconds: float | None = Field(None, ge=0)
+    # Prompts shorter than this are never cached (None: the preset's documented minimum).
+    min_cache_tokens: int | None = Field(None, ge=0)
+    # When false, snip, microcompact and collapse fire on their own triggers alone (the old rule).
+    firing_rule: bool = True
+    # How many more calls an edit's saving is counted over: "calls_so_far" (a session that ran k
+    # calls runs about k more), "until_threshold" (until autocompact rewrites the view anyway, at the
+    # session's mean growth per call), "auto" (the smaller of the two) or "fixed" (horizon_calls).
+    horizon: str = Field("auto", pattern="^(auto|calls_so_far|until_threshold|fixed)$")
+    horizon_calls: int = Field(20, ge=0)
+    # No estimate counts a saving over more calls than this (a long past is no promise).
+    max_horizon_calls: int = Field(200, ge=1)
+
+
+class IngestConfig(_Section):
+    """Reduction of a new tool result before it is first sent (see worksurface.reduce_output)."""
+
+    enabled: bool = True
+    # Only results whose reduction saves at least this many tokens are replaced (a smaller edit
+    # is not worth an artifact and a changed result).
+    min_gain_tokens: int = Field(40, ge=0)
+    # A run of this many identical lines or more becomes one line and a count.
+    repeat_min_run: int = Field(3, ge=2)
+    # A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items
+    # (items that mention an error are kept too).
+    json_max_items: int = Field(40, ge=2)
+    json_keep_head: int = Field(10, ge=0)
+    json_keep_tail: int = Field(5, ge=0)
+    # A run of base64 or hex characters at least this long, with no spaces, is a blob.
+    blob_min_chars: int = Field(256, ge=32)
+    # A log longer than this many lines keeps its head, its tail and every line that reports an
+    # error, failure or warning in between (up to log_max_kept_lines); the whole is an artifact.
+    log_max_lines: int = Field(400, ge=10)
+    log_head_lines: int = Field(60, ge=0)
+    log_tail_lines: int = Field(120, ge=0)
+    log_max_kept_lines: int = Field(150, ge=0)
+    # Tools whose output is a document the agent may edit line by line (or its memory):
+    # only terminal escapes are stripped from them, never content.
+    exempt_kinds: tuple[str, ...] = ("read", "edit", "write", "memory", "skill", "todo", "plan")
+
+
+# Defaults that are a share of the window, as (section or None, field, share): the 200k-window values
+# (20k output reserve, 13k buffer, microcompact at 100k, ...) are the caps, and a smaller window gets
+# the same proportions instead of a threshold that goes negative (a 32k window would otherwise
+# compact at "1 token"). Values set explicitly are never scaled.
+DEFAULT_WINDOW = 200_000
+WINDOW_SHARES: tuple[tuple[str | None, str, float], ...] = (
+    (None, "max_output", 0.10), (None, "autocompact_buffer", 0.065),
+    ("budget", "max_result_tokens", 0.06), ("budget", "max_turn_tokens", 0.25),
+    ("snip", "min_gain_tokens", 0.02),
+    ("microcompact", "trigger_tokens", 0.5), ("microcompact", "clear_at_least", 0.10),
+    ("microcompact", "protect_tokens", 0.20),
+)
+# The summary and the kept tail need no share here: they are sized from the post-compact target,
+# which is itself a share of the window.
+
+
+def _scaled_defaults(data: Any) -> Any:
+    """Fill the window-relative defaults the raw configuration leaves unset (see WINDOW_SHARES)."""
+    if not isinstance(data, dict):
+        return data
+    window = data.get("window", DEFAULT_WINDOW)
+    if not isinstance(window, int) or window >= DEFAULT_WINDOW:
+        return data
+    out = dict(data)
+    for section, name, share in WINDOW_SHARES:
+        model: type[BaseModel] = Config if section is None else Config.model_fields[section].annotation  # type: ignore[assignment]
+        default = model.model_fields[name].default
+        floor = model.model_fields[name].metadata
+        value = max(int(window * share), _minimum(floor))
+        value = min(value, default)
+        if section is None:
+            out.setdefault(name, value)
+        else:
+            part = out.get(section)
+            part = dict(part) if isinstance(part, dict) else {}
+            part.setdefault(name, value)
+            out[section] = part
+    return out
+
+
+def _minimum(metadata: list[Any]) -> int:
+    """The `ge` bound pydantic declares for a field (0 when none)."""
+    return max((int(getattr(m, "ge", 0) or 0) for m in metadata), default=0)
+
+
 class Config(_Section):
     window: int = Field(200_000, ge=1_000)
     max_output: int = Field(20_000, ge=0)
@@ -101,6 +211,8 @@ class Config(_Section):
     collapse: CollapseConfig = CollapseConfig()
     autocompact: AutocompactConfig = AutocompactConfig()
     reinject: ReinjectConfig = ReinjectConfig()
+    pricing: PricingConfig = PricingConfig()
+    ingest: IngestConfig = IngestConfig()
 
     @property
     def threshold(self) -> int:
@@ -119,31 +231,70 @@ class Config(_Section):
 
     @classmethod
     def load(cls, directory: str | Path | None = None, **overrides: Any) -> "Config":
-        """Defaults, then `worksurface.toml` or pyproject's `[tool.worksurface]` found in `directory`
-        (the current directory when None), then keyword overrides."""
-        data: dict[str, Any] = {}
-        base = Path(directory) if directory is not None else Path.cwd()
-        own, pyproject = base / "worksurface.toml", base / "pyproject.toml"
-        if own.is_file():
-            data = _read_toml(own)
-        elif pyproject.is_file():
-            data = _read_toml(pyproject).get("tool", {}).get("worksurface", {})
-        return cls.from_mapping(_merge(data, overrides), source=str(own if own.is_file() else pyproject))
+        """Defaults, then the configuration file found from `directory` (the current directory when
+        None) upwards (see `find_config_file`), then keyword overrides."""
+        found = find_config_file(Path(directory) if directory is not None else Path.cwd())
+        data = _config_table(found) if found is not None else {}
+        return cls.from_mapping(_merge(data, overrides), source=str(found or "<defaults>"))
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any], source: str = "<arguments>") -> "Config":
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(_problem(e) for e in exc.errors())
             raise ConfigError(f"{source}: invalid configuration: {problems}") from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _window_relative(cls, data: Any) -> Any:
+        return _scaled_defaults(data)
 
     def with_overrides(self, **overrides: Any) -> "Config":
         clean = {k: v for k, v in overrides.items() if v is not None}
         if not clean:
             return self
-        return Config.from_mapping(_merge(self.model_dump(), clean))
+        # Only what was set explicitly is carried over, so window-relative defaults follow a new window.
+        return Config.from_mapping(_merge(self.model_dump(exclude_unset=True), clean))
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as `section.key: what is wrong (got value)`."""
+    where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    value = error.get("input")
+    got = f" (got {value!r})" if error["loc"] and isinstance(value, (str, int, float, bool)) else ""
+    return f"{where}: {error['msg']}{got}"
+
+
+def find_config_file(start: Path) -> Path | None:
+    """The configuration file that applies to `start`, searched as ruff and black do: in `start` and
+    then each parent folder, the first `worksurface.toml`, or `pyproject.toml` that has a
+    `[tool.worksurface]` table (one without it is skipped); the search ends at a repository root
+    (a folder holding `.git` or `.hg`) or the filesystem root."""
+    folder = start.resolve()
+    while True:
+        own, pyproject = folder / CONFIG_FILE, folder / "pyproject.toml"
+        if own.is_file():
+            return own
+        tool = _read_toml(pyproject).get("tool") if pyproject.is_file() else None
+        if isinstance(tool, dict) and "worksurface" in tool:
+            return pyproject
+        if any((folder / marker).exists() for marker in REPOSITORY_MARKERS) or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def _config_table(path: Path) -> dict[str, Any]:
+    """The settings in a found file: pyproject's `[tool.worksurface]`; in worksurface.toml either the
+    bare keys or the same `[tool.worksurface]` table (so a snippet copied from pyproject works)."""
+    data = _read_toml(path)
+    tool = data.get("tool")
+    table = tool.get("worksurface") if isinstance(tool, dict) else None
+    if path.name == "pyproject.toml" or (isinstance(table, dict) and set(data) == {"tool"}):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.worksurface] must be a table")
+        return table
+    return data
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -152,6 +303,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -80,6 +80,22 @@ class Insert:
 Edit = Union[ReplaceResult, ReplaceMessages, Compact, Insert]
 
 
+def removed_refs(messages: Iterable[Message]) -> set[str]:
+    """Every id an edit may refer to among `messages`: message ids and the tool-call ids they call
+    or answer (what a rewind that removes these messages invalidates)."""
+    refs: set[str] = set()
+    for m in messages:
+        refs.add(m.id)
+        refs.update(c.id for c in m.tool_calls)
+        refs.update(r.call_id for r in m.tool_results)
+    return refs
+
+
+def refers_to(edit_refs: Iterable[str], removed: set[str]) -> bool:
+    """The rewind rule: an edit that refers to any removed message or call is dropped with it."""
+    return not removed.isdisjoint(edit_refs)
+
+
 def apply_edits(messages: Sequence[Message], edits: Iterable[Edit]) -> list[Message]:
     """Apply edits in order. Runs of `ReplaceResult` (microcompact clears many results at once) and
     runs of independent `ReplaceMessages` (collapse folds many spans) are each applied in one pass,

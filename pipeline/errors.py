@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class WorksurfaceError(Exception):
     """Base class for every error worksurface raises on purpose."""
@@ -28,6 +30,26 @@ class UnknownFormatError(FormatError):
     """`--format auto` could not recognise the input."""
 
 
+class OutputPathError(WorksurfaceError):
+    """An output path that cannot or must not be written (a directory, FIFO, symlink, the input itself,
+    a parent that is a file); raised before any work is done, so nothing is half-written."""
+
+    def __init__(self, problem: str, *, path: str) -> None:
+        self.problem = problem
+        self.path = path
+        super().__init__(f"{path}: {problem}")
+
+
+class WorkspaceReadError(WorksurfaceError):
+    """A workspace file that was not read: outside the root, not a regular file, swapped for a symlink
+    while being opened, too large, ... `reason` says which, in words for a report."""
+
+    def __init__(self, reason: str, *, path: str) -> None:
+        self.reason = reason
+        self.path = path
+        super().__init__(f"{path}: {reason}")
+
+
 class ConfigError(WorksurfaceError):
     """A configuration value or file that cannot be used."""
 
@@ -35,9 +57,12 @@ class ConfigError(WorksurfaceError):
 class ContextOverflowError(WorksurfaceError):
     """Compaction could not bring the view under the threshold; carries the figures."""
 
-    def __init__(self, message: str, *, tokens: int, threshold: int) -> None:
+    def __init__(self, message: str, *, tokens: int, threshold: int, prepared: Any = None) -> None:
         self.tokens = tokens
         self.threshold = threshold
+        # The view that was built (and committed) anyway, for a harness that decides to send it or
+        # to measure it: a `worksurface.Prepared`, or None.
+        self.prepared = prepared
         super().__init__(f"{message} (view {tokens} tokens, threshold {threshold})")
 
 

@@ -1,24 +1,50 @@
 """Reading and writing files the way every part of worksurface must: errors that name the file,
-and writes that never leave half a file behind."""
+and writes that never leave half a file behind.
+
+Reading accepts only regular files (or `-` for stdin): a FIFO blocks forever, `/dev/zero` never
+ends, and either can sit behind a symlink or be swapped in after a check, so the type is checked on
+the path and again on the opened descriptor. Writing goes through `check_output_path` first, so a
+command refuses a bad `-o` before it does any work.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
-from .errors import FormatError
+from .errors import FormatError, OutputPathError, WorkspaceReadError
 
 # mkstemp creates the temp file private (0600); what we write is an ordinary readable file.
 WRITTEN_FILE_MODE = 0o644
+# The conventional name for standard input on a command line.
+STDIN = "-"
+# How `path` names standard input in error messages.
+STDIN_NAME = "<stdin>"
+# Opening with O_NONBLOCK makes open() of a FIFO return at once instead of waiting for a writer,
+# so the descriptor can be checked (and refused) instead of hanging.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+# Opening a workspace file one component at a time: a symlink met on the way (one swapped in after the
+# path was resolved) fails with ELOOP or ENOTDIR instead of being followed out of the root.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write to a temp file in the same directory, fsync, then rename over `path` (creating parent
-    directories): a reader, or a crash, never sees a partial file."""
+    directories): a reader, or a crash, never sees a partial file.
+
+    Text is written as valid UTF-8: a lone surrogate (a JSON `\\ud83d` escape read from a transcript
+    whose emoji was cut in half) becomes the same `\\ud83d` escape again, which reads back as the
+    same string from JSON and stays visible text elsewhere.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -32,14 +58,181 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
         raise
 
 
-def read_text(path: str | os.PathLike[str], what: str = "file") -> str:
-    """A UTF-8 text file's content, or a FormatError naming the file (`what` says what was expected)."""
-    p = Path(path)
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words for an error message."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
+    """A regular file's bytes (or stdin's for `-`), or a FormatError naming the file.
+
+    FIFOs, devices, sockets and directories are refused before reading, also when a symlink points
+    at them or when the file is swapped for one between the check and the open."""
+    name = str(path)
+    if name == STDIN:
+        return sys.stdin.buffer.read()
     try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(f"no such {what}", path=str(p)) from None
-    except IsADirectoryError:
-        raise FormatError(f"is a directory, not a {what}", path=str(p)) from None
+        st = os.stat(name)
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError(f"is {_kind(st.st_mode)}, not a {what}: only regular files, or - for "
+                              "standard input, are read", path=name)
+        fd = os.open(name, _OPEN_FLAGS)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FormatError(f"no such {what}", path=name) from None
+    except PermissionError:
+        raise FormatError(f"cannot read the {what}: permission denied", path=name) from None
+    except ValueError:                  # an embedded NUL byte in the path
+        raise FormatError("the path contains a NUL byte", path=name.replace("\0", "\\0")) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read the {what}: {exc.strerror or exc}", path=name) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):        # swapped after the stat above
+        os.close(fd)
+        raise FormatError(f"became {_kind(st.st_mode)} while being opened; not read", path=name)
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise FormatError(f"cannot read the {what}: {exc.strerror or exc}", path=name) from None
+
+
+def read_text(path: str | os.PathLike[str], what: str = "file") -> str:
+    """A UTF-8 text file's content (stdin for `-`), or a FormatError naming the file (`what` says
+    what was expected)."""
+    data = read_bytes(path, what)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FormatError(f"not UTF-8 text (byte {exc.start})", path=str(p)) from None
+        name = STDIN_NAME if str(path) == STDIN else str(path)
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(f"not UTF-8 text (byte {exc.start})", path=name, line=line) from None
+
+
+def display_name(path: str | os.PathLike[str]) -> str:
+    """How a path given on the command line is named in messages (`-` is standard input)."""
+    return STDIN_NAME if str(path) == STDIN else str(path)
+
+
+def check_output_path(path: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str]] = (),
+                      in_place: bool = False) -> None:
+    """Refuse, before any work, an output path that cannot or must not be written.
+
+    Refused: a directory; a FIFO, device or socket (writing would block or go somewhere else); a
+    symbolic link (the atomic rename would replace the link, not write where it points); one of
+    `inputs` unless `in_place`; a parent that is a file; a folder where no file can be created.
+    """
+    name = str(path)
+    if "\0" in name:
+        raise OutputPathError("the path contains a NUL byte", path=name.replace("\0", "\\0"))
+    target = Path(name)
+    try:
+        st: os.stat_result | None = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        st = None                       # reported below, naming the parent that is a file
+    except OSError as exc:
+        raise OutputPathError(f"cannot write here: {exc.strerror or exc}", path=name) from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise OutputPathError("is a symbolic link: refusing to replace it (give the path it points "
+                                  "to, or remove the link)", path=name)
+        if stat.S_ISDIR(st.st_mode):
+            raise OutputPathError("is a directory: give a file name for the output", path=name)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputPathError(f"is {_kind(st.st_mode)}, not a regular file: refusing to write to it",
+                                  path=name)
+        if not in_place and any(_same_file(i, target) for i in inputs):
+            raise OutputPathError("is the input file: refusing to overwrite it (pass --in-place to "
+                                  "replace the input)", path=name)
+    parent = target.parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputPathError(f"cannot create it: {parent} is not a directory", path=name)
+    if os.path.lexists(target.parent):
+        _probe_writable(target.parent, name)
+
+
+def _same_file(a: str | os.PathLike[str], b: Path) -> bool:
+    if str(a) == STDIN:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _probe_writable(folder: Path, name: str) -> None:
+    """Create and remove a temp file where the output will go: the only check that catches
+    read-only mounts, /proc and full disks' quota before any work is done."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise OutputPathError(f"cannot create files in {folder}: {exc.strerror or exc}", path=name) from None
+
+
+def read_confined(root: str | os.PathLike[str], path: str, max_bytes: int) -> bytes:
+    """The bytes of `path` (relative to `root`, or absolute) only if it is a regular file inside
+    `root`, at most `max_bytes` long; else WorkspaceReadError with the reason.
+
+    The path is resolved (symlinks followed) and checked against the root, then opened again one
+    component at a time from the root with O_NOFOLLOW: a component swapped for a symlink between the
+    check and the open is refused, so no content from outside the root is ever returned.
+    """
+    if "\0" in path or "\0" in str(root):
+        raise WorkspaceReadError("the path contains a NUL byte: not read", path=path.replace("\0", "\\0"))
+    base = Path(root).resolve()
+    candidate = Path(path) if Path(path).is_absolute() else base / path
+    try:
+        resolved = candidate.resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):
+        raise WorkspaceReadError("not found in the workspace", path=path) from None
+    if not resolved.is_relative_to(base):
+        raise WorkspaceReadError("outside workspace_root: not read", path=path)
+    parts = resolved.relative_to(base).parts
+    if not parts:
+        raise WorkspaceReadError("not a regular file", path=path)
+    fd = _open_components(base, parts, path)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise WorkspaceReadError("not a regular file", path=path)
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > max_bytes:
+            raise WorkspaceReadError(f"too large to reinject ({st.st_size} bytes)", path=path)
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:           # grew after the fstat
+        raise WorkspaceReadError(f"too large to reinject (over {max_bytes} bytes)", path=path)
+    return data
+
+
+def _open_components(base: Path, parts: tuple[str, ...], path: str) -> int:
+    """A descriptor for base/parts, opened without following any symlink on the way."""
+    try:
+        dir_fd = os.open(base, os.O_RDONLY | _DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        raise WorkspaceReadError("workspace_root cannot be opened", path=path) from None
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = _OPEN_FLAGS | _NOFOLLOW | (0 if last else _DIRECTORY)
+            try:
+                fd = os.open(part, flags, dir_fd=dir_fd)
+            except OSError as exc:
+                why = ("changed while being opened (a symlink or non-folder on the way): not read"
+                       if exc.errno in (errno.ELOOP, errno.ENOTDIR) else f"cannot be read: {exc.strerror}")
+                raise WorkspaceReadError(why, path=path) from None
+            os.close(dir_fd)
+            dir_fd = fd
+        fd, dir_fd = dir_fd, -1
+        return fd
+    finally:
+        if dir_fd >= 0:
+            os.close(dir_fd)

@@ -11,32 +11,34 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from worksurface.stages import autocompact, budget, collapse, microcompact, snip
 
 from .config import Config
 from .edits import Compact, Insert, apply_edits
-from .state import PipelineState, StageContext, StageReport, StageResult
+from .model import Message
+from .state import PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate
 
-REDUCING_STAGES = (budget, snip, microcompact, collapse, autocompact)
+REDUCING_STAGES: tuple[Stage, ...] = (budget, snip, microcompact, collapse, autocompact)
 STAGE_NAMES = tuple(s.NAME for s in REDUCING_STAGES)
 REINJECT = "reinject"
+STATUS_REINJECTOR = "status"
 
 
 def _stage_config(config: Config, name: str) -> Any:
     return getattr(config, name)
 
 
-def _node(stage) -> Callable[[PipelineState, RunnableConfig], dict]:
-    def node(state: PipelineState, config: RunnableConfig) -> dict:
-        ctx: StageContext = config["configurable"]["ctx"]
+def _node(stage: Stage) -> Callable[[PipelineState, Runtime[StageContext]], dict[str, Any]]:
+    def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+        ctx = runtime.context
         result: StageResult = stage.run(state, _stage_config(ctx.config, stage.NAME), ctx)
         update: dict[str, Any] = {"reports": [result.report]}
         if result.edits:
             view = apply_edits(state["view"], result.edits)
-            tokens = ctx.counter.messages(view) + ctx.extras.get("token_offset", 0)
+            tokens = ctx.counter.messages(view) + ctx.token_offset
             result.report.tokens_after = tokens
             update.update(view=view, tokens=tokens, edits=result.edits, cache_edits=result.cache_edits,
                           compacted=state.get("compacted", False)
@@ -46,29 +48,37 @@ def _node(stage) -> Callable[[PipelineState, RunnableConfig], dict]:
     return node
 
 
-def _reinject_node(state: PipelineState, config: RunnableConfig) -> dict:
-    ctx: StageContext = config["configurable"]["ctx"]
-    reinjectors = ctx.extras.get("reinjectors", ())
+def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    ctx = runtime.context
     view, tokens = state["view"], state["tokens"]
     reports: list[StageReport] = []
-    added = []
+    added: list[Message] = []
+    status: StatusUpdate | None = None
     budget_left = ctx.config.post_compact_target - tokens
-    for reinjector in reinjectors:
+    # The status baseline keeps its priority claim on the budget but runs last, so that it reports the
+    # size of the rebuilt view (summary, tail and every other reinjected part).
+    status_last = [r for r in ctx.reinjectors if r.NAME == STATUS_REINJECTOR]
+    reserved = min(ctx.config.reinject.status_tokens, max(0, budget_left)) if status_last else 0
+    budget_left -= reserved
+    for reinjector in [r for r in ctx.reinjectors if r.NAME != STATUS_REINJECTOR] + status_last:
+        if reinjector.NAME == STATUS_REINJECTOR:
+            budget_left += reserved
         started = time.perf_counter()
-        messages, report = reinjector.run(view + added, ctx.config.reinject, ctx, budget_left)
-        cost = ctx.counter.messages(messages)
-        budget_left -= cost
-        added.extend(messages)
-        report.ms = (time.perf_counter() - started) * 1000
-        reports.append(report)
+        result: Reinjection = reinjector.run(view + added, ctx.config.reinject, ctx, budget_left)
+        budget_left -= ctx.counter.messages(result.messages)
+        added.extend(result.messages)
+        status = result.status or status
+        result.report.ms = (time.perf_counter() - started) * 1000
+        reports.append(result.report)
     if not added:
-        return {"reports": reports}
+        return {"reports": reports, "status_update": status}
     # The status baseline goes last: later status deltas follow it at the tail of the view.
     added.sort(key=lambda m: m.meta.get("reinjector") is None and m.origin.value == "status")
     anchor = view[-1].id if view else None
     edit = Insert(REINJECT, anchor, tuple(added))
     new_view = apply_edits(view, [edit])
-    return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": reports}
+    return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": reports,
+            "status_update": status}
 
 
 def _min_remaining_trigger(ctx: StageContext, after: str) -> int:
@@ -81,9 +91,9 @@ def _min_remaining_trigger(ctx: StageContext, after: str) -> int:
     return min((triggers[n] for n in remaining if n in triggers), default=0)
 
 
-def _route_after(name: str, next_name: str | None) -> Callable[[PipelineState, RunnableConfig], str]:
-    def route(state: PipelineState, config: RunnableConfig) -> str:
-        ctx: StageContext = config["configurable"]["ctx"]
+def _route_after(name: str, next_name: str | None) -> Callable[[PipelineState, Runtime[StageContext]], str]:
+    def route(state: PipelineState, runtime: Runtime[StageContext]) -> str:
+        ctx = runtime.context
         if state.get("compacted"):
             return REINJECT
         if next_name is None:
@@ -97,9 +107,10 @@ def _route_after(name: str, next_name: str | None) -> Callable[[PipelineState, R
     return route
 
 
-def build_graph():
-    """Compile the staged graph (done once per Session; invocations pass the context in config)."""
-    graph = StateGraph(PipelineState)
+def build_graph() -> Any:
+    """Compile the staged graph (done once per Session; each invocation passes its StageContext as
+    the run context: `graph.invoke(state, context=ctx)`)."""
+    graph = StateGraph(PipelineState, context_schema=StageContext)
     for stage in REDUCING_STAGES:
         graph.add_node(stage.NAME, _node(stage))
     graph.add_node(REINJECT, _reinject_node)

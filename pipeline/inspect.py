@@ -14,12 +14,35 @@ from .formats.base import Transcript
 from .model import ROLES, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
 from .tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 from .toolkinds import call_target
+from .subagents.sidechains import sidechain_tree
 from .view import live_slice
 
 # How many of the largest tool results the report lists.
 LARGEST_RESULTS = 10
+# A report's token figures need not be exact for huge blocks: a text longer than this (about 250k
+# tokens) is counted on a sample of SAMPLE_CHARS from its start and end and extrapolated, so one 50 MB
+# line costs what a 1 MB one does instead of minutes and gigabytes of BPE work.
+MAX_EXACT_CHARS = 1_000_000
+SAMPLE_CHARS = 200_000
 # Results whose call is not in the transcript (cut off by the file's start) are grouped under this name.
 UNKNOWN_TOOL = "(unknown)"
+
+
+class BoundedCounter(TokenCounter):
+    """A TokenCounter for reports: texts over MAX_EXACT_CHARS are estimated from a sample (start and
+    end, SAMPLE_CHARS in all) at the sample's tokens per character; `estimated` counts them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.estimated = 0
+
+    def text(self, text: str) -> int:
+        if len(text) <= MAX_EXACT_CHARS:
+            return super().text(text)
+        self.estimated += 1
+        half = SAMPLE_CHARS // 2
+        sampled = super().text(text[:half]) + super().text(text[-half:])
+        return round(sampled * len(text) / SAMPLE_CHARS)
 
 
 def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[str, Any]:
@@ -33,11 +56,20 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
       images and opaque blocks
     - `by_tool`: {tool name: {calls, call_tokens, results, result_tokens}}, largest first
     - `largest_results`: up to 10 of {call_id, message_id, tool, target, tokens, is_error}
-    - `compaction`: {boundaries: [{message_id, index, by, trigger, pre_tokens}], compact_summaries:
-      [message ids], worksurface: {origin: count}}
+    - `compaction`: {count, boundaries: [{message_id, index, by ("harness" or "worksurface"), made_by
+      (claude-code, codex, worksurface, ...), trigger, pre_tokens and post_tokens (the boundary's
+      metadata, None when absent), counted_after (tokens the model was given at its first call after
+      it), reported_after (that call's recorded input usage, None when absent), summary_id}],
+      compact_summaries: [message ids], worksurface: {origin: count}}
     - `live`: {from_message, messages, tokens}: what the model still sees, from the last compact
       boundary on (the whole transcript when there is none)
     - `unanswered_calls`, `orphan_results`, `queued_inputs` (counts)
+    - `subagents`: {folder, agents: [{call_id, message_id, index, agent_type, description, goal (the
+      prompt, in full), state, mode (foreground or background), task_id, result (capped), reported_tokens,
+      tool_uses, sidechain: {path, agent_id, goal, messages, tokens, started, ended, model, compaction,
+      error} or None, matched_by (agent id, prompt, time)}], unlinked: [sidechain, ...]} (Claude Code
+      sidechain files in `<session-id>/subagents/`; `agent-acompact-*` are its compaction calls)
+    - `estimated_texts`: only when some huge text was counted on a sample (see BoundedCounter)
     """
     messages = transcript.messages
     prefix = stable_prefix_length(messages)
@@ -76,7 +108,7 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
     total = sum(v["tokens"] for v in by_role.values())
     live = live_slice(messages)
     unanswered, orphan_results = orphans(messages)
-    return {
+    report: dict[str, Any] = {
         "path": transcript.path,
         "format": transcript.format,
         "messages": len(messages),
@@ -86,29 +118,69 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
         "by_tool": dict(sorted(by_tool.items(), key=lambda kv: (-(kv[1]["call_tokens"] + kv[1]["result_tokens"]),
                                                                 kv[0]))),
         "largest_results": sorted(results, key=lambda r: -r["tokens"])[:LARGEST_RESULTS],
-        "compaction": _compaction(messages),
+        "compaction": _compaction(messages, counter, transcript.format),
         "live": {"from_message": live[0].id if live and len(live) < len(messages) else None,
                  "messages": len(live), "tokens": counter.messages(live)},
         "unanswered_calls": len(unanswered),
         "orphan_results": len(orphan_results),
         "queued_inputs": len(transcript.queued_inputs),
+        "subagents": sidechain_tree(transcript, counter).to_json(),
     }
+    estimated = getattr(counter, "estimated", 0)
+    if estimated:       # only then: figures are exact unless this key says otherwise
+        report["estimated_texts"] = estimated
+    return report
 
 
 def _tool(by_tool: dict[str, dict[str, int]], name: str) -> dict[str, int]:
     return by_tool.setdefault(name, {"calls": 0, "call_tokens": 0, "results": 0, "result_tokens": 0})
 
 
-def _compaction(messages: list[Message]) -> dict[str, Any]:
+def _compaction(messages: list[Message], counter: TokenCounter, fmt: str) -> dict[str, Any]:
     """Harness compact boundaries and summaries (metadata set by the adapters) and worksurface's own
     messages (by origin; never inferred from text)."""
-    boundaries = [{"message_id": m.id, "index": i, "by": "worksurface" if m.is_worksurface else "harness",
-                   "trigger": m.meta.get("trigger"), "pre_tokens": m.meta.get("pre_tokens")}
-                  for i, m in enumerate(messages) if m.meta.get("compact_boundary") or m.origin is Origin.BOUNDARY]
+    boundaries = [_boundary(messages, i, counter, fmt) for i, m in enumerate(messages)
+                  if m.meta.get("compact_boundary") or m.origin is Origin.BOUNDARY]
     origins: dict[str, int] = {}
     for m in messages:
         if m.origin is not Origin.CONVERSATION:
             origins[m.origin.value] = origins.get(m.origin.value, 0) + 1
-    return {"boundaries": boundaries,
+    return {"count": len(boundaries),
+            "boundaries": boundaries,
             "compact_summaries": [m.id for m in messages if m.meta.get("is_compact_summary")],
             "worksurface": dict(sorted(origins.items()))}
+
+
+def _boundary(messages: list[Message], index: int, counter: TokenCounter, fmt: str) -> dict[str, Any]:
+    """One compaction: where, who made it, and its size before and after.
+
+    Before: what the boundary's metadata says (Claude Code compactMetadata.preTokens, Codex, worksurface).
+    After: the metadata's figure when it has one, and always the counted tokens of what the model was
+    given at its first call after the compaction (the boundary up to the next assistant message), plus
+    what that call's usage reports when the format records it (system prompt and tools included).
+    """
+    m = messages[index]
+    end = next((j for j in range(index + 1, len(messages)) if messages[j].role == "assistant"), len(messages))
+    given = messages[index:end]
+    summary = next((g.id for g in given if g.meta.get("is_compact_summary") or g.origin is Origin.SUMMARY), None)
+    made_by = m.meta.get("made_by") or ("worksurface" if m.is_worksurface else fmt)
+    return {"message_id": m.id, "index": index, "by": "worksurface" if made_by == "worksurface" else "harness",
+            "made_by": made_by, "trigger": m.meta.get("trigger"), "pre_tokens": _int(m.meta.get("pre_tokens")),
+            "post_tokens": _int(m.meta.get("post_tokens")), "counted_after": counter.messages(given),
+            "reported_after": _usage_input(messages[end]) if end < len(messages) else None,
+            "summary_id": summary}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _usage_input(message: Message) -> int | None:
+    """The input size an assistant message's recorded usage reports (Anthropic fields: input plus
+    cache reads and writes; OpenAI/Codex: input_tokens), or None when there is none."""
+    usage = message.meta.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    parts = [usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    numbers = [p for p in parts if isinstance(p, int)]
+    return sum(numbers) if numbers else None

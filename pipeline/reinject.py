@@ -1,16 +1,28 @@
 """Shared by the reinjectors: where the kept tail starts, what it shows, and how to make a message.
 
-A reinjector is a module with `NAME` and `run(view, config, ctx, budget) -> (messages, report)`;
-`ctx.extras["transcript"]` is the full live transcript (original content, before any clearing).
+A reinjector (`worksurface.state.Reinjector`) is a module with `NAME` and
+`run(view, config, ctx, budget) -> Reinjection`; `ctx.transcript` is the full live transcript
+(original content, before any clearing).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import hashlib
+import re
+from typing import Any, Sequence
 
 from .edits import edited_stage
+from .ledger.source import FactSource, MessageFacts
 from .model import Message, Origin, Text, message_text
-from .state import StageReport
+from .state import StageContext, StageReport
+
+
+def facts_of(ctx: StageContext, view: Sequence[Message]) -> FactSource:
+    """The working state a reinjector restores from: the session's ledger (everything folded so
+    far, history before a harness's own compaction included), or the transcript's facts."""
+    if ctx.ledger is not None:
+        return ctx.ledger.upto()
+    return MessageFacts(ctx.transcript or view, ctx.queued_inputs)
 
 
 def tail_of(view: Sequence[Message]) -> list[Message]:
@@ -46,8 +58,11 @@ def uncleared_results(messages: Sequence[Message]):
                 yield m, r
 
 
-def reinjected(name: str, key: str, text: str, **meta) -> Message:
-    return Message(f"reinject-{name}-{key}", "user", (Text(text),), Origin.REINJECTION,
+def reinjected(name: str, key: str, text: str, **meta: Any) -> Message:
+    """A reinjected message. Its id carries a digest of its text, so ids stay unique across
+    compactions (an identical text is never reinjected twice: the view would already show it)."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    return Message(f"reinject-{name}-{key}-{digest}", "user", (Text(text),), Origin.REINJECTION,
                    {"reinjector": name, **meta})
 
 
@@ -57,3 +72,26 @@ def report(name: str, before: int, added: int, restored: list, skipped: list, dr
                        skipped=None if restored else why_empty,
                        details={"restored": restored, "skipped_visible": skipped, "dropped_budget": dropped,
                                 "tokens": added})
+
+
+# The wrappers worksurface emits around restored content. Text inside one of them (a workspace file,
+# a skill body, a rule quoted from a tool's output) must never close it or open another.
+WRAPPER_TAGS = ("file", "skill", "plan", "standing-constraints", "tools-available", "agent-status",
+                "task-spec", "findings")
+_WRAPPER_TAG_RE = re.compile(r"<(\s*/?\s*(?:%s)\b)" % "|".join(re.escape(t) for t in WRAPPER_TAGS), re.I)
+
+
+def escape_wrapped(text: str, tag: str | None = None) -> str:
+    """`text` made safe to put inside a worksurface wrapper: the `<` of any opening or closing tag of
+    worksurface's own wrappers (and of `tag`) becomes `&lt;`, so the content can neither end its
+    wrapper nor fake another one. Everything else stays byte for byte (a file reads as written)."""
+    pattern = _WRAPPER_TAG_RE
+    if tag and tag.lower() not in WRAPPER_TAGS:
+        pattern = re.compile(r"<(\s*/?\s*(?:%s|%s)\b)" % (
+            "|".join(re.escape(t) for t in WRAPPER_TAGS), re.escape(tag)), re.I)
+    return pattern.sub(r"&lt;\1", text)
+
+
+def escape_attr(value: str) -> str:
+    """An attribute value for a wrapper written with double quotes: only `&`, `<`, `>` and `"`."""
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")

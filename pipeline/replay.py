@@ -9,15 +9,19 @@ fired, the status bytes published and the time taken.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from statistics import median
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .model import Message
+from .pricing import PriceModel, PromptCache, price_model
 from .tokens import TokenCounter
+from .usage import call_usage, find_usage, view_figures
+from .view import live_slice
 
 if TYPE_CHECKING:  # the session pulls in LangGraph; the probes import this module without it
+    from .harnesses import Harness
     from .session import Session
 
 # A call whose message has no timestamp comes this long after the previous one: well under the
@@ -71,11 +75,23 @@ class CallRecord:
     fired: list[str]
     status_bytes: int
     ms: float
+    # The provider's bill for this call (worksurface.pricing: cache TTL and minimum applied), USD.
+    cost: float = 0.0
+    total: float = 0.0
+    # The same call's cost for each baseline harness, by name, when the replay priced them.
+    baselines: dict[str, float] = field(default_factory=dict)
+    # view_tokens anchored on the usage the transcript records (worksurface.usage); = view_tokens
+    # when the replay counts text only.
+    anchored_tokens: int = 0
 
 
 @dataclass
 class ReplayResult:
     calls: list[CallRecord]
+    prices: PriceModel | None = None
+    # Running totals per baseline (USD) and each baseline's largest view (tokens).
+    baseline_totals: dict[str, float] = field(default_factory=dict)
+    baseline_max_view: dict[str, int] = field(default_factory=dict)
 
     @property
     def cache_share(self) -> float:
@@ -89,23 +105,55 @@ class ReplayResult:
             "calls": len(self.calls), "cache_share": round(self.cache_share, 4),
             "median_ms": round(median(ms), 3) if ms else 0.0,
             "status_bytes": sum(c.status_bytes for c in self.calls),
-            "compactions": sum("autocompact" in c.fired for c in self.calls)}}
+            "compactions": sum("autocompact" in c.fired for c in self.calls),
+            "cost": self.cost_summary()}}
+
+    def cost_summary(self) -> dict[str, Any]:
+        """Billed cost (USD) of worksurface and of each baseline over the whole replay."""
+        if self.prices is None:
+            return {}
+        worksurface = self.calls[-1].total if self.calls else 0.0
+        return {"prices": self.prices.to_json(), "worksurface": round(worksurface, 6),
+                "baselines": {name: {"cost": round(total, 6), "max_view_tokens": self.baseline_max_view.get(name, 0)}
+                              for name, total in self.baseline_totals.items()}}
 
 
-def replay(messages: Sequence[Message], session: "Session") -> ReplayResult:
+def replay(messages: Sequence[Message], session: "Session", prices: PriceModel | None = None,
+           harnesses: Sequence[Harness] = (), *, use_usage: bool = True) -> ReplayResult:
+    """One `prepare` per call point. Each call is billed at `prices` (default: the session config's
+    pricing); each of `harnesses` (see `worksurface.harnesses`) is billed on the same calls and clock.
+    With `use_usage` each call is anchored on the usage the transcript records (`usage.call_usage`),
+    so compactions fire where the measured size crosses the threshold."""
+    prices = prices or price_model(session.config.pricing)
+    cache = PromptCache(prices, session.counter)
+    others = {h.name: PromptCache(prices, session.counter) for h in harnesses}
+    max_view = {h.name: 0 for h in harnesses}
     previous: list[Message] = []
     clock = 0.0
     records = []
     for n, end in enumerate(call_points(messages)):
         clock = replay_clock(messages[end - 1], clock)
         started = time.perf_counter()
-        prepared = session.prepare(messages[:end], now=clock)
+        live_now = live_slice(messages[:end]) if use_usage else []
+        usage = call_usage(live_now, previous, session.counter) if use_usage else None
+        prepared = session.prepare(messages[:end], usage=usage, now=clock)
         ms = (time.perf_counter() - started) * 1000
         view = prepared.messages
         fired = [s.name for s in prepared.report.stages if s.items and not s.skipped]
         status = prepared.report.status or {}
-        records.append(CallRecord(n, end, prepared.report.tokens_after,
-                                  cached_prefix_tokens(previous, view, session.counter), fired,
-                                  int(status.get("bytes", 0) or 0), round(ms, 3)))
+        billed = cache.send(view, clock)
+        record = CallRecord(n, end, prepared.report.tokens_after,
+                            cached_prefix_tokens(previous, view, session.counter), fired,
+                            int(status.get("bytes", 0) or 0), round(ms, 3), round(billed.cost, 6),
+                            round(billed.total, 6))
+        record.anchored_tokens = (view_figures(view, live_now, find_usage(live_now), session.counter).anchored
+                                  if use_usage else record.view_tokens)
+        if harnesses:
+            live = live_slice(messages[:end])
+            for h in harnesses:
+                other_view = h.view(live)
+                max_view[h.name] = max(max_view[h.name], session.counter.messages(other_view))
+                record.baselines[h.name] = round(others[h.name].send(other_view, clock).cost, 6)
+        records.append(record)
         previous = view
-    return ReplayResult(records)
+    return ReplayResult(records, prices, {name: c.total for name, c in others.items()}, max_view)

@@ -1,43 +1,50 @@
 """Session: the append-only log of a harness's transcript and the sticky surface built on it.
 
-`prepare` is what a harness calls before every model call. It syncs the transcript into the log
-(detecting new, edited or rewound history), rebuilds the view from the log and the stored edits
-(incrementally when only new messages arrived), runs the staged graph, and commits the log, the new
-edits and the metadata in one transaction, so a crash leaves the previous consistent state.
+`prepare` is what a harness calls before every model call. It reads as its steps: sync the
+transcript into the log (new, edited or rewound history), fold new messages into the ledger, rebuild
+the view from the log and the stored edits, plan the status bar, run the staged graph, publish the
+status, check the invariants, and commit the log, the new edits, the ledger and the metadata in one
+transaction, so a crash leaves the previous consistent state.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import hashlib
+import logging
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .config import Config
-from .edits import Edit, Insert, ReplaceMessages, apply_edits
+from .edits import Edit, apply_edits, refers_to, removed_refs
 from .errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
 from .formats.base import Transcript
 from .graph import STAGE_NAMES, build_graph
+from .ledger import Ledger
 from .model import Message, Origin, orphans
-from .state import StageContext, StageReport
-from .status import PublisherState, StatusReducer, event_from_json, event_to_json, publish
-from .status.derive import EventDeriver
+from .state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs
+from .status import PublisherState, event_to_json
 from .status.events import Event
-from .store import MemoryStore, SessionStore
+from .status.publish import Publication
+from .statusbar import FIRST_EPOCH, StatusBar
+from .store import MemoryStore, SessionStore, Store
+from .summarizers.base import Summarizer
 from .tokens import TokenCounter
-from .view import check_no_duplicates, check_pairing, close_interrupted, live_slice, protected_ids
+from .view import check_no_duplicates, check_pairing, clean_recovered, close_interrupted, live_slice, protected_ids
 
+if TYPE_CHECKING:
+    from .subagents.brief import Brief
 
-# Epoch numbers match the status bar's: the session before any compaction is epoch 1.
-FIRST_EPOCH = 1
+log = logging.getLogger("worksurface")
+
+NOTHING_NEW = "nothing new since the previous call"
 
 
 class InvariantError(WorksurfaceError):
-    """A view broke one of DESIGN.md section 9's invariants: a bug in worksurface, never the input."""
+    """A view broke one of the invariants (pairing, order, no duplicates): a bug in worksurface,
+    never the input."""
 
 
 @dataclass
@@ -53,6 +60,8 @@ class PrepareReport:
     status: dict[str, Any] | None = None
     ms: float = 0.0
     rewound: int = 0
+    # Things the harness should know that are not errors: a breaker that opened, a stage skipped.
+    notices: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +75,7 @@ class PrepareReport:
             "status": self.status,
             "ms": round(self.ms, 3),
             "rewound": self.rewound,
+            "notices": list(self.notices),
         }
 
 
@@ -87,27 +97,36 @@ def _as_messages(transcript: Transcript | Sequence[Message]) -> list[Message]:
 class Session:
     """A harness's session. Open with `Session.open(directory)` (or `None` for memory only)."""
 
-    def __init__(self, store: SessionStore | MemoryStore, config: Config, summarizer: Any = None,
-                 reinjectors: Sequence[Any] | None = None, counter: TokenCounter | None = None) -> None:
+    def __init__(self, store: Store, config: Config, summarizer: Summarizer | None = None,
+                 reinjectors: Sequence[Reinjector] | None = None, counter: TokenCounter | None = None) -> None:
         self.store = store
         self.config = config
         self.summarizer = summarizer or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
         self._graph = build_graph()
+        self._noted: set[str] = set()  # messages whose recovery cleaning the report already named
+        self.status_bar = StatusBar(config)
+        with store.lock():
+            self._load()
+
+    def _load(self) -> None:
+        """(Re)read the log, edits and ledger from the store: at open, and when another process
+        committed since (its generation number moved on)."""
+        store = self.store
         self.counter.load_message_counts(store.token_cache())
         self._log: list[Message] = store.log_messages()
         self._digests: list[str] = [m.digest for m in self._log]
         self._edits: list[Edit] = store.edits()
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
+        self._generation = store.get_meta("generation", 0)
+        self.ledger = Ledger.from_json(store.get_meta("ledger"))
+        self.status_bar = StatusBar(self.config)
+        self.status_bar.tokens_override = store.get_meta("status_tokens_override")
         self._verify_reopened()
-        self._deriver: EventDeriver | None = None  # status events derived from the live transcript
-        self._deriver_seen = 0
-        self._reducer = StatusReducer()
-        self._status_reset = False  # a rewind dropped the status edits; the store follows at commit
 
     def _verify_reopened(self) -> None:
-        """A reopened session must rebuild exactly the view it last returned (DESIGN.md section 7)."""
+        """A reopened session must rebuild exactly the view it last returned."""
         stored = self.store.get_meta("view_digest")
         if stored is None:
             return
@@ -118,21 +137,42 @@ class Session:
         self._cached = (len(self._log), len(self._edits), view)
 
     @staticmethod
-    def _configured_summarizer(config: Config) -> Any:
+    def _configured_summarizer(config: Config) -> Summarizer | None:
         """The summarizer the config names; None means the built-in structured one."""
         if config.autocompact.summarizer == "structured" and not config.autocompact.summarizer_options:
             return None
         from .summarizers import get_summarizer
-        return get_summarizer(config.autocompact.summarizer, **config.autocompact.summarizer_options)
+        summarizer: Summarizer = get_summarizer(config.autocompact.summarizer, **config.autocompact.summarizer_options)
+        return summarizer
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
-             summarizer: Any = None, **overrides: Any) -> "Session":
+             summarizer: Summarizer | None = None, **overrides: Any) -> "Session":
         """Open or create the session at `path`; config from `config`, else defaults, then overrides."""
         cfg = (config or Config()).with_overrides(**overrides)
         counter = TokenCounter()
-        store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
+        store: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
         return cls(store, cfg, summarizer, counter=counter)
+
+    def fork(self, path: str | os.PathLike[str] | None = None) -> "Session":
+        """An independent child session from a snapshot of this one (log, edits, artifacts, ledger,
+        status state), in a new directory at `path` or in memory. Its view at the fork point is this
+        session's, byte for byte (a provider's prompt cache is shared); later changes on either side
+        never reach the other (seed 003: a fork copies the decisions, not the mutable container)."""
+        counter = TokenCounter()
+        child: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
+        try:
+            self.store.copy_to(child)
+            return Session(child, self.config, self.summarizer, self.reinjectors, counter)
+        except BaseException:
+            child.close()
+            raise
+
+    def brief(self, task: str, budget_tokens: int = 3000) -> "Brief":
+        """A briefing for a fresh sub-agent on `task`, selected from this session's ledger and packed
+        into `budget_tokens` (see worksurface.subagents.brief)."""
+        from .subagents.brief import build_brief
+        return build_brief(self.ledger.upto(), task, budget_tokens, self.counter)
 
     def close(self) -> None:
         self.store.close()
@@ -152,40 +192,31 @@ class Session:
         started = time.perf_counter()
         now = time.time() if now is None else now
         with self.store.lock():
-            live = close_interrupted(live_slice(_as_messages(transcript)))
-            keep = self._sync_point(live)
-            rewound = len(self._log) - keep
-            if rewound:
-                self._reset_status()
-                removed = {m.id for m in self._log[keep:]}
-                removed |= {c.id for m in self._log[keep:] for c in m.tool_calls}
-                removed |= {r.call_id for m in self._log[keep:] for r in m.tool_results}
-                self._edits = [e for e in self._edits if not removed.intersection(e.refs)]
-                self._cached = None
+            if self.store.get_meta("generation", 0) != self._generation:
+                self._load()  # another process (or Session object) committed since we last looked
+            full = _as_messages(transcript)
+            recovered = clean_recovered(close_interrupted(live_slice(full)))
+            live = recovered.messages
+            keep, rewound = self._sync(live)
+            repeat = self._repeat(live, keep, usage, force)
+            if repeat is not None:
+                return repeat
+            self.ledger.update(full, rebuild=bool(rewound), queued=_queued(transcript))
             view = self._current_view(live, keep)
             raw_tokens = self.counter.messages(live)
             counted = self.counter.messages(view)
             offset = self._usage_offset(view, counted, usage)
-            ctx = self._context(now, force, instructions)
-            ctx.protected = protected_ids(view)
-            ctx.extras["transcript"] = live
-            if isinstance(transcript, Transcript):
-                ctx.extras["queued_inputs"] = transcript.queued_inputs
-            snapshot = self._status_snapshot(live, keep)
-            status_state = self._publisher_state(live, snapshot)
-            ctx.extras.update(status_snapshot=snapshot, status_state=status_state)
+            status_inputs, planned = self.status_bar.begin(
+                live, keep, self.store.get_meta("status_events", []), self.store.get_meta("status_publisher"), now)
             # The status published after the graph counts against every trigger, so a view that the
             # stages leave under the threshold is still under it with its status.
-            planned = publish(status_state, snapshot, strategy=status_state.strategy, now=now)
             offset += self.counter.messages(planned[1].messages)
-            start_state = {"view": view, "tokens": counted + offset, "edits": [], "reports": [],
-                           "cache_edits": [], "compacted": False}
-            ctx.extras["token_offset"] = offset
-            final = self._graph.invoke(start_state, config={"configurable": {"ctx": ctx}})
-            new_edits: list[Edit] = list(final.get("edits", []))
+            ctx = self._context(now, force, instructions, view, live, transcript, status_inputs, offset)
+            final = self._run_graph(view, counted + offset, ctx)
+            new_edits: list[Edit] = list(final["edits"])
             out_view = final["view"]
-            ctx.extras["graph_edits"] = new_edits
-            status_edits, new_status_state, status_report = self._publish_status(ctx, out_view, status_state, planned)
+            status_edits, new_status, status_report = self.status_bar.finish(
+                status_inputs, planned, final.get("status_update"), bool(new_edits), out_view, now)
             if status_edits:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
@@ -193,11 +224,16 @@ class Session:
                 self._check(live, out_view)  # an unedited view is the previous one plus the transcript's
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
             report.status = status_report
-            self._commit(live, keep, new_edits, out_view, now, report, new_status_state)
+            report.notices += recovered.notes(self._noted)
+            self._noted.update(mid for mid, _ in recovered.removed)
+            self._notices(report, ctx)
+            self._commit(live, keep, new_edits, out_view, now, report, new_status, usage)
+            prepared = Prepared(out_view, report, list(final["cache_edits"]))
             if self._overflowed(report):
                 raise ContextOverflowError("compaction could not bring the view under the threshold",
-                                           tokens=report.tokens_after, threshold=self.config.threshold)
-            return Prepared(out_view, report, list(final.get("cache_edits", [])))
+                                           tokens=report.tokens_after, threshold=self.config.threshold,
+                                           prepared=prepared)
+            return prepared
 
     def compact(self, transcript: Transcript | Sequence[Message], instructions: str | None = None,
                 now: float | None = None) -> Prepared:
@@ -210,6 +246,7 @@ class Session:
             pending = self.store.get_meta("pending_snips", [])
             pending.append([list(ids), reason])
             self.store.set_meta("pending_snips", pending)
+            self._bump_generation()
 
     def emit(self, event: Event) -> None:
         """Record a harness-supplied status fact (cwd, test result, budget, ...) for the status bar."""
@@ -218,83 +255,10 @@ class Session:
             events = self.store.get_meta("status_events", [])
             events.append(event_to_json(event))
             self.store.set_meta("status_events", events)
+            self.store.set_meta("inputs_changed", True)
+            self._bump_generation()
 
-    # --- status bar -----------------------------------------------------------------------------
-
-    def _status_snapshot(self, live: list[Message], keep: int):
-        """The status snapshot: events derived from the transcript (incrementally: a deriver is fed
-        only messages it has not seen) followed by the harness's own events."""
-        if self._deriver is None or keep < self._deriver_seen:
-            self._deriver, self._deriver_seen = EventDeriver(self.config.window), 0
-            self._reducer = StatusReducer()
-        for m in live[self._deriver_seen:]:
-            for event in self._deriver.derive(m):
-                self._reducer.apply(event)
-        self._deriver_seen = len(live)
-        emitted = self.store.get_meta("status_events", [])
-        if not emitted:
-            return self._reducer.snapshot()
-        # Harness events come after the derived ones; apply them to a copy so the derived state stays
-        # incremental.
-        reducer = copy.deepcopy(self._reducer)
-        for data in emitted:
-            reducer.apply(event_from_json(data))
-        return reducer.snapshot()
-
-    def _publisher_state(self, live: list[Message], snapshot) -> PublisherState:
-        data = None if self._status_reset else self.store.get_meta("status_publisher")
-        if data is not None and data.get("strategy") == self.config.status_strategy:
-            return PublisherState.from_json(data)
-        fed_back = [m for m in live if m.origin is Origin.STATUS]
-        if fed_back:
-            # The harness sent back a view with our status in it: that status is what the model has,
-            # so continue after it instead of publishing a second copy.
-            last = fed_back[-1].meta
-            return PublisherState(self.config.status_strategy, int(last.get("epoch", FIRST_EPOCH)),
-                                  int(last.get("seq", 0)), snapshot, tuple(m.id for m in fed_back))
-        return PublisherState(strategy=self.config.status_strategy)
-
-    def _reset_status(self) -> None:
-        """After a rewind, status publications may sit after removed messages: drop them all and
-        publish a fresh baseline in the current epoch."""
-        self._edits = [e for e in self._edits if e.stage != "status"]
-        self._cached = None
-        self._status_reset = True
-
-    def _publish_status(self, ctx: StageContext, view: list[Message], state: PublisherState,
-                        planned: tuple[PublisherState, Any]) -> tuple[list[Edit], PublisherState, dict[str, Any]]:
-        """Status edits for this call: after a compaction the status reinjector already made the new
-        epoch's baseline; otherwise the planned publication (nothing when nothing changed)."""
-        if "status_result" in ctx.extras:
-            new_state, remove_ids = ctx.extras["status_result"]
-            edits: list[Edit] = [ReplaceMessages("status", tuple(remove_ids), ())] if remove_ids else []
-            return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": "baseline"}
-        new_state, publication = planned
-        if self._should_fold(ctx, new_state):
-            # One fresh baseline replaces the epoch's accumulated status messages (instead of the
-            # planned publication, which is never made).
-            folded, publication = publish(dataclasses.replace(state, last=None), ctx.extras["status_snapshot"],
-                                          strategy="replace", now=ctx.now)
-            new_state = dataclasses.replace(folded, strategy=state.strategy)
-        edits = []
-        if publication.remove_ids:
-            edits.append(ReplaceMessages("status", publication.remove_ids, ()))
-        if publication.messages:
-            anchor = view[-1].id if view else None
-            ref = next((m.id for m in reversed(view) if m.origin is Origin.CONVERSATION), None)
-            edits.append(Insert("status", anchor, publication.messages, ref))
-        kind = publication.messages[0].meta.get("kind") if publication.messages else None
-        return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": kind,
-                                  "bytes": publication.bytes}
-
-    def _should_fold(self, ctx: StageContext, state: PublisherState) -> bool:
-        if state.strategy == "replace":
-            return False
-        in_view = len(state.published_ids)
-        cache_breaks = bool(ctx.extras.get("graph_edits"))
-        return in_view >= self.config.status_fold_max or (cache_breaks and in_view >= self.config.status_fold_min)
-
-    # --- fetching back what was removed (invariant 6) ------------------------------------------
+    # --- fetching back what was removed ---------------------------------------------------------
 
     def original(self, message_id: str) -> Message:
         """The message as the harness sent it, whatever the view now shows."""
@@ -310,15 +274,41 @@ class Session:
     def edits(self) -> list[Edit]:
         return list(self._edits)
 
-    # --- internals ------------------------------------------------------------------------------
+    def view(self) -> list[Message]:
+        """The view as of the last `prepare`, rebuilt from the log and the edits (no new decisions)."""
+        return apply_edits(live_slice(self._log), self._edits)
 
-    def _sync_point(self, live: Sequence[Message]) -> int:
-        """Length of the common prefix of the log and the live transcript."""
+    # --- the steps of prepare -------------------------------------------------------------------
+
+    def _sync(self, live: Sequence[Message]) -> tuple[int, int]:
+        """(messages of the log still valid, messages rewound). A rewind drops the edits about the
+        removed messages and restarts the status bar."""
         n = min(len(self._log), len(live))
-        i = 0
-        while i < n and self._digests[i] == live[i].digest:
-            i += 1
-        return i
+        keep = 0
+        while keep < n and self._digests[keep] == live[keep].digest:
+            keep += 1
+        rewound = len(self._log) - keep
+        if rewound:
+            removed = removed_refs(self._log[keep:])
+            self._edits = [e for e in self._edits if not refers_to(e.refs, removed) and e.stage != "status"]
+            self._cached = None
+            self.status_bar.reset()
+        return keep, rewound
+
+    def _repeat(self, live: Sequence[Message], keep: int, usage: int | tuple[str, int] | None,
+                force: bool) -> Prepared | None:
+        """The previous view again when nothing changed since the previous call (a harness retrying
+        the same request): idempotent, and no stage fires twice on the same input."""
+        cached = self._cached
+        if (force or cached is None or keep != len(self._log) or keep != len(live)
+                or self.store.get_meta("pending_snips") or self.store.get_meta("inputs_changed")
+                or self.store.get_meta("last_usage") != _usage_json(usage)
+                or cached[1] != len(self._edits)):
+            return None
+        view = cached[2]
+        tokens = self.counter.messages(view)
+        stages = [StageReport(name, tokens, tokens, skipped=NOTHING_NEW) for name in STAGE_NAMES]
+        return Prepared(list(view), PrepareReport(tokens, tokens, tokens, stages), [])
 
     def _current_view(self, live: list[Message], keep: int) -> list[Message]:
         """Stored edits applied to the live transcript; incremental when only messages were appended
@@ -338,15 +328,30 @@ class Session:
             return 0
         return self.counter.estimate(view, tuple(anchor)) - counted
 
-    def _context(self, now: float, force: bool, instructions: str | None) -> StageContext:
-        last = self.store.get_meta("last_prepare_at")
-        snips = [(tuple(ids), reason) for ids, reason in self.store.get_meta("pending_snips", [])]
+    def _context(self, now: float, force: bool, instructions: str | None, view: list[Message],
+                 live: list[Message], transcript: Transcript | Sequence[Message], status: StatusInputs,
+                 offset: int) -> StageContext:
+        store = self.store
+        last = store.get_meta("last_prepare_at")
+        snips = [(tuple(ids), reason) for ids, reason in store.get_meta("pending_snips", [])]
+        failures = store.get_meta("consecutive_failures", 0)
+        if failures >= self.config.autocompact.max_consecutive_failures:
+            # The breaker half-opens once the view has grown enough for another attempt to differ.
+            if self.counter.messages(view) + offset >= store.get_meta("breaker_retry_tokens", 0):
+                failures = 0
         return StageContext(
-            config=self.config, counter=self.counter, artifacts=self.store, now=now,
+            config=self.config, counter=self.counter, artifacts=store, now=now,
             idle_seconds=None if last is None else max(0.0, now - last), forced=force,
-            instructions=instructions, epoch=self.store.get_meta("epoch", FIRST_EPOCH), explicit_snips=snips,
-            summarizer=self.summarizer, consecutive_failures=self.store.get_meta("consecutive_failures", 0),
-            extras={"reinjectors": self.reinjectors})
+            instructions=instructions, epoch=max(store.get_meta("epoch", FIRST_EPOCH), _transcript_epoch(live)),
+            explicit_snips=snips, summarizer=self.summarizer, protected=protected_ids(view),
+            consecutive_failures=failures, token_offset=offset, transcript=live,
+            queued_inputs=_queued(transcript), status=status, reinjectors=self.reinjectors, ledger=self.ledger)
+
+    def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
+        start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
+                                "compacted": False}
+        final: PipelineState = self._graph.invoke(start, context=ctx)
+        return final
 
     def _check(self, live: list[Message], view: list[Message]) -> None:
         before_calls, before_results = orphans(live)
@@ -365,56 +370,80 @@ class Session:
         breaker_open = bool(auto.skipped and auto.skipped.startswith("stopped after"))
         return report.tokens_after > self.config.threshold and not breaker_open
 
-    def _report(self, final: dict, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
-        by_name = {r.name: r for r in final.get("reports", [])}
-        stages, reinjected = [], []
-        for r in final.get("reports", []):
-            if r.name not in STAGE_NAMES:
-                reinjected.append(r)
+    def _notices(self, report: PrepareReport, ctx: StageContext) -> None:
+        """Say what the harness must know in the report and the log, not only in the JSON details."""
+        auto = next(s for s in report.stages if s.name == "autocompact")
+        if auto.skipped and auto.skipped.startswith("stopped after") and report.tokens_after > self.config.threshold:
+            retry = self.store.get_meta("breaker_retry_tokens", 0)
+            report.notices.append(f"autocompact is paused after {ctx.consecutive_failures} failed compactions: the "
+                                  f"view is {report.tokens_after} tokens, over the threshold of "
+                                  f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
+        fallback = (report.boundary or {}).get("fallback")
+        if fallback:
+            report.notices.append(f"summarizer {fallback['from']} failed ({fallback['error']}); "
+                                  "the structured summary was used instead")
+        for notice in report.notices:
+            log.warning("%s", notice)
+
+    def _report(self, final: PipelineState, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
+        by_name = {r.name: r for r in final["reports"]}
+        reinjected = [r for r in final["reports"] if r.name not in STAGE_NAMES]
         tokens_after = self.counter.messages(final["view"])
-        running = before
+        stages, running = [], before
         for name in STAGE_NAMES:
             r = by_name.get(name) or StageReport(name, running, running, skipped="under target")
             running = r.tokens_after
             stages.append(r)
-        boundary = by_name["autocompact"].details if "autocompact" in by_name and not by_name["autocompact"].skipped else None
+        auto = by_name.get("autocompact")
+        boundary = auto.details if auto is not None and not auto.skipped else None
         return PrepareReport(raw, before, tokens_after, stages, reinjected, boundary,
                              ms=(time.perf_counter() - started) * 1000, rewound=rewound)
 
     def _commit(self, live: list[Message], keep: int, new_edits: list[Edit], view: list[Message],
-                now: float, report: PrepareReport, status_state: PublisherState) -> None:
+                now: float, report: PrepareReport, status: PublisherState,
+                usage: int | tuple[str, int] | None) -> None:
         """Everything this call decided, in one transaction: a crash leaves the previous state."""
         store = self.store
         with store.transaction():
-            store.set_meta("status_publisher", status_state.to_json())
+            store.set_meta("status_publisher", status.to_json())
+            store.set_meta("status_tokens_override", self.status_bar.tokens_override)
             if keep < len(self._log):
                 store.truncate_log(keep)
-            if self._status_reset:
+            if self.status_bar.reset_pending:
                 store.drop_edits("status")
-                self._status_reset = False
+                self.status_bar.reset_pending = False
             if keep < len(live):
                 store.append_messages(live[keep:])
             if new_edits:
                 store.add_edits(new_edits)
             store.set_meta("last_prepare_at", now)
+            store.set_meta("last_usage", _usage_json(usage))
             store.set_meta("pending_snips", [])
+            store.set_meta("inputs_changed", False)
             if report.boundary:
                 store.set_meta("epoch", report.boundary["epoch"])
-            if self._overflowed(report):
-                store.set_meta("consecutive_failures", store.get_meta("consecutive_failures", 0) + 1)
+            if self._overflowed(report) or (report.boundary or {}).get("fallback"):
+                failures = store.get_meta("consecutive_failures", 0) + 1
+                store.set_meta("consecutive_failures", failures)
+                # Another attempt is worth it once the view has grown by a tenth of the window.
+                store.set_meta("breaker_retry_tokens", report.tokens_after + self.config.window // 10)
             elif report.tokens_after <= self.config.threshold:
                 store.set_meta("consecutive_failures", 0)
+            if self.ledger.dirty:
+                store.set_meta("ledger", self.ledger.to_json())
             store.set_meta("last_view_tail", view[-1].id if view else None)
             store.set_meta("view_digest", view_digest(view))
             store.update_token_cache(self.counter.take_unsaved())
+            self._bump_generation()
+        self.ledger.dirty = False
         self._log = self._log[:keep] + list(live[keep:])
         self._digests = self._digests[:keep] + [m.digest for m in live[keep:]]
         self._edits = self._edits + list(new_edits)
         self._cached = (len(self._log), len(self._edits), view)
 
-    def view(self) -> list[Message]:
-        """The view as of the last `prepare`, rebuilt from the log and the edits (no new decisions)."""
-        return apply_edits(live_slice(self._log), self._edits)
+    def _bump_generation(self) -> None:
+        self._generation = self.store.get_meta("generation", 0) + 1
+        self.store.set_meta("generation", self._generation)
 
 
 def view_digest(view: Sequence[Message]) -> str:
@@ -425,14 +454,32 @@ def view_digest(view: Sequence[Message]) -> str:
     return h.hexdigest()
 
 
-def _default_reinjectors() -> tuple[Any, ...]:
+def _queued(transcript: Transcript | Sequence[Message]) -> tuple[tuple[str | None, str], ...]:
+    return tuple(transcript.queued_inputs) if isinstance(transcript, Transcript) else ()
+
+
+def _usage_json(usage: int | tuple[str, int] | None) -> Any:
+    return list(usage) if isinstance(usage, tuple) else usage
+
+
+def _transcript_epoch(live: Sequence[Message]) -> int:
+    """The newest epoch among worksurface's own messages in the transcript (a view fed back, or a
+    file worksurface compacted before), so new ids never collide with the ones already there."""
+    epochs = [m.meta.get("epoch") for m in live if m.origin is not Origin.CONVERSATION]
+    return max((e for e in epochs if isinstance(e, int)), default=FIRST_EPOCH)
+
+
+def _default_reinjectors() -> tuple[Reinjector, ...]:
     from worksurface.reinjectors import DEFAULT_REINJECTORS
     return tuple(DEFAULT_REINJECTORS)
 
 
 def compact(messages: Transcript | Sequence[Message], *, force: bool = False, instructions: str | None = None,
-            now: float | None = None, config: Config | None = None, summarizer: Any = None,
+            now: float | None = None, config: Config | None = None, summarizer: Summarizer | None = None,
             **overrides: Any) -> Prepared:
     """One-shot, stateless form: prepare `messages` once in a memory-only session."""
     with Session.open(None, config=config, summarizer=summarizer, **overrides) as session:
         return session.prepare(messages, now=now, force=force, instructions=instructions)
+
+
+__all__ = ["FIRST_EPOCH", "InvariantError", "Prepared", "PrepareReport", "Session", "compact", "view_digest"]

@@ -1,20 +1,29 @@
-"""The contract between the graph and its stages: state, context and report types.
+"""The contract between the graph and its parts: the `Stage` and `Reinjector` protocols, the typed
+per-call context, the graph state and the reports.
 
-A stage is `run(state, config, ctx) -> StageResult`: it reads the current view, decides new edits
-and reports. The core applies and stores the edits, so a stage never touches the session directly
-and never imports another stage.
+A stage reads the current view and decides new edits; the core applies and stores them, so a stage
+never touches the session and never imports another stage. A reinjector returns the messages that
+rebuild one part of the working surface after a compaction. Both get a frozen `StageContext`, passed
+as LangGraph's run context (`context_schema`), never through a loose dict.
 """
 
 from __future__ import annotations
 
 import operator
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any, Callable, Protocol, Sequence, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Callable, NotRequired, Protocol, Sequence, TypedDict
 
-from .config import Config
+from .config import Config, ReinjectConfig
 from .edits import Edit
 from .model import Message
 from .tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+    from .pricing import CallStats
+    from .status.publish import PublisherState
+    from .status.snapshot import Snapshot
+    from .summarizers.base import Summarizer
 
 
 @dataclass
@@ -48,24 +57,64 @@ class ArtifactSink(Protocol):
     def put_artifact(self, content: str, *, kind: str, meta: dict[str, Any] | None = None) -> Artifact: ...
 
 
-@dataclass
+@dataclass(frozen=True)
+class StatusInputs:
+    """The status bar as this call sees it: the reduced snapshot, the publisher's state, and the
+    snapshot as it will be once the view has a given size (the baseline after a compaction)."""
+
+    snapshot: Snapshot
+    publisher: PublisherState
+    resized: Callable[[int], Snapshot]
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    """A new status epoch started by the status reinjector: the publisher's next state and the ids of
+    the previous epoch's status messages to remove from the view."""
+
+    publisher: PublisherState
+    remove_ids: tuple[str, ...] = ()
+    # The view's size the new baseline reports.
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class StageContext:
-    """Everything a stage may use besides the view: config, counting, clock, storage, summarizer."""
+    """Everything a stage or reinjector may use besides the view; built once per call by the session."""
 
     config: Config
     counter: TokenCounter
     artifacts: ArtifactSink
     now: float
+    # Seconds since the previous call; None on the first call (nothing cached yet).
     idle_seconds: float | None = None
+    # A manual compaction (`Session.compact`, `--force`): autocompact fires whatever the size.
     forced: bool = False
+    # The user's focus for a manual compaction, quoted in the summary.
     instructions: str | None = None
-    epoch: int = 0
+    epoch: int = 1
     explicit_snips: Sequence[tuple[tuple[str, ...], str]] = ()
-    summarizer: Any = None
-    # Filled by the core before the stages run: ids a stage must leave alone (invariant 3).
+    summarizer: Summarizer | None = None
+    # Ids a stage must leave alone: the newest user message and everything after the last assistant turn.
     protected: frozenset[str] = frozenset()
     consecutive_failures: int = 0
-    extras: dict[str, Any] = field(default_factory=dict)
+    # Tokens the view costs beyond its counted text: the harness's measured usage anchor and the
+    # status publication planned after the graph. Every trigger compares against the sum.
+    token_offset: int = 0
+    # The live transcript as the harness sent it (original content, before any clearing).
+    transcript: Sequence[Message] = ()
+    # User text typed while the agent was busy, as (after message id, text): user input too.
+    queued_inputs: Sequence[tuple[str | None, str]] = ()
+    status: StatusInputs | None = None
+    reinjectors: Sequence[Reinjector] = ()
+    # The session's working-state ledger, updated with every message before the graph runs.
+    ledger: Ledger | None = None
+    # Cache economics (worksurface.pricing). The session so far: model calls made before this one and
+    # the transcript's mean growth per call; None: read off `transcript` (each assistant turn = a call).
+    call_stats: CallStats | None = None
+    # Transcript ids no earlier call sent (new since the previous view): ingestion reduces only
+    # these, and an edit re-bills only the others. None: the transcript's last assistant turn on.
+    unsent_ids: frozenset[str] | None = None
 
 
 @dataclass
@@ -75,7 +124,16 @@ class StageResult:
     cache_edits: list[str] = field(default_factory=list)
 
 
-class PipelineState(TypedDict, total=False):
+@dataclass
+class Reinjection:
+    """What a reinjector adds after a compaction; `status` only from the status reinjector."""
+
+    messages: list[Message]
+    report: StageReport
+    status: StatusUpdate | None = None
+
+
+class PipelineState(TypedDict):
     """LangGraph state. Lists with reducers accumulate across nodes within one call."""
 
     view: list[Message]
@@ -84,6 +142,24 @@ class PipelineState(TypedDict, total=False):
     reports: Annotated[list[StageReport], operator.add]
     cache_edits: Annotated[list[str], operator.add]
     compacted: bool
+    status_update: NotRequired[StatusUpdate | None]
 
 
-Stage = Callable[[PipelineState, Any, StageContext], StageResult]
+class Stage(Protocol):
+    """A reducing stage: a module of `stages/` with a `NAME` and a `run` function."""
+
+    NAME: str
+
+    def run(self, state: PipelineState, config: Any, ctx: StageContext) -> StageResult:
+        """Decide edits for the view in `state`; `config` is this stage's own section of the Config."""
+        ...
+
+
+class Reinjector(Protocol):
+    """A part of the working surface rebuilt after a compaction: a module of `reinjectors/`."""
+
+    NAME: str
+
+    def run(self, view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
+        """Messages restoring this part that the view does not already show, within `budget` tokens."""
+        ...

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator, Mapping, Self, Sequence
 
 import diskcache
 
-from .edits import Edit, edit_from_json, edit_to_json
+from .edits import Edit, edit_from_json, edit_to_json, refers_to
 from .errors import ArtifactNotFoundError, SessionError, SessionLockedError
 from .fileio import atomic_write
 from .model import Message
@@ -44,7 +44,13 @@ LOCK_POLL_SECONDS = 0.05
 # so reading it stays a handful of lookups.
 TOKEN_CACHE_MAX_CHUNKS = 32
 # diskcache defaults to evicting old entries past 1 GB; a session must never lose data silently.
-DISKCACHE_SETTINGS: dict[str, Any] = {"eviction_policy": "none", "statistics": 0, "tag_index": 0}
+# diskcache keeps values of `disk_min_file_size` bytes or more in separate files and deletes those
+# files at once inside a transaction, before the SQL commit: a crash then leaves rows pointing at
+# missing files, which no rollback brings back. Every value stays inside SQLite (its limit is 1 GB a
+# value), so a transaction is all or nothing.
+INLINE_VALUE_LIMIT = 2**30 - 1
+DISKCACHE_SETTINGS: dict[str, Any] = {"eviction_policy": "none", "statistics": 0, "tag_index": 0,
+                                      "disk_min_file_size": INLINE_VALUE_LIMIT}
 
 
 def _dumps(value: Any, what: str) -> str:
@@ -83,6 +89,10 @@ class Store(ABC):
 
     @abstractmethod
     def _delete(self, key: str) -> None: ...
+
+    @abstractmethod
+    def _keys(self) -> list[str]:
+        """Every key held (a snapshot: the caller may write while iterating)."""
 
     @abstractmethod
     def _atomic(self) -> Any:
@@ -125,6 +135,37 @@ class Store(ABC):
             # The mirror may hold entries the rollback discarded; reload it from storage when needed.
             self._token_mirror = None
             raise
+
+    # --- copying (fork) ---------------------------------------------------------------------------
+
+    def copy_to(self, other: "Store") -> None:
+        """Copy everything this store holds (log, edits, decisions, artifacts, metadata, ledger, token
+        counts) into the empty store `other`, as one snapshot: under this store's lock, in one
+        transaction of `other`. Artifact files are written where `other` keeps them; their recorded
+        path becomes the new one (the texts already in the view keep naming the old path, so the
+        child's view stays byte-identical to the parent's). Later writes on either side stay there."""
+        if other is self:
+            raise SessionError("cannot copy a session store onto itself")
+        with self.lock(), other.lock():
+            if other.log_length() or other._edit_count() or any(k.startswith("meta:") for k in other._keys()):
+                raise SessionError(f"{getattr(other, 'path', '<memory store>')}: the destination of a fork "
+                                   "must be a new, empty session")
+            with other.transaction():
+                for key in self._keys():
+                    if key == "store:version":
+                        continue
+                    text = self._get(key)
+                    if text is None:
+                        continue
+                    if key.startswith("artifact:") and key.endswith(":info"):
+                        continue  # written below, with the destination's path
+                    other._put(key, text)
+                    if key.startswith("artifact:"):
+                        artifact_id = key.split(":", 1)[1]
+                        info = self._load(f"{key}:info") or {}
+                        path = other._materialize(artifact_id, json.loads(text))
+                        other._save(f"{key}:info", {**info, "path": path}, f"artifact {artifact_id} meta")
+        other._token_mirror = None
 
     # --- message log ------------------------------------------------------------------------------
 
@@ -176,7 +217,7 @@ class Store(ABC):
                 self._delete(f"log:{i}")
                 self._delete(f"logmsg:{i}")
             self._save("log:len", n, "log length")
-            kept = [e for e in self._edit_jsons() if not removed.intersection(_edit_refs(e))]
+            kept = [e for e in self._edit_jsons() if not refers_to(_edit_refs(e), removed)]
             dropped = self._edit_count() - len(kept)
             if dropped:
                 self._rewrite_edits(kept)
@@ -354,6 +395,9 @@ class SessionStore(Store):
     def _delete(self, key: str) -> None:
         self._cache.delete(key)
 
+    def _keys(self) -> list[str]:
+        return [str(k) for k in self._cache.iterkeys()]
+
     def _atomic(self) -> Any:
         return self._cache.transact()
 
@@ -417,6 +461,9 @@ class MemoryStore(Store):
 
     def _delete(self, key: str) -> None:
         self._data.pop(key, None)
+
+    def _keys(self) -> list[str]:
+        return list(self._data)
 
     @contextmanager
     def _atomic(self) -> Iterator[None]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .edits import stable_prefix_length
-from .model import Message, Origin, ToolCall, ToolResult, is_user_turn, orphans
+from .model import Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn, orphans
 from .tokens import TokenCounter
 
 
@@ -169,3 +169,74 @@ def close_interrupted(messages: Sequence[Message]) -> list[Message]:
                                    Origin.RECOVERY, {"interrupted": [c.id for c in missing]}))
         i = j
     return out
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A transcript made legal again after a crash: the messages, and what was removed (one line each,
+    by message id) for the report."""
+
+    messages: list[Message]
+    removed: tuple[tuple[str, str], ...] = ()
+
+    def notes(self, skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
+        """One report line per cleaned message not in `skip` (the ones already reported)."""
+        return [f"recovery: {what} in message {mid} removed from the view" for mid, what in self.removed
+                if mid not in skip]
+
+
+def _assistant_groups(messages: Sequence[Message]) -> list[list[int]]:
+    """Indices of the assistant messages of one model response: Claude Code writes one record per
+    block sharing `api_message_id`; other formats keep a response in one message, so a run of
+    consecutive assistant messages without that id is one group each."""
+    groups: list[list[int]] = []
+    by_api: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or m.origin is not Origin.CONVERSATION:
+            continue
+        api = m.meta.get("api_message_id")
+        if isinstance(api, str) and api:
+            if api not in by_api:
+                by_api[api] = []
+                groups.append(by_api[api])
+            by_api[api].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def _is_content(block: Block) -> bool:
+    """A block that says or does something (whitespace-only text and thinking do not)."""
+    if isinstance(block, Thinking):
+        return False
+    return not (isinstance(block, Text) and not block.text.strip())
+
+
+def clean_recovered(messages: Sequence[Message]) -> Recovered:
+    """Remove what a provider refuses and a crash leaves behind (seed 003): thinking with no content
+    after it in its response (a thinking-only response, or trailing thinking), and empty or
+    whitespace-only assistant text. A message left with no block goes. Depends only on each
+    response's own records, so the same transcript always cleans the same way and the log stays
+    append-only as records arrive."""
+    drop: dict[int, set[int]] = {}  # message index -> block positions to remove
+    for group in _assistant_groups(messages):
+        blocks = [(i, k, b) for i in group for k, b in enumerate(messages[i].blocks)]
+        last = max((n for n, (_, _, b) in enumerate(blocks) if _is_content(b)), default=-1)
+        for n, (i, k, b) in enumerate(blocks):
+            if (isinstance(b, Thinking) and n > last) or (isinstance(b, Text) and not b.text.strip()):
+                drop.setdefault(i, set()).add(k)
+    if not drop:
+        return Recovered(list(messages))
+    out: list[Message] = []
+    removed: list[tuple[str, str]] = []
+    for i, m in enumerate(messages):
+        gone = drop.get(i)
+        if not gone:
+            out.append(m)
+            continue
+        kinds = sorted({"orphan thinking" if isinstance(m.blocks[k], Thinking) else "empty text" for k in gone})
+        removed.append((m.id, " and ".join(kinds)))
+        kept = [b for k, b in enumerate(m.blocks) if k not in gone]
+        if kept:
+            out.append(m.with_blocks(kept))
+    return Recovered(out, tuple(removed))

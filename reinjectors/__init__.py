@@ -1,10 +1,12 @@
 """Reinjectors: rebuild the working surface after a compact boundary, in priority order.
 
-Each module has `NAME` and `run(view, config, ctx, budget) -> (messages, StageReport)`; the graph's
-reinjection node runs them in this order, each within what the ones before it left of the
+Each module satisfies `worksurface.state.Reinjector`: `NAME` and
+`run(view, config, ctx, budget) -> Reinjection`; the graph's reinjection node runs them in this order, each within what the ones before it left of the
 post-compact target, so budgets shrink from the least valuable end.
 """
 
+from worksurface.state import Reinjector
+
 from . import constraints, files, plan, skills, status, tools
 
-DEFAULT_REINJECTORS: tuple = (status, constraints, plan, files, skills, tools)
+DEFAULT_REINJECTORS: tuple[Reinjector, ...] = (status, constraints, plan, files, skills, tools)

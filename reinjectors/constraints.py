@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from worksurface.config import ReinjectConfig
-from worksurface.facts.constraints import Approach, Constraint, excluded_approaches, standing_constraints
+from worksurface.facts.constraints import Approach, Constraint
 from worksurface.model import Message
-from worksurface.reinject import is_shown, report, reinjected, shown_text
-from worksurface.state import StageContext, StageReport
+from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.state import Reinjection, StageContext
 
 NAME = "constraints"
 HEADER = "<standing-constraints>\nRules still in force (verbatim; where each came from in brackets):"
@@ -20,13 +20,12 @@ EXCLUDED_HEADER = "Tried and excluded (do not retry without a new reason):"
 FOOTER = "</standing-constraints>"
 
 
-def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> tuple[list[Message], StageReport]:
-    transcript: Sequence[Message] = ctx.extras.get("transcript", view)
-    queued = ctx.extras.get("queued_inputs", ())
+def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
+    src = facts_of(ctx, view)
     before = ctx.counter.messages(view)
     shown = shown_text(view)
-    rules = [c for c in standing_constraints(transcript, queued)]
-    approaches = excluded_approaches(transcript, queued)
+    rules = [c for c in src.standing_constraints()]
+    approaches = src.excluded_approaches()
     # Strongest rules first, then the newest; the user's own words before inferred ones.
     rules.sort(key=lambda c: (-c.strength, c.source != "user", -c.index))
     approaches.sort(key=lambda a: -a.index)
@@ -49,21 +48,21 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         (rule_lines if isinstance(item, Constraint) else approach_lines).append(line)
         restored.append(item.text[:80])
     if not restored:
-        return [], report(NAME, before, 0, [], skipped, dropped, "no constraint the view does not already show")
+        return Reinjection([], report(NAME, before, 0, [], skipped, dropped, "no constraint the view does not already show"))
     # Restore reading order (oldest first) once the budget has picked what stays.
     parts = [HEADER, *sorted(rule_lines, key=_order(rules))]
     if approach_lines:
         parts += [EXCLUDED_HEADER, *sorted(approach_lines, key=_order(approaches))]
     parts.append(FOOTER)
     msg = reinjected(NAME, "0", "\n".join(parts))
-    return [msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, dropped)
+    return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, dropped))
 
 
 def _line(item: Constraint | Approach) -> str:
     if isinstance(item, Constraint):
         where = item.source + (f": {item.origin}" if item.origin else "")
-        return f"- {item.text} [{where}]"
-    return f"- ({item.kind}) {item.text}"
+        return escape_wrapped(f"- {item.text} [{where}]", "standing-constraints")
+    return escape_wrapped(f"- ({item.kind}) {item.text}", "standing-constraints")
 
 
 def _order(items: Sequence[Constraint | Approach]):

@@ -7,16 +7,17 @@ A file whose read result the kept tail still shows is skipped.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 from rapidfuzz import fuzz
 
 from worksurface.config import ReinjectConfig
-from worksurface.facts.files import FileFact, file_activity, numbered_lines
+from worksurface.errors import WorkspaceReadError
+from worksurface.facts.files import FileFact, numbered_lines
+from worksurface.fileio import read_confined
 from worksurface.model import Message
-from worksurface.reinject import report, reinjected, tail_of, uncleared_results
-from worksurface.state import StageContext, StageReport
+from worksurface.reinject import escape_attr, escape_wrapped, facts_of, reinjected, report, tail_of, uncleared_results
+from worksurface.state import Reinjection, StageContext
 from worksurface.tokens import truncate_to_tokens
 from worksurface.toolkinds import call_path
 from worksurface.view import calls_by_id
@@ -30,10 +31,10 @@ BINARY_SNIFF_BYTES = 8_192
 TRUNCATION_MARKER = "\n[... truncated to fit the reinjection budget; read the file for the rest]"
 
 
-def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> tuple[list[Message], StageReport]:
-    transcript: Sequence[Message] = ctx.extras.get("transcript", view)
+def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
+    src = facts_of(ctx, view)
     before = ctx.counter.messages(view)
-    facts = sorted((f for f in file_activity(transcript) if f.actions & {"read", "edited", "created"}),
+    facts = sorted((f for f in src.file_activity() if f.actions & {"read", "edited", "created"}),
                    key=lambda f: f.last_index, reverse=True)
     tail = tail_of(view)
     left = min(budget, config.files_tokens)
@@ -49,18 +50,19 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         if _visible_in_tail(fact.path, content, tail, config.visible_similarity):
             skipped.append({"path": fact.path, "why": "kept tail shows it"})
             continue
-        header = f'<file path="{fact.path}" source="{source}"{" note=" + repr(note) if note else ""}>\n'
+        note_attr = f' note="{escape_attr(note)}"' if note else ""
+        header = f'<file path="{escape_attr(fact.path)}" source="{source}"{note_attr}>\n'
         room = min(config.file_tokens, left) - ctx.counter.text(header + "\n</file>") - 8
         if room < 50:
             dropped.append(fact.path)
             continue
-        body = truncate_to_tokens(content, room, marker=TRUNCATION_MARKER)
+        body = truncate_to_tokens(escape_wrapped(content, "file"), room, marker=TRUNCATION_MARKER)
         msg = reinjected(NAME, str(len(out)), header + body + "\n</file>", path=fact.path, source=source)
         cost = ctx.counter.message(msg)
         left -= cost
         out.append(msg)
         restored.append({"path": fact.path, "source": source, "tokens": cost})
-    return out, report(NAME, before, ctx.counter.messages(out), restored, skipped, dropped)
+    return Reinjection(out, report(NAME, before, ctx.counter.messages(out), restored, skipped, dropped))
 
 
 def _content(fact: FileFact, workspace_root: str | None) -> tuple[str | None, str, str]:
@@ -79,24 +81,12 @@ def _content(fact: FileFact, workspace_root: str | None) -> tuple[str | None, st
 
 
 def read_inside(root: str, path: str) -> tuple[str | None, str]:
-    """Read `path` only if it resolves inside `root` (after following symlinks); (None, why) if not."""
-    base = Path(root).resolve()
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        candidate = base / candidate
+    """Read `path` only if it is a regular file inside `root` (symlinks followed for the check, never
+    for the open: see fileio.read_confined); (None, why) if not."""
     try:
-        resolved = candidate.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None, "not found in the workspace"
-    if not resolved.is_relative_to(base):
-        return None, "outside workspace_root: not read"
-    if not resolved.is_file():
-        return None, "not a regular file"
-    size = resolved.stat().st_size
-    if size > MAX_FILE_BYTES:
-        return None, f"too large to reinject ({size} bytes)"
-    with resolved.open("rb") as fh:
-        data = fh.read()
+        data = read_confined(root, path, MAX_FILE_BYTES)
+    except WorkspaceReadError as exc:
+        return None, exc.reason
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         return None, "binary file"
     return data.decode("utf-8", errors="replace"), ""

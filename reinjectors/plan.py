@@ -1,14 +1,14 @@
-"""Plan: the latest todo list or plan with item states, and plan mode if the session is in it."""
+"""Plan: the latest todo list with item states, the latest plan (approved or only proposed), and plan
+mode if the session is in it."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 from worksurface.config import ReinjectConfig
-from worksurface.facts.progress import plan_mode, todo_state
 from worksurface.model import Message
-from worksurface.reinject import is_shown, report, reinjected, shown_text
-from worksurface.state import StageContext, StageReport
+from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.state import Reinjection, StageContext
 from worksurface.tokens import truncate_to_tokens
 
 NAME = "plan"
@@ -16,11 +16,11 @@ NAME = "plan"
 STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
 
 
-def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> tuple[list[Message], StageReport]:
-    transcript: Sequence[Message] = ctx.extras.get("transcript", view)
+def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
+    src = facts_of(ctx, view)
     before = ctx.counter.messages(view)
-    todos = todo_state(transcript)
-    mode = plan_mode(transcript)
+    todos = src.todo_state()
+    mode = src.plan_mode()
     shown = shown_text(view)
     lines: list[str] = []
     restored, skipped = [], []
@@ -33,8 +33,10 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
             lines.append(f"Todo list (latest {todos.tool} call):")
             lines += [f"- [{it.status}] {it.text}" for it in items]
             restored.append({"what": "todo list", "items": len(items)})
-    if mode.active or (mode.plan and not mode.approved):
-        head = "Plan mode is ON: do not edit files until the plan is approved." if mode.active else "Last proposed plan:"
+    if mode.active or mode.plan:
+        head = ("Plan mode is ON: do not edit files until the plan is approved." if mode.active
+                else "Approved plan (the user approved it with the state below; follow it):" if mode.approved
+                else "Last proposed plan (not approved yet):")
         plan_text = mode.plan or ""
         if plan_text and is_shown(plan_text[:200], shown):
             skipped.append({"what": "plan", "why": "the view already shows it"})
@@ -46,10 +48,10 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
                 lines.append(plan_text)
             restored.append({"what": "plan mode" if mode.active else "plan"})
     if not lines:
-        return [], report(NAME, before, 0, [], skipped, [], "no plan or todo list in the session")
+        return Reinjection([], report(NAME, before, 0, [], skipped, [], "no plan or todo list in the session"))
     limit = min(budget, config.plan_tokens)
     body = truncate_to_tokens("\n".join(lines), max(0, limit - 20), marker="\n[... plan truncated]")
     if not body:
-        return [], report(NAME, before, 0, [], skipped, [r["what"] for r in restored])
-    msg = reinjected(NAME, "0", f"<plan>\n{body}\n</plan>")
-    return [msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, [])
+        return Reinjection([], report(NAME, before, 0, [], skipped, [r["what"] for r in restored]))
+    msg = reinjected(NAME, "0", f"<plan>\n{escape_wrapped(body, 'plan')}\n</plan>")
+    return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))

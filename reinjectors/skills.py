@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from worksurface.config import ReinjectConfig
-from worksurface.facts.tools import skills_invoked
 from worksurface.model import Message
-from worksurface.reinject import is_shown, report, reinjected, shown_text, tail_of
-from worksurface.state import StageContext, StageReport
+from worksurface.reinject import escape_attr, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.state import Reinjection, StageContext
 from worksurface.tokens import truncate_to_tokens
 
 NAME = "skills"
@@ -19,14 +18,14 @@ NAME = "skills"
 MIN_SKILL_TOKENS = 40
 
 
-def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> tuple[list[Message], StageReport]:
-    transcript: Sequence[Message] = ctx.extras.get("transcript", view)
+def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
+    src = facts_of(ctx, view)
     before = ctx.counter.messages(view)
     tail = shown_text(tail_of(view))
     left = min(budget, config.skills_tokens)
     out: list[Message] = []
     restored, skipped, dropped = [], [], []
-    for skill in sorted(skills_invoked(transcript), key=lambda s: s.index, reverse=True):
+    for skill in sorted(src.skills_invoked(), key=lambda s: s.index, reverse=True):
         if not skill.content:
             skipped.append({"skill": skill.name, "why": "no content seen in the transcript"})
             continue
@@ -34,16 +33,16 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
             skipped.append({"skill": skill.name, "why": "kept tail shows it"})
             continue
         marker = f"\n[... skill truncated; invoke the {skill.name} skill again (or read its SKILL.md) for the rest]"
-        header = f'<skill name="{skill.name}" source="{skill.source}">\n'
+        header = f'<skill name="{escape_attr(skill.name)}" source="{escape_attr(skill.source)}">\n'
         room = min(config.skill_tokens, left) - ctx.counter.text(header + "\n</skill>") - 8
         if room < MIN_SKILL_TOKENS:
             dropped.append(skill.name)
             continue
-        body = truncate_to_tokens(skill.content, room, marker=marker)
+        body = truncate_to_tokens(escape_wrapped(skill.content, "skill"), room, marker=marker)
         msg = reinjected(NAME, str(len(out)), header + body + "\n</skill>", skill=skill.name)
         cost = ctx.counter.message(msg)
         left -= cost
         out.append(msg)
         restored.append({"skill": skill.name, "tokens": cost})
-    return out, report(NAME, before, ctx.counter.messages(out), restored, skipped, dropped,
-                       "no skill invoked in the session")
+    return Reinjection(out, report(NAME, before, ctx.counter.messages(out), restored, skipped, dropped,
+                       "no skill invoked in the session"))

@@ -10,25 +10,27 @@ from __future__ import annotations
 from worksurface.config import ReinjectConfig
 from worksurface.model import Message
 from worksurface.reinject import report
-from worksurface.state import StageContext, StageReport
+from worksurface.state import Reinjection, StageContext, StatusUpdate
 from worksurface.status import PublisherState, publish
 
 NAME = "status"
 
 
-def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> tuple[list[Message], StageReport]:
+def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
     before = ctx.counter.messages(view)
-    snapshot = ctx.extras.get("status_snapshot")
-    state: PublisherState | None = ctx.extras.get("status_state")
-    if snapshot is None or state is None:
-        return [], report(NAME, before, 0, [], [], [], "status bar not available in this session")
+    if ctx.status is None:
+        return Reinjection([], report(NAME, before, 0, [], [], [], "status bar not available in this session"))
+    # The baseline reports the compacted view's size, not the usage measured before the compaction.
+    tokens = before + ctx.token_offset
+    snapshot, state = ctx.status.resized(tokens), ctx.status.publisher
     new_state, publication = publish(state, snapshot, strategy=state.strategy, now=ctx.now, new_epoch=True)
     cost = ctx.counter.messages(publication.messages)
     if cost > min(budget, config.status_tokens):
         # Keep the epoch change (old status messages go) but publish the baseline on the next call.
-        ctx.extras["status_result"] = (PublisherState(state.strategy, new_state.epoch, state.seq, None, ()),
-                                       publication.remove_ids)
-        return [], report(NAME, before, 0, [], [], ["baseline"], "baseline over the status budget")
-    ctx.extras["status_result"] = (new_state, publication.remove_ids)
+        deferred = StatusUpdate(PublisherState(state.strategy, new_state.epoch, state.seq, None, ()),
+                                tuple(publication.remove_ids), tokens)
+        return Reinjection([], report(NAME, before, 0, [], [], ["baseline"], "baseline over the status budget"),
+                           deferred)
     restored = [f"baseline epoch {new_state.epoch}"] if publication.messages else []
-    return list(publication.messages), report(NAME, before, cost, restored, [], [], "empty status")
+    return Reinjection(list(publication.messages), report(NAME, before, cost, restored, [], [], "empty status"),
+                       StatusUpdate(new_state, tuple(publication.remove_ids), tokens))

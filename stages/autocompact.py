@@ -7,6 +7,7 @@ summary take shares of it so the reinjectors keep room to rebuild the working su
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from worksurface.config import AutocompactConfig
@@ -55,7 +56,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     start = tail_start(view, counter, tail_budget, floor)
     if start <= floor and ctx.forced:
         # A manual compaction of a short session: keep the newer half so there is something to summarize.
-        start = tail_start(view, counter, max(0, tokens - prefix_tokens) // 2, floor)
+        start = tail_start(view, counter, max(0, tokens - ctx.token_offset - prefix_tokens) // 2, floor)
     head, tail = view[floor:start], view[start:]
     if not head:
         return _skip(tokens, started, "nothing before the kept tail to summarize")
@@ -79,11 +80,11 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     epoch = ctx.epoch + 1
     trigger = "manual" if ctx.forced else "auto"
     covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION)
-    summary_msg = Message(f"summary-{epoch}-{_first_id(head)}", "user", (Text(SUMMARY_PREFIX + summary.text),),
+    summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user", (Text(SUMMARY_PREFIX + summary.text),),
                           Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer})
     post = prefix_tokens + counter.messages(tail) + counter.message(summary_msg)
     boundary = Message(
-        f"boundary-{epoch}-{_first_id(head)}", "system",
+        f"boundary-{epoch}-{_span_id(head)}", "system",
         (Text(f"[Conversation compacted ({trigger}): {len(head)} earlier messages summarized, "
               f"{tokens} -> {post} tokens, epoch {epoch}]"),),
         Origin.BOUNDARY,
@@ -109,7 +110,8 @@ def _summarize(primary, head: list[Message], tail: list[Message], budget: int, c
     """The primary summarizer's summary, or the structured one (and why) when it fails or overruns."""
     request = SummaryRequest(messages=head, tail=tail, budget_tokens=budget,
                              user_messages_tokens=min(config.user_messages_tokens, budget // 2),
-                             instructions=ctx.instructions, extras=dict(ctx.extras))
+                             instructions=ctx.instructions, queued_inputs=ctx.queued_inputs,
+                             ledger=ctx.ledger)
     try:
         summary = primary.summarize(request, ctx.counter)
         if summary.tokens > budget:
@@ -132,8 +134,11 @@ def _quotes(summary: str, text: str) -> bool:
     return fold(strip_reminders(text)) in fold(summary)
 
 
-def _first_id(messages: list[Message]) -> str:
-    return messages[0].id if messages else "empty"
+def _span_id(messages: list[Message]) -> str:
+    """A short id for the summarized span (a digest of its first message's id), so the ids of a
+    compaction of a compaction stay short and unique."""
+    first = messages[0].id if messages else "empty"
+    return hashlib.blake2b(first.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
 def _skip(tokens: int, started: float, why: str) -> StageResult:

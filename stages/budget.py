@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+from worksurface.artifacts import how_to_fetch
 from worksurface.config import BudgetConfig
 from worksurface.edits import ReplaceResult, edited_stage
 from worksurface.model import Message, Origin, ToolResult
@@ -93,8 +94,7 @@ def _preview(content: str, size: int, artifact_id: str, path: str | None, tool: 
     head = enc.decode(ids[: config.preview_head_tokens])
     tail = enc.decode(ids[-config.preview_tail_tokens:]) if config.preview_tail_tokens else ""
     omitted = max(0, len(ids) - config.preview_head_tokens - config.preview_tail_tokens)
-    where = f" at {path}" if path else ""
     what = f"{tool} {target}".strip()
-    return (f"[Tool result too large ({what}): {size} tokens, stored as artifact {artifact_id}{where}. "
-            f"Showing the first {config.preview_head_tokens} and last {config.preview_tail_tokens} tokens; "
-            f"open the file to read the rest.]\n{head}\n[... {omitted} tokens omitted ...]\n{tail}")
+    return (f"[Tool result too large ({what}): {size} tokens, stored as artifact {artifact_id} ; "
+            f"showing the first {config.preview_head_tokens} and last {config.preview_tail_tokens} tokens; "
+            f"for the rest, {how_to_fetch(artifact_id, path)}.]\n{head}\n[... {omitted} tokens omitted ...]\n{tail}")

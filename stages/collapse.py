@@ -14,6 +14,7 @@ from typing import Sequence
 from worksurface.config import CollapseConfig
 from worksurface.edits import ReplaceMessages
 from worksurface.model import Message, Origin, Text, ToolResult
+from worksurface.pricing import decide_edit
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
 from worksurface.toolkinds import call_target, effective_kind
 from worksurface.view import Round, rounds, stable_prefix_length
@@ -47,9 +48,18 @@ def run(state: PipelineState, config: CollapseConfig, ctx: StageContext) -> Stag
             continue
         edits.append(ReplaceMessages(NAME, tuple(m.id for m in members), (digest,), tokens_freed=before - after))
         current -= before - after
+    firing: dict[str, object] = {}
+    if edits:
+        # Folding edits the sent prefix: only when the saving outweighs the re-billing (DESIGN.md 12).
+        first = next(i for i, m in enumerate(view) if m.id in edits[0].ids)
+        decision = decide_edit(state, ctx, first_index=first, saved_tokens=tokens - current)
+        if not decision.fire:
+            return StageResult([], StageReport(NAME, tokens, tokens, ms=_ms(started),
+                                               skipped=f"not worth it: {decision.reason}"))
+        firing = decision.to_json()
     report = StageReport(NAME, tokens, current, items=len(edits), ms=_ms(started),
                          skipped=None if edits else "no foldable exploration span",
-                         details={"spans": len(edits)} if edits else {})
+                         details={"spans": len(edits), "firing": firing} if edits else {})
     return StageResult(edits, report)
 
 

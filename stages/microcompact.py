@@ -16,6 +16,7 @@ from typing import Sequence
 from worksurface.config import MicrocompactConfig
 from worksurface.edits import ReplaceResult, edited_stage
 from worksurface.model import Message, Origin, ToolCall, ToolResult
+from worksurface.pricing import decide_edit, result_index
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
 from worksurface.toolkinds import call_target, effective_kind, normalize_name, tool_kind
 from worksurface.view import calls_by_id
@@ -39,6 +40,11 @@ def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> 
         return _skip(tokens, started, f"only {gain} tokens clearable, below clear_at_least {config.clear_at_least}")
     if not candidates:
         return _skip(tokens, started, "no clearable tool result")
+    # Clearing edits the sent prefix: only when the saving outweighs the re-billing (DESIGN.md 12).
+    first = min((i for i in (result_index(view, r.call_id) for _, r, _ in candidates) if i is not None), default=0)
+    decision = decide_edit(state, ctx, first_index=first, saved_tokens=gain)
+    if not cold and not decision.fire:
+        return _skip(tokens, started, f"not worth it: {decision.reason}")
 
     edits = []
     freed = 0
@@ -52,7 +58,8 @@ def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> 
         freed += saved
         edits.append(ReplaceResult(NAME, call.id, text, artifact=artifact.id, tokens_freed=saved))
     report = StageReport(NAME, tokens, tokens - freed, items=len(edits), ms=(time.perf_counter() - started) * 1000,
-                         details={"trigger": "tokens" if over else "cache_cold", "cleared": [e.call_id for e in edits]})
+                         details={"trigger": "tokens" if over else "cache_cold", "cleared": [e.call_id for e in edits],
+                                  "firing": decision.to_json()})
     return StageResult(edits, report, cache_edits=[e.call_id for e in edits])
 
 

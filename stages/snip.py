@@ -18,6 +18,7 @@ from rapidfuzz import fuzz
 from worksurface.config import SnipConfig
 from worksurface.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
 from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.pricing import decide_edit
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
 from worksurface.toolkinds import call_path, call_target, effective_kind
 from worksurface.view import calls_by_id
@@ -62,9 +63,15 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
         edits.append(ReplaceMessages(NAME, tuple(m.id for m in stale), (), tokens_freed=gain))
 
     cold = ctx.idle_seconds is not None and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
-    if edits and freed < config.min_gain_tokens and not cold:
+    # Snipping edits the sent prefix: only when the saving outweighs the re-billing (DESIGN.md 12).
+    batch = bool(edits) and (freed >= config.min_gain_tokens or cold)
+    decision = decide_edit(state, ctx, first_index=_first_index(view, edits), saved_tokens=freed) if batch else None
+    if edits and not batch:
         report = StageReport(NAME, tokens, tokens, ms=_ms(started),
                              skipped=f"{freed} tokens redundant, below the batch minimum of {config.min_gain_tokens}")
+        edits = []
+    elif decision is not None and not cold and not decision.fire:
+        report = StageReport(NAME, tokens, tokens, ms=_ms(started), skipped=f"not worth it: {decision.reason}")
         edits = []
     else:
         report = StageReport(NAME, tokens, tokens - freed, items=len(edits), ms=_ms(started),
@@ -83,6 +90,16 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
 
 def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
+
+
+def _first_index(view: Sequence[Message], edits: list[Edit]) -> int:
+    """The earliest view position these edits change (where the cache would break)."""
+    calls = {e.call_id for e in edits if isinstance(e, ReplaceResult)}
+    ids = {i for e in edits if isinstance(e, ReplaceMessages) for i in e.ids}
+    for i, m in enumerate(view):
+        if m.id in ids or any(r.call_id in calls for r in m.tool_results):
+            return i
+    return 0
 
 
 def _undecided_results(view: Sequence[Message], protected: frozenset[str]) -> dict[str, tuple[int, ToolResult]]:

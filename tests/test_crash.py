@@ -86,7 +86,8 @@ def test_two_processes_are_serialized_by_the_lock(tmp_path):
     from worksurface.store import SessionStore
 
     directory = tmp_path / "s"
-    Session.open(directory).close()
+    # Opening reads the log under the lock, so open before the other process takes it.
+    session = Session.open(directory)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -97,7 +98,6 @@ def test_two_processes_are_serialized_by_the_lock(tmp_path):
         os._exit(0)
     os.read(read_end, 1)
     try:
-        session = Session.open(directory)
         with pytest.raises(SessionLockedError):
             with session.store.lock(timeout=0.3):
                 pass

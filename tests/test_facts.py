@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from worksurface import facts
@@ -96,6 +98,9 @@ def test_openhands_editor_and_swe_agent_windows():
            "The file /w/g.py has been edited.")
     c.call("str_replace_editor", {"command": "view", "path": "/w/h.py"},
            "Here's the result of running `cat -n` on /w/h.py:\n     1\tprint(1)\n     2\tprint(2)\n")
+    # SWE-agent's `edit` changes the file its last `open` named (the call's arguments), not whatever
+    # file the result's window header names.
+    c.call("open", {"path": "/t/r.py"}, "[File: /t/r.py (2 lines total)]\n1:x = 1\n2:y = 4")
     c.call("edit", {"command": "edit 1:1\nx = 3\nend_of_edit"},
            "[File: /t/r.py (2 lines total)]\n1:x = 3\n2:y = 4\n(Open file: /t/r.py)")
     found = by_path(facts.file_activity(c.messages))
@@ -368,7 +373,13 @@ def test_tools_skills_agents_and_announcements():
     c.call("Read", {"file_path": "/s/review/SKILL.md"}, "     1→# Review skill\n")
     c.call("Task", {"subagent_type": "Explore", "description": "find usages"}, "done")
     c.call("mcp__github__get_issue", {"number": 1}, "issue text")
-    c.messages.append(Message("tr", "user", (ToolResult("c99", '[{"type": "tool_reference", "tool_name": "mcp__x__y"}]'),)))
+    # A tool_reference counts as the harness's structure (the kept record's content list), not as
+    # JSON text a tool printed: the same JSON in a plain output announces nothing.
+    ref = {"type": "tool_reference", "tool_name": "mcp__x__y"}
+    record = {"type": "user", "uuid": "tr", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "c99", "content": [ref]}]}}
+    c.messages.append(Message("tr", "user", (ToolResult("c99", json.dumps(ref)),), meta={"raw": record}))
+    c.messages.append(Message("tx", "user", (ToolResult("c98", json.dumps([{**ref, "tool_name": "mcp__evil__z"}])),)))
     c.messages.append(Message("op", "user", (Opaque.of({"type": "tool_reference", "tool_name": "WebFetch"}),)))
     skills = facts.skills_invoked(c.messages)
     assert [(s.name, s.source) for s in skills] == [("review", "/s/review/SKILL.md"), ("commit", "Skill tool")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from worksurface.formats import claude_code as cc
 from worksurface.formats.base import Transcript
 from worksurface.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult
 from shared import TRANSCRIPTS as _TRANSCRIPTS
+from worksurface.view import is_safe_cut
 
 DATA = _TRANSCRIPTS / "claude-code"
 FILES = sorted(DATA.rglob("*.jsonl")) if DATA.is_dir() else []
@@ -152,32 +154,90 @@ def _worksurface_messages() -> list[Message]:
 
 
 @needs_data
-def test_compacted_view_writes_a_consistent_resumable_file() -> None:
+def test_compacted_view_keeps_history_and_starts_a_new_chain() -> None:
     text, t = load(LONG[0])
     start = next(i for i in range(len(t.messages) - 40, len(t.messages))
                  if t.messages[i].role == "user" and not t.messages[i].tool_results)
     tail = t.messages[start:]
     view = _worksurface_messages() + tail
-
-    written = cc.write(t, view)
+    written = cc.write_session(t, view, now="2026-12-01T10:00:00.000Z")
     out = records(written)
+    source = records(text)
+    # Append-only, as Claude Code keeps its file: every original record first, unchanged.
+    assert out[:len(source)] == source
+    chain = out[len(source):]
+    assert len(chain) == len(view)
     again = cc.read(written)
-    assert again.messages == view
-    assert [m.origin for m in again.messages[:5]] == [m.origin for m in view[:5]]
-    assert [m.role for m in again.messages[:5]] == ["system", "user", "user", "system", "user"]
+    live = again.messages[len(t.messages):]
+    assert [(m.role, m.origin, m.blocks) for m in live] == [(m.role, m.origin, m.blocks) for m in view]
+    assert [m.meta["worksurface_id"] for m in live[:5]] == [m.id for m in view[:5]]  # provenance kept
+    assert all(m.id != o.id for m, o in zip(live[5:], tail))   # kept messages are copies, new uuids
 
-    boundary, summary = by_uuid(written)["ws-boundary"], by_uuid(written)["ws-summary"]
+    boundary, summary, files, status = chain[0], chain[1], chain[2], chain[3]
     assert boundary["type"] == "system" and boundary["subtype"] == "compact_boundary"
-    assert boundary["compactMetadata"] == {"trigger": "auto", "preTokens": 170_000}
-    assert boundary["parentUuid"] is None and boundary["sessionId"] == t.messages[0].meta["raw"]["sessionId"]
-    assert summary["isCompactSummary"] and summary["message"]["content"] == "Summary of the work so far."
-    assert summary["parentUuid"] == "ws-boundary"
-    uuids = {r.get("uuid") for r in out}
-    assert all(r.get("parentUuid") in uuids for r in out if r.get("parentUuid"))
-    assert by_uuid(written)[tail[0].id]["parentUuid"] == "ws-snip"  # its parent was cut
-    kept = {m.id for m in tail}  # extras of dropped messages are gone with them
-    assert len(out) == len(view) + sum(1 for a, _ in t.extras if a in kept or a is None)
-    assert len(out) < len(records(text))
+    last = next(r for r in reversed(source) if r["type"] in ("user", "assistant"))  # the conversation's end
+    assert boundary["parentUuid"] is None and boundary["logicalParentUuid"] == last["uuid"]
+    assert boundary["timestamp"] == "2026-12-01T10:00:00.000Z"
+    meta = boundary["compactMetadata"]
+    assert meta["trigger"] == "auto" and meta["preTokens"] == 170_000 and 0 < meta["postTokens"] < 170_000
+    assert boundary["sessionId"] == next(r["sessionId"] for r in source if "sessionId" in r)
+    assert all(str(uuid.UUID(r["uuid"])) == r["uuid"] for r in chain)
+    assert summary["isCompactSummary"] and summary["isVisibleInTranscriptOnly"]
+    assert files["isMeta"] is True and status["isMeta"] is True  # injected context, as Claude Code marks it
+    assert "isMeta" not in chain[4] or chain[4]["isMeta"] is not True  # a snip marker stands for conversation
+    # One chain: each record's parent is the one before it.
+    assert all(b["parentUuid"] == a["uuid"] for a, b in zip(chain, chain[1:]))
+    uuids = [r["uuid"] for r in out if "uuid" in r]
+    assert len(set(uuids)) == len(uuids)
+    # The same view and session give the same file.
+    assert cc.write_session(t, view, now="2026-12-01T10:00:00.000Z") == written
+
+
+@needs_data
+def test_usage_after_the_boundary_matches_the_compacted_view() -> None:
+    _, t = load(LONG[1])
+    boundary = next(i for i, m in enumerate(t.messages) if m.meta.get("compact_boundary"))
+    before = t.messages[:boundary]
+    tail_start = next(i for i in range(len(before) - 30, len(before))
+                      if before[i].role == "assistant" and is_safe_cut(before, i))
+    cut = Transcript(before, cc.NAME, t.path, [(a, r) for a, r in t.extras], {}, [])
+    view = _worksurface_messages()[:2] + before[tail_start:]
+    out = records(cc.write_session(cut, view, now="2026-12-01T10:00:00.000Z"))
+    chain = out[next(i for i, r in enumerate(out) if r.get("uuid") and r.get("worksurfaceId") == "ws-boundary"):]
+    assistants = [r for r in chain if r["type"] == "assistant"]
+    assert assistants
+    sizes = [sum(r["message"]["usage"][k] for k in ("input_tokens", "cache_read_input_tokens",
+                                                    "cache_creation_input_tokens", "output_tokens"))
+             for r in assistants]
+    measured = [m.meta["usage"] for m in before[tail_start:] if m.role == "assistant"]
+    original = max(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+                   for u in measured)
+    assert sizes == sorted(sizes) and sizes[-1] < original / 2  # what Claude Code will now read
+    assert chain[0]["compactMetadata"]["postTokens"] >= sizes[-1]
+    # Records of one API message share one (new) message id, and never the history's.
+    history_ids = {r["message"]["id"] for r in out[:len(out) - len(chain)] if r["type"] == "assistant"}
+    assert not history_ids & {r["message"]["id"] for r in assistants}
+
+
+def test_in_place_write_keeps_measured_usage_until_the_view_changes() -> None:
+    usage = {"input_tokens": 5, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 100,
+             "output_tokens": 7}
+    text = "\n".join([
+        line(type="user", uuid="u1", message={"role": "user", "content": "start " * 200}),
+        line(type="assistant", uuid="a1", message={"id": "m1", "role": "assistant", "usage": usage,
+                                                   "content": [{"type": "text", "text": "ok"}]}),
+        line(type="user", uuid="u2", message={"role": "user", "content": "next"}),
+        line(type="assistant", uuid="a2", message={"id": "m2", "role": "assistant", "usage": usage,
+                                                   "content": [{"type": "text", "text": "done"}]}),
+    ])
+    t = cc.read(text, "u.jsonl")
+    assert records(cc.write(t)) == records(text)
+    view = [t.messages[0].with_blocks([Text("start")])] + t.messages[1:]
+    out = by_uuid(cc.write(t, view))
+    for uuid_ in ("a1", "a2"):
+        fitted = out[uuid_]["message"]["usage"]
+        assert fitted["cache_read_input_tokens"] == 0 and fitted["input_tokens"] < 1005
+    assert out["a1"]["message"]["usage"]["input_tokens"] < out["a2"]["message"]["usage"]["input_tokens"]
 
 
 # --------------------------------------------------------------------------------- synthetic input
@@ -237,7 +297,7 @@ def test_interrupted_call_and_result_across_a_boundary_are_read() -> None:
     ('{"type": "user", "uuid": "u1", "message": ', "broken JSON"),
     ('[1, 2]', "not an object"),
     (line(type="user", uuid="u1"), "without a 'message'"),
-    (line(type="telemetry", uuid="u1"), "'telemetry'"),
+    (line(type=7, uuid="u1"), "record type must be a string"),
     (line(type="user", uuid="u1", message={"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_gone", "content": "x"}]}), "'toolu_gone'"),
 ])
@@ -295,7 +355,15 @@ def conversations(draw) -> list[Message]:
 @given(conversations())
 def test_written_messages_read_back_equal(msgs: list[Message]) -> None:
     again = cc.read(cc.write(Transcript([], cc.NAME), msgs))
-    assert again.messages == msgs
-    assert [m.origin for m in again.messages] == [m.origin for m in msgs]
+    # worksurface's own messages come back under their record's UUID (the id they were written with
+    # is kept in meta); everything else is equal, ids included.
+    assert [_same_id(m) for m in again.messages] == [_same_id(m) for m in msgs]
+    assert [m.meta.get("worksurface_id", m.id) for m in again.messages] == [m.id for m in msgs]
+    own = [m for m in again.messages if m.origin is not Origin.CONVERSATION]
+    assert all(str(uuid.UUID(m.id)) == m.id for m in own)
     # and the file written from what was read is stable
-    assert cc.read(cc.write(again)).messages == msgs
+    assert cc.read(cc.write(again)).messages == again.messages
+
+
+def _same_id(m: Message) -> Message:
+    return Message("-", m.role, m.blocks, m.origin) if m.origin is not Origin.CONVERSATION else m

@@ -47,7 +47,7 @@ def test_json_report_is_consistent_with_the_token_counter():
     sizes = [r["tokens"] for r in report["largest_results"]]
     assert sizes == sorted(sizes, reverse=True) and 0 < len(sizes) <= 10
     assert all(r["target"] for r in report["largest_results"] if r["tool"] in ("Read", "Bash", "Grep"))
-    assert report["compaction"] == {"boundaries": [], "compact_summaries": [], "worksurface": {}}
+    assert report["compaction"] == {"count": 0, "boundaries": [], "compact_summaries": [], "worksurface": {}}
     assert report["live"] == {"from_message": None, "messages": len(messages), "tokens": report["tokens"]}
 
 
@@ -82,7 +82,9 @@ def test_worksurface_messages_and_boundaries_are_known_by_metadata():
                 Message("a", "assistant", (ToolCall("c1", "Read", {"file_path": "/x.py"}),)), lookalike]
     report = inspect_transcript(Transcript(messages, "openai"), TokenCounter())
     assert report["compaction"]["boundaries"] == [
-        {"message_id": "b", "index": 1, "by": "worksurface", "trigger": "auto", "pre_tokens": 170}]
+        {"message_id": "b", "index": 1, "by": "worksurface", "made_by": "worksurface", "trigger": "auto",
+         "pre_tokens": 170, "post_tokens": None, "counted_after": TokenCounter().messages(messages[1:3]),
+         "reported_after": None, "summary_id": "s"}]
     assert report["compaction"]["worksurface"] == {"boundary": 1, "summary": 1}
     assert report["live"]["from_message"] == "b" and report["live"]["messages"] == 4
     assert report["by_category"]["stable_prefix"] == TokenCounter().message(messages[0])

@@ -27,7 +27,7 @@ def test_budget_replaces_an_oversized_result_with_head_tail_preview_and_artifact
     assert "stored as artifact" in replaced and "HEAD-LINE" in replaced and "FATAL ERROR at the end" in replaced
     artifact_id = replaced.split("artifact ")[1].split(" ")[0]
     assert session.artifact(artifact_id) == big
-    path = replaced.split(" at ")[1].split(". Showing")[0]
+    path = replaced.split("for the rest, open ")[1].split(" ")[0]
     assert open(path, encoding="utf-8").read() == big
     assert session.counter.text(replaced) < 2_000
 

@@ -66,8 +66,8 @@ def test_real_claude_code_session(tmp_path):
 
 
 @pytest.mark.parametrize("args, problem", [
-    (["--strategy", "sometimes"], "--strategy must be one of"),
-    (["--format", "nope"], "unknown format"),
+    (["--strategy", "sometimes"], "'sometimes' is not one of 'append', 'replace', 'delta'"),
+    (["--format", "nope"], "'nope' is not one of 'auto'"),
 ])
 def test_bad_options_fail_with_a_one_line_error(tmp_path, args, problem):
     result = runner.invoke(app, ["status", str(openai_transcript(tmp_path)), *args])

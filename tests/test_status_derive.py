@@ -9,8 +9,8 @@ from worksurface.model import Message, Origin, Text
 from worksurface.status import (EnvironmentChanged, RepositoryChanged, TaskUpdated, TodoItem,
                                 VerificationFinished, derive_events, reduce, render)
 from worksurface.status.parse_git import parse_git
-from worksurface.status.parse_tests import parse_test_summary
-from worksurface.status.parse_tracker import tracker_updates
+from worksurface.facts.testsummary import parse_test_output as parse_test_summary
+from worksurface.facts.tracker import issue_changes as tracker_updates
 from worksurface.status.replay import replay
 from worksurface.tokens import TokenCounter
 
@@ -73,7 +73,11 @@ def test_git_status_long_form_gives_branch_and_changed_files():
 def test_git_short_status_commit_log_and_switch():
     assert parse_git("git status --porcelain", " M a.py\n?? b.py\n").changed_files == ("a.py", "b.py")
     commit = parse_git('git add a.py && git commit -m "fix"', "[fix/sig 1a2b3c4] fix signature\n 1 file changed")
-    assert (commit.branch, commit.last_commit, commit.changed_files) == ("fix/sig", "1a2b3c4 fix signature", ())
+    # A commit takes what was staged: without a `git status` the changed set is unknown, not "none".
+    assert (commit.branch, commit.last_commit, commit.changed_files, commit.changed_unknown) == (
+        "fix/sig", "1a2b3c4 fix signature", None, True)
+    after = parse_git("git commit -m x && git status", "[m 1a2b3c4] x\nOn branch m\nnothing to commit, working tree clean")
+    assert after.changed_files == () and not after.changed_unknown
     assert parse_git("git log --oneline -3", "9f8e7d6 latest\n1a2b3c4 older").last_commit == "9f8e7d6 latest"
     assert parse_git("git switch -c feat", "Switched to a new branch 'feat'").branch == "feat"
     assert parse_git("git push", "Everything up-to-date").empty

@@ -88,7 +88,7 @@ def test_instructions_become_a_focus_note_at_the_top():
 def test_queued_inputs_and_newer_user_turns_in_the_tail():
     c = session()
     tail = [Message("t0", "user", (Text("one more thing"),))]
-    text = summarize(c.messages, tail=tail, extras={"queued_inputs": [("m1", "typed while busy: skip docs")]})
+    text = summarize(c.messages, tail=tail, queued_inputs=[("m1", "typed while busy: skip docs")])
     assert "typed while busy: skip docs" in text
     assert "Newer user messages follow in the kept recent conversation" in text
 
@@ -158,7 +158,7 @@ def real():
 @pytest.mark.parametrize("budget", BUDGETS)
 def test_real_sessions_fit_every_budget(real, budget):
     for messages, queued in real:
-        text = summarize(messages, budget=budget, extras={"queued_inputs": queued})
+        text = summarize(messages, budget=budget, queued_inputs=queued)
         if budget >= 500:
             assert headings_in_order(text)
             assert "Latest user request (verbatim" in text
@@ -166,7 +166,7 @@ def test_real_sessions_fit_every_budget(real, budget):
 
 def test_real_session_keeps_exact_facts(real):
     messages, queued = real[0]
-    text = summarize(messages, budget=8_000, extras={"queued_inputs": queued})
+    text = summarize(messages, budget=8_000, queued_inputs=queued)
     section = {part.split("\n", 1)[0]: part for part in text.split("\n## ")}
     assert "From task spec `bd show" in section["Decisions and standing constraints"]
     assert "(rejected) user rejected" in section["Tried and excluded approaches"]

@@ -1,10 +1,70 @@
-"""The `worksurface` command: one typer app; each command lives in its own module."""
+"""The `worksurface` command: one typer app; each command lives in its own module.
+
+Every error a user can act on is one line, `worksurface: error: <file>[:<line>]: <problem>`, and exit
+code 2: worksurface's own errors through `fail`, command-line usage errors and OS errors through
+`run`. Logging goes to stderr through the `worksurface` logger, quiet unless `-v` is given.
+"""
 
 from __future__ import annotations
 
+import logging
+import sys
+from enum import Enum
+from importlib.metadata import PackageNotFoundError, version as package_version
+from typing import TYPE_CHECKING, Any, Iterable, NoReturn, Sequence
+
 import typer
+from typer.core import TyperGroup
+
+try:                                    # typer 0.2x carries its own copy of click
+    from typer._click import exceptions as _click_errors
+except ImportError:                     # pragma: no cover - older typer uses click itself
+    from click import exceptions as _click_errors  # type: ignore[no-redef]
+
+from ..formats import FORMAT_NAMES, WRITABLE_FORMATS
+
+# Exit codes: 2 for anything the user can fix (bad input, usage, paths), as click does for usage.
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+ERROR_PREFIX = "worksurface: error: "
+LOGGER = "worksurface"
+# -v shows what worksurface decided and why (INFO: fallbacks, breakers, skipped stages); -vv DEBUG.
+_LEVELS = (logging.ERROR, logging.INFO, logging.DEBUG)
+
+class _OneLineErrors(TyperGroup):
+    """The command group: usage and OS errors become one `worksurface: error:` line and exit 2, the
+    same as worksurface's own errors, whether run as a script or through a test runner."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            result = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
+        except _click_errors.NoArgsIsHelpError:
+            return super().main([*argv, "--help"], prog_name, complete_var, True, windows_expand_args, **extra)
+        except _click_errors.UsageError as exc:
+            where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            _exit(_one_line(exc.format_message()).replace("Value error, ", "") + where, EXIT_USAGE)
+        except _click_errors.ClickException as exc:
+            _exit(_one_line(exc.format_message()), exc.exit_code)
+        except (typer.Abort, KeyboardInterrupt):
+            _exit("interrupted", EXIT_INTERRUPTED)
+        except OSError as exc:      # the environment, not worksurface: a full disk, a vanished folder
+            _exit(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc),
+                  EXIT_USAGE)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+def _exit(message: str, code: int) -> NoReturn:
+    typer.echo(ERROR_PREFIX + message, err=True)
+    sys.exit(code)
+
 
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="worksurface",
     help="Keep an LLM agent's context healthy: inspect, compact, probe and replay transcripts.",
     no_args_is_help=True,
@@ -13,7 +73,80 @@ app = typer.Typer(
 )
 
 
-def fail(message: str, code: int = 2) -> "typer.Exit":
+def choices(name: str, values: Iterable[str]) -> Any:
+    """A str Enum for a typer option, so help lists the values and a typo is a usage error."""
+    return Enum(name, {v: v for v in values}, type=str)  # type: ignore[misc]
+
+
+if TYPE_CHECKING:     # members come from the registered adapters at run time; to mypy, str Enums
+    class InputFormat(str, Enum): ...
+    class OutputFormat(str, Enum): ...
+else:
+    InputFormat = choices("InputFormat", ("auto", *FORMAT_NAMES))
+    OutputFormat = choices("OutputFormat", WRITABLE_FORMATS)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> "typer.Exit":
     """Print a one-line error to stderr and return the Exit to raise (no traceback for user errors)."""
-    typer.echo(f"worksurface: error: {message}", err=True)
+    typer.echo(ERROR_PREFIX + _one_line(message), err=True)
     return typer.Exit(code)
+
+
+def _one_line(message: str) -> str:
+    """Messages from parsers and pydantic can span lines; an error stays one line."""
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+
+
+def configure_logging(verbosity: int) -> None:
+    """Send the `worksurface` logger to stderr at the level `-v` asked for (quiet by default)."""
+    logger = logging.getLogger(LOGGER)
+    for handler in list(logger.handlers):
+        if getattr(handler, "_worksurface_cli", False):
+            logger.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("worksurface: %(levelname)s: %(message)s"))
+    handler._worksurface_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(_LEVELS[min(verbosity, len(_LEVELS) - 1)])
+    logger.propagate = False
+
+
+def installed_version() -> str:
+    try:
+        return package_version("worksurface")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"worksurface {installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    verbose: int = typer.Option(0, "-v", "--verbose", count=True,
+                                help="Log what worksurface decides to stderr (-v: fallbacks, breakers, "
+                                     "skipped stages; -vv: debug)."),
+    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                      help="Print the version and exit."),
+) -> None:
+    """Keep an LLM agent's context healthy: inspect, compact, probe and replay transcripts."""
+    _tolerant_streams()
+    configure_logging(verbose)
+
+
+def _tolerant_streams() -> None:
+    """Print a lone surrogate (half an emoji from a JSON `\\ud83d` escape in a transcript) as that
+    escape instead of dying on UnicodeEncodeError: output stays valid UTF-8 and nothing is lost."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def run(args: list[str] | None = None) -> NoReturn:
+    """Run the command line (the `worksurface` script and `python -m worksurface`)."""
+    app(args=args, prog_name="worksurface")
+    sys.exit(0)     # pragma: no cover - app() always exits in standalone mode

@@ -12,57 +12,132 @@ from rich.table import Table
 
 from ..config import Config
 from ..errors import WorksurfaceError
-from ..formats import WRITABLE_FORMATS, read_transcript, write_transcript
+from ..fileio import STDIN, check_output_path, display_name, read_text
+from ..formats import WRITABLE_FORMATS, Dropped, Transcript, claude_code, loads, write_transcript
+from ..formats.claude_code_projects import (Target, content_hash, file_hash, new_session_id, projects_target,
+                                            write_target)
+from ..formats.claude_code_projects import session_id as claude_projects_session_id
+from ..usage import find_usage, usage_report
+from ..view import live_slice
 from ..probes.cut import cut, cut_transcript
-from .app import app, fail
+from .app import InputFormat, OutputFormat, app, fail
 
-# Read-only inputs (SWE-agent, OpenHands, ...) are written as OpenAI chat messages unless told otherwise.
+# Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
 
 
 @app.command()
 def compact(
-    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     out: Optional[Path] = typer.Option(None, "-o", "--out",
                                        help="Where to write the compacted transcript "
-                                            "(default: <name>.compacted<ext> in the current directory)."),
-    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+                                            "(default: <name>.compacted<ext> in the current directory). "
+                                            "Never a directory, FIFO or symlink; the input only with --in-place."),
+    in_place: bool = typer.Option(False, "--in-place",
+                                  help="Replace the input file with the compacted transcript (atomically)."),
+    format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Compact the transcript as it stood at a point: 'boundary' (just "
                                           "before its first compaction marker) or a number of messages."),
-    out_format: Optional[str] = typer.Option(None, "--out-format",
-                                             help=f"Output format: one of {', '.join(WRITABLE_FORMATS)} "
-                                                  "(default: the input's, or openai for read-only formats)."),
+    out_format: Optional[OutputFormat] = typer.Option(None, "--out-format",
+                                             help="Output format (default: the input's). Another format than the "
+                                                  "input's is converted; the report says what it dropped."),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would."),
     session_dir: Optional[Path] = typer.Option(None, "--session", help="Keep the session in this directory."),
+    no_usage: bool = typer.Option(False, "--no-usage",
+                                  help="Count the text only; by default the size is anchored on the input "
+                                       "tokens the transcript records the provider measured."),
+    claude_projects: Optional[Path] = typer.Option(
+        None, "--claude-projects",
+        help="Write a Claude Code session into this projects folder (e.g. ~/.claude/projects), as "
+             "<escaped cwd>/<session-id>.jsonl, where `claude --resume <session-id>` finds it; refuses to "
+             "replace a session file that changed after it was read."),
+    as_new_session: bool = typer.Option(False, "--as-new-session",
+                                        help="Claude Code: write under a new session id (records and file "
+                                             "name), leaving the original session as it is."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Run the staged pipeline once on a saved transcript and write the resulting view."""
     from ..session import Session  # LangGraph is slow to import; only commands that compact pay for it
 
     try:
-        transcript = read_transcript(path, format)
+        text = read_text(path, "transcript")
+        read_hash = content_hash(text)  # what was compacted: a session file must still be this when replaced
+        transcript = loads(text, format.value, display_name(path))
         if at is not None:
-            transcript = cut_transcript(transcript, cut(transcript.messages, at).before)
+            before = cut_transcript(transcript, cut(transcript.messages, at).before)
+            assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
+            transcript = before
         config = Config.load().with_overrides(window=window, post_compact_target_tokens=target)
-        fmt = out_format or (transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
-        destination = out or Path.cwd() / f"{path.stem}.compacted{path.suffix if fmt == transcript.format else '.json'}"
+        fmt = out_format.value if out_format is not None else (
+            transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
+        if in_place and out is None:
+            out = path
+        if str(path) == STDIN and out is None and claude_projects is None:
+            raise fail("reading standard input: give the output file with -o")
+        if claude_projects is None and (out is not None or not as_new_session):
+            # Refused before any work: nothing is computed only to fail at the write.
+            check_output_path(out or _default_destination(path, fmt, transcript.format), inputs=[path],
+                              in_place=in_place)
+        if (claude_projects or as_new_session) and fmt != claude_code.NAME:
+            raise fail(f"--claude-projects and --as-new-session write Claude Code sessions, not {fmt}")
+        live = live_slice(transcript.messages)
+        anchor = None if no_usage else find_usage(live)
         with Session.open(session_dir, config=config) as session:
-            prepared = session.prepare(transcript, force=force)
-        write_transcript(transcript, destination, prepared.messages, fmt)
+            prepared = session.prepare(transcript, usage=anchor, force=force)
+            sizes = usage_report(live, prepared.messages, anchor, session.counter)
+        if not prepared.messages:
+            raise fail(f"{path}: nothing to write (the transcript has no messages)")
+        new_id = None
+        if as_new_session:
+            old_id = claude_projects_session_id(transcript)
+            if old_id is None:
+                raise fail(f"{path}: --as-new-session needs a Claude Code session (records with a sessionId)")
+            new_id = new_session_id(old_id, read_hash)
+        if claude_projects is not None:
+            goal = projects_target(claude_projects, transcript, path, new_id, read_hash)
+            if at is not None and new_id is None and goal.path.resolve() == path.resolve():
+                raise fail(f"refusing to replace {path} with its state at --at {at}: the records after the "
+                           "cut would be lost; add --as-new-session")
+            destination = goal.path
+            dropped = write_target(transcript, prepared.messages, goal)
+        elif new_id is not None:
+            destination = out or Path.cwd() / f"{new_id}.jsonl"
+            dropped = write_target(transcript, prepared.messages,
+                                   Target(destination, new_id, file_hash(destination), path))
+        else:
+            destination = out or _default_destination(path, fmt, transcript.format)
+            dropped = write_transcript(transcript, destination, prepared.messages, fmt)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     report = prepared.report
     if as_json:
-        typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt}, indent=2))
+        typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt,
+                               "conversion": dropped.to_json(), "usage": sizes,
+                               **({"session_id": new_id} if new_id else {})}, indent=2))
         return
-    _print_report(report, destination, fmt)
+    _print_report(report, destination, fmt, dropped)
+    _print_sizes(sizes)
 
 
-def _print_report(report: Any, destination: Path, fmt: str) -> None:
+def _default_destination(path: Path, fmt: str, source_format: str) -> Path:
+    """<name>.compacted<ext> in the current directory (.json when the format changes)."""
+    return Path.cwd() / f"{path.stem}.compacted{path.suffix if fmt == source_format else '.json'}"
+
+
+def _print_sizes(sizes: dict[str, Any]) -> None:
+    """Both figures: worksurface's text count, and that count anchored on the measured usage."""
+    before, after, anchor = sizes["before"], sizes["after"], sizes["anchor"]
+    source = (f"anchored on the usage measured at {anchor['message']} ({anchor['tokens']:,} tokens)"
+              if anchor else "no measured usage (text count only)")
+    typer.echo(f"size: counted {before['counted']:,} -> {after['counted']:,} tokens; anchored "
+               f"{before['anchored']:,} -> {after['anchored']:,} tokens ({source})")
+
+
+def _print_report(report: Any, destination: Path, fmt: str, dropped: Dropped) -> None:
     table = Table(title="worksurface compact")
     for col, justify in (("stage", "left"), ("tokens before", "right"), ("tokens after", "right"),
                          ("items", "right"), ("ms", "right"), ("note", "left")):
@@ -80,4 +155,8 @@ def _print_report(report: Any, destination: Path, fmt: str) -> None:
                       f"tokens, {len(b['covered_ids'])} messages summarized by {b['summarizer']}")
     else:
         console.print("no compact boundary written (under the threshold; use --force to compact anyway)")
+    for notice in getattr(report, "notices", ()):     # breaker paused, summarizer fallback, ...
+        console.print(f"notice: {notice}", markup=False, highlight=False)
     console.print(f"wrote {destination} ({fmt})")
+    if dropped.source != dropped.target or not dropped.empty or dropped.carried:
+        console.print(dropped.describe(), markup=False, highlight=False)

@@ -13,10 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import WorksurfaceError
-from ..formats import FORMAT_NAMES, read_transcript
-from ..inspect import inspect_transcript
-from ..tokens import TokenCounter
-from .app import app, fail
+from ..formats import read_transcript
+from ..inspect import BoundedCounter, inspect_transcript
+from .app import InputFormat, app, fail
 
 CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue": "dialogue (text, thinking)",
                    "tool_calls": "tool calls", "observations": "observations (tool results)",
@@ -25,12 +24,11 @@ CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue"
 
 @app.command()
 def inspect(
-    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
-    format: str = typer.Option("auto", "--format", "-f",
-                               help=f"Input format: auto, or one of {', '.join(FORMAT_NAMES)}."),
+    path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
+    format: InputFormat = typer.Option("auto", "--format", "-f", help="Input format, or auto to detect."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (keys below)."),
 ) -> None:
-    """Show tokens by role, category and tool, the largest tool results and compaction markers.
+    """Show tokens by role, category and tool, the largest tool results and the compactions in it.
 
     With --json, one object with these keys (tokens are cl100k counts):
 
@@ -44,15 +42,21 @@ def inspect(
 
     largest_results: up to 10 of {call_id, message_id, tool, target, tokens, is_error}
 
-    compaction: {boundaries: list of {message_id, index, by, trigger, pre_tokens}, compact_summaries:
-    list of message ids, worksurface: origin -> count}
+    compaction: {count, boundaries: list of {message_id, index, by, made_by (claude-code, codex,
+    worksurface, ...), trigger, pre_tokens, post_tokens (from the boundary's metadata), counted_after
+    (tokens given at the first call after it), reported_after (that call's recorded usage),
+    summary_id}, compact_summaries: list of message ids, worksurface: origin -> count}
 
     live: {from_message, messages, tokens}, from the last compact boundary on
 
     unanswered_calls, orphan_results, queued_inputs: counts
+
+    subagents: {folder, agents: list of {call_id, agent_type, description, goal (in full), state, mode,
+    task_id, result, sidechain: {path, agent_id, goal, messages, tokens, ...} or null, matched_by},
+    unlinked: sidechain files no call launched (agent-acompact-* are Claude Code's compaction calls)}
     """
     try:
-        report = inspect_transcript(read_transcript(path, format), TokenCounter())
+        report = inspect_transcript(read_transcript(path, format.value), BoundedCounter())
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:
@@ -61,6 +65,17 @@ def inspect(
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         _print(report, Console())
+
+
+def _sizes(b: dict[str, Any]) -> str:
+    """Tokens before -> after one compaction, saying where each figure comes from."""
+    before = f"{b['pre_tokens']:,} tokens before" if isinstance(b["pre_tokens"], int) else "size before unknown"
+    after = [f"{b['counted_after']:,} counted after"]
+    if isinstance(b["post_tokens"], int):
+        after.insert(0, f"{b['post_tokens']:,} after (metadata)")
+    if isinstance(b["reported_after"], int):
+        after.append(f"{b['reported_after']:,} reported by the next call")
+    return f"{before} -> {', '.join(after)}"
 
 
 def _pct(part: int, whole: int) -> str:
@@ -114,10 +129,11 @@ def _print(report: dict[str, Any], console: Console) -> None:
     comp = report["compaction"]
     if not (comp["boundaries"] or comp["compact_summaries"] or comp["worksurface"]):
         console.print("compaction markers: none")
-    for b in comp["boundaries"]:
-        pre = f", {b['pre_tokens']:,} tokens before" if isinstance(b["pre_tokens"], int) else ""
-        console.print(escape(f"compact boundary ({b['by']}) at message {b['index']} [{b['message_id']}]: "
-                             f"trigger {b['trigger'] or '?'}{pre}"))
+    if comp["boundaries"]:
+        console.print(f"compactions: {comp['count']}")
+    for n, b in enumerate(comp["boundaries"], 1):
+        console.print(escape(f"  #{n} at message {b['index']} [{b['message_id']}] by {b['made_by']}, "
+                             f"trigger {b['trigger'] or '?'}: {_sizes(b)}"))
     if comp["compact_summaries"]:
         console.print(escape(f"compact summaries: {', '.join(comp['compact_summaries'])}"))
     if comp["worksurface"]:
@@ -126,3 +142,31 @@ def _print(report: dict[str, Any], console: Console) -> None:
              if report[k]]
     if notes:
         console.print("; ".join(notes))
+    _print_subagents(report.get("subagents"), console)
+    if report.get("estimated_texts"):
+        console.print(f"{report['estimated_texts']} huge text(s) counted on a sample: their token figures "
+                      "are estimates")
+
+
+def _print_subagents(tree: dict[str, Any] | None, console: Console) -> None:
+    """The sub-agent tree: each parent call -> its sidechain file, with goal, state, result, size."""
+    if not tree or not (tree["agents"] or tree["unlinked"]):
+        return
+    console.print(f"sub-agents: {len(tree['agents'])}" + (f" (sidechains in {escape(tree['folder'])})"
+                                                          if tree["folder"] else ""))
+    for a in tree["agents"]:
+        side = a["sidechain"]
+        where = (f"-> {escape(side['path'])} ({side['messages']:,} messages, {side['tokens']:,} tokens"
+                 f"{', ' + escape(side['model']) if side['model'] else ''}; linked by {a['matched_by']})"
+                 if side else "-> no sidechain file")
+        console.print(escape(f"  {a['call_id']} at message {a['index']}: {a['agent_type']} "
+                             f"\"{a['description']}\" [{a['state']}, {a['mode']}]") + f" {where}")
+        console.print(Text("    goal: " + a["goal"].replace("\n", "\n          ")))
+        if a["result"]:
+            console.print(Text("    result: " + a["result"].split("\n", 1)[0][:200]
+                               + (" …" if len(a["result"]) > 200 or "\n" in a["result"] else "")))
+    for side in tree["unlinked"]:
+        what = "compaction call" if side["compaction"] else "no parent call found"
+        console.print(escape(f"  unlinked {side['path']}: {what}, {side['messages']:,} messages, "
+                             f"{side['tokens']:,} tokens") + (f" (unreadable: {escape(side['error'])})"
+                                                              if side["error"] else ""))

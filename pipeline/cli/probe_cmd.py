@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import WorksurfaceError
+from ..fileio import check_output_path, display_name
 from ..formats import read_transcript
 from ..probes.check import DEFAULT_BASELINES, CheckResult, check
 from ..probes.curve import CurvePoint, curve
@@ -19,7 +20,7 @@ from ..probes.cut import cut
 from ..probes.derive import derive
 from ..probes.match import Score
 from ..probes.model import CATEGORIES, ProbeSet
-from .app import app
+from .app import InputFormat, app, fail
 
 probe_app = typer.Typer(help="Forgetting probes: derive them, check a compaction, replay a curve.",
                         no_args_is_help=True)
@@ -35,21 +36,22 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except WorksurfaceError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-        raise typer.Exit(2) from None
+        raise fail(str(exc)) from None
 
 
 @probe_app.command("derive")
 def derive_cmd(
-    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     at: Optional[str] = typer.Option(None, "--at", help=_AT_HELP),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here (default: stdout)."),
-    format: str = typer.Option("auto", "--format", help="Transcript format."),
+    format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
 ) -> None:
     """Derive probes mechanically from a transcript up to the cut."""
     with _errors():
-        transcript = read_transcript(path, format)
-        probes = derive(cut(transcript.messages, at).before, str(path), transcript.queued_inputs)
+        if output is not None:
+            check_output_path(output, inputs=[path])
+        transcript = read_transcript(path, format.value)
+        probes = derive(cut(transcript.messages, at).before, display_name(path), transcript.queued_inputs)
         if output is None:
             typer.echo(probes.dumps(), nl=False)
         else:
@@ -59,7 +61,7 @@ def derive_cmd(
 
 @probe_app.command("check")
 def check_cmd(
-    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     probes: Path = typer.Option(..., "--probes", help="Probe file (JSON)."),
     at: Optional[str] = typer.Option(None, "--at", help=_AT_HELP),
     window: Optional[int] = typer.Option(None, "--window", help="Context window (default: configured)."),
@@ -68,13 +70,15 @@ def check_cmd(
     baseline: str = typer.Option(",".join(DEFAULT_BASELINES), "--baseline",
                                  help="Comma-separated baselines to compare against."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    format: str = typer.Option("auto", "--format", help="Transcript format."),
+    format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
+    no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default the size is "
+                                  "anchored on the input tokens the transcript records."),
 ) -> None:
     """Compact at the cut and score worksurface's view against baselines of the same size."""
     with _errors():
         names = [b.strip() for b in baseline.split(",") if b.strip()]
-        result = check(read_transcript(path, format), ProbeSet.load(probes), at=at, window=window,
-                       target=target, baselines=names)
+        result = check(read_transcript(path, format.value), ProbeSet.load(probes), at=at, window=window,
+                       target=target, baselines=names, use_usage=not no_usage)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -83,18 +87,23 @@ def check_cmd(
 
 @probe_app.command("curve")
 def curve_cmd(
-    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
+    path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     probes: Path = typer.Option(..., "--probes", help="Probe file (JSON)."),
     window: int = typer.Option(..., "--window", help="A window small enough to force several compactions."),
     target: Optional[int] = typer.Option(None, "--target", help="Post-compact target tokens "
                                          "(default: configured post_compact_target)."),
+    one_shot: bool = typer.Option(False, "--one-shot",
+                                  help="Also score one forced compaction of the same messages at each point "
+                                       "(what the repeated compactions should keep up with)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    format: str = typer.Option("auto", "--format", help="Transcript format."),
+    format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
 ) -> None:
-    """Replay the whole transcript and report retention after each compaction."""
+    """Replay the whole transcript and report retention after each compaction (a compaction that
+    overflows is marked and the replay goes on)."""
     with _errors():
         overrides = {"post_compact_target_tokens": target} if target is not None else {}
-        points = curve(read_transcript(path, format), ProbeSet.load(probes), window=window, **overrides)
+        points = curve(read_transcript(path, format.value), ProbeSet.load(probes), window=window,
+                       one_shot=one_shot, **overrides)
     if as_json:
         typer.echo(json.dumps([p.to_json() for p in points], indent=2))
     else:
@@ -129,6 +138,11 @@ def _print_check(result: CheckResult) -> None:
                           + ", ".join(f"{p.id}" for p in m.score.forgotten), highlight=False)
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    if result.usage is not None:
+        before, after = result.usage["before"], result.usage["after"]
+        console.print(f"worksurface size: counted {before['counted']:,} -> {after['counted']:,} tokens, anchored on "
+                      f"measured usage {before['anchored']:,} -> {after['anchored']:,}"
+                      + ("" if result.usage["anchor"] else " (no usage recorded)"), highlight=False)
 
 
 def _print_curve(points: list[CurvePoint]) -> None:
@@ -138,12 +152,14 @@ def _print_curve(points: list[CurvePoint]) -> None:
         return
     cats = _categories([p.score for p in points])
     table = Table(title="Retention after each compaction")
-    for col in ("#", "messages", "tokens before", "after", "retained", *cats):
+    shots = any(p.one_shot is not None for p in points)
+    for col in ("#", "messages", "tokens before", "after", "retained", *(["one-shot"] if shots else []), *cats):
         table.add_column(col, justify="right", no_wrap=True)
     for i, p in enumerate(points, 1):
-        table.add_row(str(i), str(p.messages), f"{p.tokens_before:,}", f"{p.tokens_after:,}",
-                      f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
-                      *(_cell(p.score, c) for c in cats))
+        single = [f"{len(p.one_shot.retained)}/{p.one_shot.total}" if p.one_shot else "-"] if shots else []
+        table.add_row(str(i) + (" overflow" if p.overflow else ""), str(p.messages), f"{p.tokens_before:,}",
+                      f"{p.tokens_after:,}", f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
+                      *single, *(_cell(p.score, c) for c in cats))
     _wide_enough(console, table).print(table)
 
 

@@ -26,18 +26,37 @@ def replay_command(
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Status strategy: append, replace or delta."),
     as_json: bool = typer.Option(False, "--json", help="Print every call and the summary as JSON."),
+    no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default each call is "
+                                  "anchored on the input tokens the transcript records."),
+    price: Optional[str] = typer.Option(None, "--price", help="Price preset: anthropic, openai, gemini or "
+                                        "deepseek (default: the config's pricing.preset, anthropic)."),
+    price_input: Optional[float] = typer.Option(None, "--price-input", help="USD per million uncached input tokens."),
+    price_cache_read: Optional[float] = typer.Option(None, "--price-cache-read",
+                                                     help="USD per million input tokens read from the cache."),
+    price_cache_write: Optional[float] = typer.Option(None, "--price-cache-write",
+                                                      help="USD per million tokens written to the cache."),
+    cache_ttl: Optional[float] = typer.Option(None, "--cache-ttl", help="Seconds a cached prefix lives unused."),
+    baselines: bool = typer.Option(True, "--baselines/--no-baselines",
+                                   help="Also bill the baseline harnesses (worksurface.harnesses) on the same calls."),
 ) -> None:
-    """Replay a transcript one model call at a time and report, per call: view tokens, tokens served
-    from the previous view's prefix (the provider cache), stages fired, status bytes, ms."""
+    """Replay a transcript one model call at a time and report, per call: view tokens (counted, and
+    anchored on the measured usage), tokens served from the previous view's prefix (the provider
+    cache), stages fired, status bytes, ms."""
+    from ..harnesses import default_harnesses
+    from ..pricing import price_model
     from ..replay import replay
     from ..session import Session
 
     try:
         transcript = read_transcript(path, format)
         config = Config.load().with_overrides(window=window, status_strategy=strategy)
+        prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,
+                             cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
         with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:
             with Session.open(session_dir or Path(tmp) / "session", config=config) as session:
-                result = replay(transcript.messages, session)
+                harnesses = default_harnesses(config.threshold, config.post_compact_target, session.counter) \
+                    if baselines else []
+                result = replay(transcript.messages, session, prices, harnesses, use_usage=not no_usage)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     data = result.to_json()
@@ -45,15 +64,20 @@ def replay_command(
         typer.echo(json.dumps(data, indent=2))
         return
     table = Table(title=f"worksurface replay: {path.name}")
-    for col in ("call", "messages", "view tokens", "cached", "fired", "status B", "ms"):
+    for col in ("call", "messages", "view tokens", "anchored", "cached", "fired", "status B", "ms"):
         table.add_column(col, justify="left" if col == "fired" else "right")
     for c in result.calls:
         if c.fired or c.call % 10 == 0 or c is result.calls[-1]:
-            table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.cached_tokens:,}",
-                          ", ".join(c.fired), str(c.status_bytes), f"{c.ms:.1f}")
+            table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.anchored_tokens:,}",
+                          f"{c.cached_tokens:,}", ", ".join(c.fired), str(c.status_bytes), f"{c.ms:.1f}")
     console = Console()
     console.print(table)
     s = data["summary"]
     console.print(f"{s['calls']} calls, {s['compactions']} compactions, cache share {s['cache_share']:.1%}, "
                   f"median {s['median_ms']:.1f} ms per call, {s['status_bytes']:,} status bytes published "
                   "(rows shown: calls where a stage fired, every 10th, and the last)")
+    cost = s.get("cost") or {}
+    if cost:
+        others = "; ".join(f"{name} ${b['cost']:.4f}" for name, b in cost["baselines"].items())
+        console.print(f"billed at {cost['prices']['name']} prices: worksurface ${cost['worksurface']:.4f}"
+                      + (f"; on the same calls: {others}" if others else ""))

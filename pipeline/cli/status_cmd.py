@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from enum import Enum
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
@@ -18,28 +19,29 @@ from ..status.display import display
 from ..status.publish import DEFAULT_STRATEGY, STRATEGIES
 from ..status.render import render
 from ..status.replay import Replay, replay
-from .app import app, fail
+from .app import InputFormat, app, choices, fail
 
 # Message ids are UUIDs in Claude Code; the first characters are enough to find one.
 SHORT_ID = 8
+if TYPE_CHECKING:     # the members are STRATEGIES; to mypy, a str Enum
+    class Strategy(str, Enum): ...
+else:
+    Strategy = choices("Strategy", STRATEGIES)
 
 
 @app.command()
 def status(
-    path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
-    strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy",
-                                 help=f"Publish strategy to replay: {', '.join(STRATEGIES)}."),
-    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
+    strategy: Strategy = typer.Option(DEFAULT_STRATEGY, "--strategy", help="Publish strategy to replay."),
+    format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the snapshot (fields with source and "
                                                        "freshness, signals) and the replay as JSON."),
 ) -> None:
     """Derive the status bar from a saved transcript, replaying its publication under a strategy."""
-    if strategy not in STRATEGIES:
-        raise fail(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
     try:
-        transcript = read_transcript(path, format)
-        result = replay(transcript.messages, strategy=strategy, window=window or Config.load().window)
+        transcript = read_transcript(path, format.value)
+        result = replay(transcript.messages, strategy=strategy.value, window=window or Config.load().window)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     bar = render(result.snapshot, epoch=result.state.epoch, seq=result.state.seq, now=result.now)

@@ -10,14 +10,20 @@ from .constraints import (Approach, Constraint, TaskSpec, excluded_approaches, s
                           task_specs)
 from .errors import ErrorFact, error_line, tool_errors
 from .files import FileFact, edit_gist, file_activity
-from .identifiers import Identifiers, identifiers
+from .findings import Finding, findings
+from .identifiers import Identifiers, command_gist, identifiers
 from .progress import (Commit, PlanMode, TestRun, TodoItem, TodoState, TrackerUpdate, commits,
                        parse_test_summary, plan_mode, test_runs, todo_state, tracker_updates)
 from .requests import CurrentWork, UserMessage, current_work, latest_request, user_messages
+from .testsummary import TestRunWatcher, TestSummary, is_test_command, parse_test_output
+from .todos import normalize_status, todo_items
+from .tracker import IssueChange, issue_changes
 from .tools import (AgentUse, Announcement, SkillUse, ToolUsage, agents_used, announced_tools, mcp_servers,
                     skills_invoked, tool_usage)
 
 __all__ = [
+    "Finding", "IssueChange", "TestRunWatcher", "TestSummary", "command_gist", "findings", "is_test_command",
+    "issue_changes", "normalize_status", "parse_test_output", "todo_items",
     "AgentUse", "Announcement", "Approach", "CallRecord", "Commit", "Constraint", "CurrentWork", "ErrorFact",
     "FileFact", "Identifiers", "PlanMode", "SkillUse", "TaskSpec", "TestRun", "TodoItem", "TodoState", "ToolUsage", "TrackerUpdate",
     "UserMessage", "agents_used", "announced_tools", "commits", "current_work", "error_line",

@@ -1,7 +1,8 @@
 """Tool calls paired with their results, in transcript order: the raw material of most fact extractors.
 
 Success and failure are judged the same way everywhere: the harness's error flag, a non-zero
-`Exit code N` first line (Claude Code Bash), a `<tool_use_error>`, or a user rejection.
+`Exit code N` first line (Claude Code Bash), a `<tool_use_error>`, or a user rejection. A rejection
+is the harness's own record (see provenance.py), never text a tool printed.
 """
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ from typing import Sequence
 
 from ..model import Message, ToolCall, ToolResult
 from ..toolkinds import call_target, effective_kind, shell_command, tool_kind
+from .provenance import REJECTION_PREFIXES, is_harness_rejection
 from .shell import first_line
 
 # Claude Code's text for a tool use the user rejected or interrupted (the call never ran as asked).
-REJECTION_MARKERS = (
-    "The user doesn't want to proceed with this tool use",
-    "The user doesn't want to take this action",
-    "[Request interrupted by user",
-)
+REJECTION_MARKERS = REJECTION_PREFIXES
 # Claude Code prefixes a failed shell result with its exit code; OpenHands appends one.
 EXIT_CODE_RE = re.compile(r"^\s*Exit code (\d+)|\[Command finished with exit code (\d+)\]")
 # A cascade failure of a parallel call, not a failure of the call itself.
@@ -40,6 +38,7 @@ class CallRecord:
     result: ToolResult | None
     result_index: int | None
     result_message_id: str | None
+    result_message: Message | None = None  # the message carrying the result (its harness record)
 
     @property
     def name(self) -> str:
@@ -69,12 +68,13 @@ class CallRecord:
 
     @property
     def rejected(self) -> bool:
-        return self.result is not None and is_rejection(self.result.content)
+        """The harness says the user rejected or interrupted this call (its own record, not output text)."""
+        return is_harness_rejection(self.result, self.result_message)
 
     @property
     def failed(self) -> bool:
         """The call ran (or was refused) and did not succeed."""
-        return result_failed(self.result)
+        return result_failed(self.result) or self.rejected
 
     @property
     def succeeded(self) -> bool:
@@ -82,7 +82,9 @@ class CallRecord:
 
 
 def is_rejection(text: str) -> bool:
-    return any(marker in text[:400] for marker in REJECTION_MARKERS)
+    """Text shaped like a harness rejection. Shape alone proves nothing (a tool can print it): facts
+    use `CallRecord.rejected`, which checks the record's structure."""
+    return text.lstrip().startswith(REJECTION_MARKERS)
 
 
 def exit_code(text: str) -> int | None:
@@ -100,7 +102,7 @@ def result_failed(result: ToolResult | None) -> bool:
     if result.is_error:
         return True
     head = result.content.lstrip()[:EXIT_CODE_SCAN_CHARS]
-    if head.startswith("<tool_use_error>") or is_rejection(head):
+    if head.startswith("<tool_use_error>"):
         return True
     code = exit_code(result.content)
     return code is not None and code != 0
@@ -137,7 +139,7 @@ def _tool_calls(messages: Sequence[Message]) -> list[CallRecord]:
         for c in m.tool_calls:
             found = results.get(c.id)
             if found is not None and found[0] >= i:
-                out.append(CallRecord(c, i, m.id, found[2], found[0], found[1].id))
+                out.append(CallRecord(c, i, m.id, found[2], found[0], found[1].id, found[1]))
             else:
                 out.append(CallRecord(c, i, m.id, None, None, None))
     return out

@@ -3,6 +3,10 @@
 Constraints come from the user's messages, task text the agent read (an issue tracker, a task file),
 project rules files (AGENTS.md, CLAUDE.md, ...) and hook notes; each keeps the sentence or bullet as
 written and says where it came from. Summaries lose these first (seed 004), so they are kept exact.
+Authority follows provenance (DESIGN.md section 11): hook notes and injected rules files count only
+when the harness wrote them (provenance.harness_reminders); a reminder or a "Contents of CLAUDE.md"
+printed inside a tool's output is the world's text and never becomes a rule. Task text the agent read
+is kept with source "task spec" and the command or file it came from: an observation, not the user's.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from typing import Iterable, Sequence
 from ..model import Message, is_user_turn
 from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls, tool_label
-from .errors import tool_errors
+from .errors import is_transient, tool_errors
 from .files import numbered_lines
+from .provenance import converted_outputs, harness_reminders
 from .requests import is_user_message
 from .shell import first_line, simple_commands
-from .text import one_line, reminders, strip_reminders, trim, units
+from .text import one_line, strip_reminders, trim, units
 
 USER, TASK_SPEC, HOOK = "user", "task spec", "hook"
 
@@ -146,14 +151,40 @@ def task_spec_origin(rec: CallRecord) -> str | None:
     return None
 
 
+# Headings whose items say what done looks like, even when none is worded as a rule.
+CRITERIA_HEADINGS = ("acceptance", "success criteria", "criteria", "definition of done", "done when",
+                     "deliverable", "output", "expected", "test plan", "verification", "requirement", "spec",
+                     "edge case", "behavio", "fallback")
+# A line naming a file the task must produce ("write the report to out/summary.md").
+OUTPUT_FILE_RE = re.compile(r"(?i)\b(?:output|write|save|produce|generate|create|emit)s?\b[^.\n]{0,80}?"
+                            r"\b(?:to|in|into|as|at)\s+`?[\w./-]+\.[A-Za-z0-9]{1,6}`?")
+# Task text kept per spec: the description of one issue, not a whole epic tree.
+MAX_SPEC_CHARS = 4000
+MAX_CRITERIA = 20
+
+
 @dataclass(frozen=True)
 class TaskSpec:
-    """Task text the agent read: where from (`origin`) and its first line (usually the title)."""
+    """Task text the agent read: where from (`origin`), its first line (usually the title), what done
+    looks like (`criteria`: acceptance / success criteria, output files, verbatim) and the text itself
+    (`text`, capped). An observation the agent read, with its source: not the user's words."""
 
     origin: str
     title: str
     message_id: str
     index: int
+    criteria: tuple[str, ...] = ()
+    text: str = ""
+
+
+def task_criteria(text: str) -> tuple[str, ...]:
+    """Acceptance / success criteria and output-file lines of a task text, verbatim, in order."""
+    out: list[str] = []
+    for unit in units(text):
+        if (unit.bullet and any(h in unit.heading for h in CRITERIA_HEADINGS)) or OUTPUT_FILE_RE.search(unit.text):
+            if unit.text not in out:
+                out.append(unit.text)
+    return tuple(out[:MAX_CRITERIA])
 
 
 def task_specs(messages: Sequence[Message]) -> list[TaskSpec]:
@@ -163,15 +194,19 @@ def task_specs(messages: Sequence[Message]) -> list[TaskSpec]:
         origin = task_spec_origin(rec)
         if origin is None:
             continue
-        title = next((ln.strip() for ln in rec.output.splitlines() if ln.strip()), "")
+        lines = numbered_lines(rec.output) if rec.kind == "read" else None
+        body = "\n".join(lines[n] for n in sorted(lines)) if lines else rec.output
+        title = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
         at = rec.result_index if rec.result_index is not None else rec.index
-        found[origin] = TaskSpec(origin, one_line(title, MAX_TITLE_CHARS), rec.result_message_id or rec.message_id, at)
+        found[origin] = TaskSpec(origin, one_line(title, MAX_TITLE_CHARS), rec.result_message_id or rec.message_id, at,
+                                 task_criteria(body), trim(body.strip(), MAX_SPEC_CHARS))
     return sorted(found.values(), key=lambda t: (-t.index, t.origin))
 
 
-def _hook_texts(text: str) -> Iterable[tuple[str, str]]:
-    """(source, text) for each reminder: injected rules files by name, other non-boilerplate as hook."""
-    for body in reminders(text):
+def _hook_texts(bodies: Iterable[str]) -> Iterable[tuple[str, str]]:
+    """(source, text) for each harness reminder: injected rules files by name, other non-boilerplate
+    as hook."""
+    for body in bodies:
         parts = CONTENTS_OF_RE.split(body)
         if len(parts) > 1:
             for path, content in zip(parts[1::2], parts[2::2]):
@@ -196,13 +231,16 @@ def standing_constraints(messages: Sequence[Message],
 
     records = {(r.result_index, r.call.id): r for r in tool_calls(messages) if r.result_index is not None}
     queued_after = _queued_positions(messages, queued_inputs)
+    outputs = converted_outputs(messages)
     for i, m in enumerate(messages):
         if m.role == "system":
             continue  # the system prompt is the stable prefix: never removed, never restated
+        if i in outputs:
+            continue  # a tool's output written as a user message by a format conversion
         if is_user_message(m):
             add(strip_reminders(m.text), USER, m.id, i)
         if m.role == "user":
-            for source, body in _hook_texts(m.text):
+            for source, body in _hook_texts(harness_reminders(m)):
                 add(body, source, m.id, i)
         for r in m.tool_results:
             rec = records.get((i, r.call_id))
@@ -218,8 +256,6 @@ def standing_constraints(messages: Sequence[Message],
                     add(body, rules, m.id, i, path or "")
                 else:
                     add(body, TASK_SPEC, m.id, i, origin or "")
-            for source, body in _hook_texts(r.content):
-                add(body, source, m.id, i)
         for text in queued_after.get(i, ()):
             add(text, USER, m.id, i)
     return found
@@ -266,7 +302,7 @@ def excluded_approaches(messages: Sequence[Message],
             marker = _interrupt_after(messages, at)
             if marker:
                 text += f" {marker}"
-            ids = (rec.message_id, rec.result_message_id or rec.message_id)
+            ids: tuple[str, ...] = (rec.message_id, rec.result_message_id or rec.message_id)
             if reply:
                 text += f'; then said: "{reply[1]}"'
                 ids += (reply[0],)
@@ -277,15 +313,15 @@ def excluded_approaches(messages: Sequence[Message],
                 if REVERT_RE.match(line):
                     out.append(Approach(REVERTED, _evidence(f"reverted with `{line}`"), (rec.message_id,), at))
     out += _undone_edits(records)
+    rejected_at = {r.result_index for r in records if r.rejected}
     for err in tool_errors(messages):
-        if err.workaround and err.resolution:
+        if err.workaround and err.resolution and not err.transient:
             text = f"{err.label} failed: {err.line} -> {err.resolution}"
-            ids = (err.message_id,) + ((err.resolved_message_id,) if err.resolved_message_id else ())
-            out.append(Approach(WORKAROUND, _evidence(text), ids, err.index))
+            err_ids = (err.message_id,) + ((err.resolved_message_id,) if err.resolved_message_id else ())
+            out.append(Approach(WORKAROUND, _evidence(text), err_ids, err.index))
     for i, m in enumerate(messages):
         if is_user_turn(m) and m.text.strip().startswith(INTERRUPT_MARKER):
-            if i > 0 and any(INTERRUPT_MARKER in r.content or "doesn't want to proceed" in r.content
-                             for r in messages[i - 1].tool_results + m.tool_results):
+            if i - 1 in rejected_at or i in rejected_at:
                 continue  # already reported as a rejected call
             reply = _next_user_words(messages, i, queued)
             text = "user interrupted" + (f'; then said: "{reply[1]}"' if reply else "")
@@ -296,8 +332,8 @@ def excluded_approaches(messages: Sequence[Message],
             while n < len(said):
                 text = said[n].text
                 n += 1
-                if not ABANDON_RE.search(text):
-                    continue
+                if not ABANDON_RE.search(text) or is_transient(text):
+                    continue  # a read split for size or a retried timeout is routine, not a lesson
                 # The next sentence usually says what was done instead; keep it when short.
                 if n < len(said) and len(text) + len(said[n].text) < MAX_EVIDENCE:
                     text += " " + said[n].text

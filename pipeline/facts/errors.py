@@ -3,6 +3,10 @@
 An error is "fixed by" the changes made before the same command next ran without that error, or
 "worked around with" a different command on the same target that succeeded. Rejected calls are not
 errors (they are excluded approaches) and a parallel call's cascade failure is not either.
+A shell command whose exit status says success can still print a failure (`mix test | tail` exits
+with tail's status): a strong error signature anywhere in its output makes it an error too
+(`printed`). A transient refusal of the tool itself (a read over the token limit, a timeout, a rate
+limit) is an error but never an approach that was tried and excluded (`transient`).
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import Sequence
 from ..model import Message
 from ..toolkinds import call_path, tool_kind
 from .calls import CallRecord, is_sibling_error, tool_calls, tool_label
+from .testsummary import parse_test_output
 from .files import edit_gist
-from .shell import first_line, signature
+from .shell import first_line, signature, simple_commands
 from .text import one_line, trim
 
 # How far ahead (in calls) a retry or workaround of a failed call is looked for.
@@ -38,6 +43,33 @@ ERROR_LINE_RES = tuple(re.compile(p) for p in (
     r"\b\w*(Error|Exception)\b",                       # exception names anywhere
     r"(?i)\b(failed|failure|not found|no such file|permission denied|cannot|could not|unable to)\b",
 ))
+# Lines that report the size of a problem rather than the problem (linter and compiler banners):
+# the complaint lines they summarise are what to keep.
+BANNER_RE = re.compile(
+    r"(?i)^\s*(?:found \d+ (?:errors?|problems?|issues?)|✖ \d+ problems?|\d+ problems? \(|"
+    r"compilation failed due to warnings|please report incorrect results|checking \d+ source files|"
+    r"analysis took|\d+ mods/funs|make: \*\*\*|error: recipe|npm err! (?:a complete log|code \w+$)|"
+    r"\d+ errors? (?:generated|found)|error: could not compile|aborting due to|exit code|"
+    r"[\w ]+ - please take a look|(?:code readability|software design|refactoring opportunities|"
+    r"consistency|warnings)\s*$)")
+# A linter or compiler complaint: `path:line[:col]: message`, eslint's `  12:5  error  message`, or
+# credo's `[W] ↗ message` rows.
+COMPLAINT_RE = re.compile(r"^[\s┃│|]*(?:\S+?\.\w+:\d+(?::\d+)?:?\s+\S|\d+:\d+\s+(?:error|warning)\s|\[[A-Z]\]\s+\S)")
+WARNING_LINE_RE = re.compile(r"^\s*warning:", re.I)
+# Error signatures that mean a command failed even when its exit status says otherwise.
+PRINTED_ERROR_RE = re.compile(
+    r"^Traceback \(most recent call last\)|^\s*\*\* \(\w[\w.]*\)|^\s*(?:error|ERROR)(?:\[\w+\])?:\s"
+    r"|^\s*fatal:\s|^npm ERR!|^Segmentation fault|: command not found$|^\s*FAILED\s|^FAIL\s"
+    r"|^\s*panic:|^thread '.+' panicked at", re.M)
+# Commands that only show text (a file, a search hit): an error signature in their output is content.
+SHOW_ONLY = {"cat", "head", "tail", "less", "more", "grep", "rg", "ag", "ack", "find", "ls", "echo",
+             "printf", "sed", "awk", "jq", "git", "diff", "wc", "sort", "uniq", "bat", "nl", "tree", "file"}
+# A refusal of the tool itself, not of the approach: retrying differently is routine, not a lesson.
+TRANSIENT_RE = re.compile(
+    r"(?i)exceeds? (?:the )?maximum allowed tokens|file content \(\d+ tokens\) exceeds|too large to read"
+    r"|timed out|timeout after|rate limit|overloaded|file has not been read yet|"
+    r"file has been modified since read|modified since it was last read|try again later|"
+    r"ECONNRESET|temporarily unavailable")
 EXIT_LINE_RE = re.compile(r"^\s*Exit code \d+\s*$")
 TAG_RE = re.compile(r"</?tool_use_error>")
 
@@ -56,6 +88,8 @@ class ErrorFact:
     resolved_message_id: str | None = None
     workaround: bool = False
     label: str = ""  # how a summary names the call: the command in backticks, or `Tool target`
+    printed: bool = False  # the command exited 0 but printed an error signature
+    transient: bool = False  # the tool refused this once (size, timeout, rate): not an excluded approach
 
     @property
     def resolved(self) -> bool:
@@ -72,11 +106,48 @@ def error_line(output: str) -> str:
         for ln in reversed(lines):
             if TRACEBACK_LAST_RE.match(ln):
                 return trim(ln.strip(), MAX_ERROR_LINE)
-    for pattern in ERROR_LINE_RES:
-        for ln in lines:
-            if pattern.search(ln) and not ln.lstrip().lower().startswith("warning"):
+    content = [ln for ln in lines if not BANNER_RE.match(ln)] or lines
+    for pattern in ERROR_LINE_RES[:3]:
+        for ln in content:
+            if pattern.search(ln) and not WARNING_LINE_RE.match(ln):
                 return trim(ln.strip(), MAX_ERROR_LINE)
-    return trim(lines[0].strip(), MAX_ERROR_LINE)
+    # A banner said the run failed on warnings (--warnings-as-errors, a linter's summary): the first
+    # warning is the complaint, then a linter's complaint rows.
+    warning = next((n for n, ln in enumerate(content) if WARNING_LINE_RE.match(ln)), None)
+    if warning is not None and len(content) < len(lines):
+        return trim(content[warning].strip(), MAX_ERROR_LINE)
+    complaint = next((ln for ln in content if COMPLAINT_RE.match(ln)), None)
+    if complaint is not None:
+        return trim(complaint.strip(), MAX_ERROR_LINE)
+    for pattern in ERROR_LINE_RES[3:]:
+        for ln in content:
+            if pattern.search(ln) and not WARNING_LINE_RE.match(ln):
+                return trim(ln.strip(), MAX_ERROR_LINE)
+    return trim(content[0].strip(), MAX_ERROR_LINE)
+
+
+def printed_error(rec: CallRecord) -> bool:
+    """A shell command that exited 0 but printed a failure: an error signature anywhere in its
+    output, or a test summary with failures. Commands that only show text (cat, grep, git log...)
+    are not judged by what they show."""
+    if rec.result is None or rec.failed or rec.command is None:
+        return False
+    programs = [sc.program for sc in simple_commands(rec.command) if sc.program not in ("cd", "export")]
+    if not programs or programs[0] in SHOW_ONLY:
+        return False
+    summary = parse_test_output(rec.output)
+    if summary is not None:
+        return summary.failed > 0
+    return bool(PRINTED_ERROR_RE.search(TAG_RE.sub("", rec.output)))
+
+
+def is_transient(output: str) -> bool:
+    """The tool refused this call for a passing reason (size, timeout, rate limit)."""
+    return bool(TRANSIENT_RE.search(output[:2000]))
+
+
+def _bad(rec: CallRecord) -> bool:
+    return rec.failed or printed_error(rec)
 
 
 def target_key(rec: CallRecord) -> str:
@@ -110,12 +181,13 @@ def _resolve(records: list[CallRecord], i: int) -> tuple[str, str, bool] | None:
         if later.result is None or later.rejected:
             continue
         same = target_key(later) == key
-        if same and later.failed and error_line(later.output) == line:
+        bad = _bad(later)
+        if same and bad and error_line(later.output) == line:
             changes.clear()  # the same error again: what came before did not fix it
             continue
         if same:
             where = later.result_message_id or later.message_id
-            if later.failed:  # a different error: the earlier one was got past
+            if bad:  # a different error: the earlier one was got past
                 return (_fixed_by(changes) or "got past; next attempt failed differently", where, False)
             if later.call.input_json != failed.call.input_json and not changes:
                 return f"worked around with {_label(later)}", where, True
@@ -141,12 +213,13 @@ def tool_errors(messages: Sequence[Message]) -> list[ErrorFact]:
     records = tool_calls(messages)
     out: list[ErrorFact] = []
     for i, rec in enumerate(records):
-        if not rec.failed or rec.rejected or is_sibling_error(rec.result):
+        printed = printed_error(rec)
+        if not (rec.failed or printed) or rec.rejected or is_sibling_error(rec.result):
             continue
         found = _resolve(records, i)
         resolution, where, workaround = found if found else (None, None, False)
         out.append(ErrorFact(rec.call.id, rec.name, rec.target, error_line(rec.output),
                              rec.result_message_id or rec.message_id,
                              rec.result_index if rec.result_index is not None else rec.index,
-                             resolution, where, workaround, _label(rec)))
+                             resolution, where, workaround, _label(rec), printed, is_transient(rec.output)))
     return out

@@ -3,10 +3,19 @@
 Content comes from read results (line-number prefixes stripped, partial reads merged by line number)
 and from write inputs; successful edits are replayed onto known content so it stays current. When an
 edit cannot be replayed the content is marked stale: the file changed after the agent last saw it.
+Shell `mv` / `cp` / `rm` / `git mv` / `git rm` move, copy and delete: a moved file's old path is
+gone (no content, `moved_to` names where it went) and a deleted file has no content to restore.
+
+Provenance (DESIGN.md section 11): which file a call touched comes from the call's own arguments
+(or, for SWE-agent's `edit`, the file its last `open` / `create` call named), and aider's file notices
+only from aider's own notice lines, never from a program's output it printed. A result that names
+some other file (`[File: /ws/secret.env ...]`) adds no file activity.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -15,9 +24,10 @@ from ..model import Message
 from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .meta import is_harness_output, message_cwd, normalize_path
+from .provenance import aider_command_output
 from .shell import SimpleCommand, simple_commands
 
-READ, EDITED, CREATED, DELETED = "read", "edited", "created", "deleted"
+READ, EDITED, CREATED, DELETED, MOVED, COPIED = "read", "edited", "created", "deleted", "moved", "copied"
 At = tuple[int, str]  # where an effect shows: (message index, message id)
 
 # Line-numbered read formats: Claude Code `     1→text`, `cat -n` / OpenHands `     1\ttext`,
@@ -50,6 +60,10 @@ GAP_MARKER = "[… lines {start}-{end} not seen …]"
 GIST_CHARS = 120
 GIST_LINES = 3
 GAP_MARKER_OPEN = "[… lines from {start} not seen …]"
+# Lines remembered per file of what edits added and removed: the newest few carry the facts.
+MAX_CHANGE_LINES = 12
+# SWE-agent commands that make a file the current one (`edit` then changes that file).
+SWE_OPENERS = ("open", "create")
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,11 @@ class FileFact:
     partial: bool = False
     stale: bool = False
     edits: int = 0
+    gone: bool = False  # deleted or moved away since last touched: nothing at this path to restore
+    moved_to: str | None = None
+    moved_from: str | None = None
+    added: tuple[str, ...] = ()  # lines the latest edits added (facts that live only in edit bodies)
+    removed: tuple[str, ...] = ()  # lines the latest edits removed
 
 
 @dataclass
@@ -82,11 +101,29 @@ class _FileState:
     content_message_id: str | None = None
     content_index: int = -1
     edits: int = 0
+    gone: bool = False
+    moved_to: str | None = None
+    moved_from: str | None = None
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
 
     def touch(self, action: str, at: At) -> None:
         self.actions.add(action)
+        if action in (DELETED, MOVED):
+            self.gone = True
+        elif action != READ:
+            self.gone, self.moved_to = False, None
         if at[0] >= self.last_index:
             self.last_index, self.last_message_id = at
+
+    def note_change(self, old: str, new: str) -> None:
+        """Remember what an edit took out and put in (line level, newest last, capped)."""
+        before = {ln.strip() for ln in old.splitlines()}
+        after = {ln.strip() for ln in new.splitlines()}
+        self.added = (self.added + [ln.strip() for ln in new.splitlines()
+                                    if ln.strip() and ln.strip() not in before])[-MAX_CHANGE_LINES:]
+        self.removed = (self.removed + [ln.strip() for ln in old.splitlines()
+                                        if ln.strip() and ln.strip() not in after])[-MAX_CHANGE_LINES:]
 
     def see_text(self, text: str, at: At) -> None:
         """The whole file's content is now known (seen at message (index, id))."""
@@ -138,11 +175,12 @@ class _FileState:
 
     def fact(self) -> FileFact:
         content, partial = None, False
-        if self.lines is not None:
+        if self.lines is not None and not self.gone:
             content, partial = _render(self.lines, self.complete, self.total)
         return FileFact(self.path, frozenset(self.actions), self.first_index, self.last_index,
                         self.last_message_id, content, self.content_message_id if content is not None else None,
-                        partial, self.stale and content is not None, self.edits)
+                        partial, self.stale and content is not None, self.edits, self.gone, self.moved_to,
+                        self.moved_from, tuple(self.added), tuple(self.removed))
 
 
 def _render(lines: dict[int, str], complete: bool, total: int | None) -> tuple[str, bool]:
@@ -223,6 +261,7 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.files: dict[str, _FileState] = {}
+        self.open_file: str | None = None  # SWE-agent's current file, named by an open/create call
 
     def state(self, path: str, index: int) -> _FileState:
         st = self.files.get(path)
@@ -243,11 +282,15 @@ class _Tracker:
             return
         kind = rec.kind
         raw_path = call_path(rec.call)
+        if not raw_path and kind in ("read", "edit") and self.open_file:
+            raw_path = self.open_file  # SWE-agent edits and scrolls the file it opened last
         shown = _window_path(rec.output)
-        if shown and (not raw_path or (not raw_path.startswith("/") and shown.endswith("/" + raw_path))):
-            raw_path = shown  # the result names the file absolutely
+        if raw_path and shown and not raw_path.startswith("/") and _same_path(shown, raw_path):
+            raw_path = shown  # the result names the same file absolutely (never another file)
         if not raw_path or kind not in ("read", "edit", "write"):
             return
+        if normalize_name(rec.name) in SWE_OPENERS:
+            self.open_file = raw_path
         st = self.state(normalize_path(raw_path, cwd), rec.index)
         if kind == "read":
             st.touch(READ, at)
@@ -271,6 +314,8 @@ class _Tracker:
             st.touch(EDITED, at)
             steps = _edit_steps(inp)
             if steps is not None:
+                for old, new, _ in steps:
+                    st.note_change(old, new)
                 st.apply(steps, written)
             else:
                 st.changed_unseen()
@@ -309,6 +354,8 @@ class _Tracker:
                 if not re.fullmatch(r"[+]?\d+", arg):
                     state(arg).touch(READ, at)
             # Only a lone `cat FILE` shows the whole file: its output is the content.
+            if prog == "open" and args:
+                self.open_file = normalize_path(args[0], cwd)
             if prog == "cat" and len(args) == 1 and alone and sc.heredoc is None:
                 lines = numbered_lines(rec.output) if "-n" in sc.args else None
                 if lines is not None:
@@ -324,22 +371,61 @@ class _Tracker:
         elif prog in ("create", "touch") and args:
             st = state(args[0])
             st.touch(EDITED if st.actions - {DELETED} else CREATED, at)
+            if prog == "create":
+                self.open_file = st.path
             _see_window(st, rec.output, at)
-        elif prog == "edit" and _window_path(rec.output):
-            st = state(_window_path(rec.output) or "")
+        elif prog == "edit" and self.open_file:
+            st = state(self.open_file)
             st.touch(EDITED, at)
             st.changed_unseen()
             _see_window(st, rec.output, at)
-        elif prog == "rm":
-            for arg in args:
-                state(arg).touch(DELETED, at)
+        elif prog == "rm" or (prog == "git" and args[:1] == ["rm"]):
+            for arg in (args[1:] if prog == "git" else args):
+                self._delete(normalize_path(arg, cwd), rec.index, at)
+        elif (prog in ("mv", "cp") or (prog == "git" and args[:1] == ["mv"])) and len(args) >= (3 if prog == "git" else 2):
+            moving = list(args[1:] if prog == "git" else args)
+            paths = moving
+            self._move([normalize_path(a, cwd) for a in paths[:-1]], normalize_path(paths[-1], cwd),
+                       rec.index, at, copy=prog == "cp", into=len(paths) > 2 or paths[-1].endswith("/"))
         elif prog == "git" and len(args) > 1 and args[0] in ("checkout", "restore"):
-            paths = sc.words[sc.words.index("--") + 1:] if "--" in sc.words else (
+            restored = list(sc.words[sc.words.index("--") + 1:]) if "--" in sc.words else (
                 args[1:] if args[0] == "restore" else [])
-            for arg in paths:
+            for arg in restored:
                 st = state(arg)
                 st.touch(EDITED, at)
                 st.changed_unseen()
+
+
+    def _delete(self, path: str, index: int, at: At) -> None:
+        """`rm PATH`: the path and every tracked file under it are gone."""
+        self.state(path, index).touch(DELETED, at)
+        for other in list(self.files):
+            if other.startswith(path.rstrip("/") + "/"):
+                self.files[other].touch(DELETED, at)
+
+    def _move(self, sources: list[str], dest: str, index: int, at: At, *, copy: bool, into: bool) -> None:
+        """`mv`/`cp`/`git mv`: content and history follow the file; a moved file's old path is gone.
+        Tracked files under a moved directory move with it."""
+        for src in sources:
+            target = posixpath.join(dest, posixpath.basename(src)) if into or dest in self._dirs() else dest
+            pairs = [(src, target)] + [(p, target + p[len(src):]) for p in list(self.files)
+                                       if p.startswith(src.rstrip("/") + "/")]
+            for old_path, new_path in pairs:
+                old = self.state(old_path, index)
+                new = self.state(new_path, index)
+                if old.lines is not None:
+                    new.lines, new.total, new.complete, new.stale = dict(old.lines), old.total, old.complete, old.stale
+                    new.content_index, new.content_message_id = at
+                new.touch(COPIED if copy else MOVED, at)
+                new.gone = False
+                new.moved_from = old_path
+                if not copy:
+                    old.touch(MOVED, at)
+                    old.moved_to = new_path
+
+    def _dirs(self) -> set[str]:
+        """Directories known to exist because a tracked live file sits in them."""
+        return {posixpath.dirname(p) for p, st in self.files.items() if not st.gone}
 
 
 def _window_path(output: str) -> str | None:
@@ -348,9 +434,10 @@ def _window_path(output: str) -> str | None:
 
 
 def _see_window(st: _FileState, output: str, at: At) -> bool:
-    """Take a SWE-agent `[File: path (N lines total)]` window as seen content."""
+    """Take a SWE-agent `[File: path (N lines total)]` window as seen content, but only when the
+    window shows the file the call named: a window naming another file is the world's text."""
     m = SWE_WINDOW_RE.search(output)
-    if not m:
+    if not m or not _same_path(m.group(1), st.path):
         return False
     lines = numbered_lines(output[m.end():])
     if lines is None:
@@ -358,6 +445,11 @@ def _see_window(st: _FileState, output: str, at: At) -> bool:
     total = int(m.group(2))
     st.see_lines(lines, at, whole=len(lines) >= total, total=total)
     return True
+
+
+def _same_path(shown: str, path: str) -> bool:
+    shown, path = posixpath.normpath(shown), posixpath.normpath(path)
+    return shown == path or shown.endswith("/" + path.lstrip("./")) or path.endswith("/" + shown.lstrip("./"))
 
 
 def file_activity(messages: Sequence[Message]) -> list[FileFact]:
@@ -374,7 +466,7 @@ def file_activity(messages: Sequence[Message]) -> list[FileFact]:
         for rec in records.get(i, ()):
             if rec.result is not None and not rec.failed:
                 tracker.record(rec, cwd_by_index[rec.index])
-        if is_harness_output(m):
+        if is_harness_output(m) and not aider_command_output(messages, i):
             for action, path in NOTICE_RE.findall(m.text):
                 st = tracker.state(normalize_path(path, cwd_by_index[i]), i)
                 st.touch(NOTICE_ACTIONS[action], (i, m.id))
@@ -414,3 +506,74 @@ def _merge_relative(files: dict[str, _FileState]) -> dict[str, _FileState]:
             dst.lines, dst.total, dst.complete, dst.stale = src.lines, src.total, src.complete, src.stale
             dst.content_message_id, dst.content_index = src.content_message_id, src.content_index
     return out
+
+
+class FileTracker:
+    """`file_activity` fed incrementally: each call is replayed once, when its result has arrived,
+    at its position in the whole transcript. The session's ledger keeps one across calls (and in its
+    store, via `to_json`), so file contents and edits applied on later calls stay exact."""
+
+    def __init__(self) -> None:
+        self._tracker = _Tracker()
+        self.cwd: str | None = None
+        self._fed: set[str] = set()  # calls already replayed among the messages a window may repeat
+
+    def feed(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
+        """Replay `messages` (at transcript positions `index`); messages before position `new_from`
+        were fed before and only their calls' late results are replayed now."""
+        cwds = _cwds(messages)
+        seed = self.cwd
+        records: dict[int, list[CallRecord]] = {}
+        for rec in tool_calls(messages):
+            records.setdefault(rec.index, []).append(rec)
+        fed: set[str] = set()
+        for i, m in enumerate(messages):
+            cwd = cwds[i] or seed
+            for rec in records.get(i, ()):
+                if rec.result is None:
+                    continue
+                fed.add(rec.call.id)
+                if rec.call.id in self._fed or rec.failed:
+                    continue
+                at_result = index[rec.result_index] if rec.result_index is not None else index[i]
+                self._tracker.record(dataclasses.replace(rec, index=index[i], result_index=at_result), cwd)
+            if index[i] >= new_from and is_harness_output(m) and not aider_command_output(messages, i):
+                for action, path in NOTICE_RE.findall(m.text):
+                    st = self._tracker.state(normalize_path(path, cwd), index[i])
+                    st.touch(NOTICE_ACTIONS[action], (index[i], m.id))
+                    if NOTICE_ACTIONS[action] != READ:
+                        st.changed_unseen()
+        self._fed = fed
+        self.cwd = next((c for c in reversed(cwds) if c), seed)
+
+    def facts(self) -> list[FileFact]:
+        """The same records `file_activity` gives for everything fed so far."""
+        files = {p: dataclasses.replace(st, actions=set(st.actions)) for p, st in self._tracker.files.items()}
+        facts = [st.fact() for st in _merge_relative(files).values() if st.actions]
+        facts.sort(key=lambda f: (-f.last_index, f.path))
+        return facts
+
+    def to_json(self) -> dict[str, Any]:
+        files = {p: dataclasses.asdict(st) for p, st in self._tracker.files.items()}
+        for data in files.values():
+            data["actions"] = sorted(data["actions"])
+            if data["lines"] is not None:
+                data["lines"] = {str(k): v for k, v in data["lines"].items()}
+        return {"files": files, "open_file": self._tracker.open_file, "cwd": self.cwd, "fed": sorted(self._fed)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> "FileTracker":
+        tracker = cls()
+        if not data:
+            return tracker
+        for path, raw in data.get("files", {}).items():
+            st = dict(raw)
+            st["actions"] = set(st["actions"])
+            if st.get("lines") is not None:
+                st["lines"] = {int(k): v for k, v in st["lines"].items()}
+            names = {f.name for f in dataclasses.fields(_FileState)}
+            tracker._tracker.files[path] = _FileState(**{k: v for k, v in st.items() if k in names})
+        tracker._tracker.open_file = data.get("open_file")
+        tracker.cwd = data.get("cwd")
+        tracker._fed = set(data.get("fed", ()))
+        return tracker

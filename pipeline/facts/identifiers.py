@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..model import Message
 from ..toolkinds import tool_kind
@@ -15,13 +15,18 @@ from .files import file_activity
 from .meta import message_branch, message_cwd
 from .requests import is_user_message
 from .progress import COMMIT_RE, PUSH_NEW_RE, PUSH_RANGE_RE, test_runs
-from .shell import first_line, simple_commands
-from .text import strip_reminders
+from .shell import HEREDOC_RE, first_line, simple_commands
+from .text import strip_reminders, trim
 
-# How many distinct recent commands to keep by default: enough for the verification workflow
-# (build, test, lint, commit) and the last few one-off commands.
-DEFAULT_MAX_COMMANDS = 15
-MAX_COMMAND_CHARS = 200
+# How many distinct recent commands to keep by default: the verification workflow (build, test,
+# lint, commit), tracker and sync commands, and the one-off commands of a long session. The summary
+# packs by value per token, so a generous list costs nothing when the budget is tight.
+DEFAULT_MAX_COMMANDS = 40
+# A command line is kept whole up to this length: long `git add` lists and chained commands carry
+# their informative part after the first 200 characters.
+MAX_COMMAND_CHARS = 400
+# Names defined in edit and write bodies kept, newest first.
+MAX_SYMBOLS = 60
 # Commands that only look at things; the commands worth restating are the ones that do something.
 LOOK_ONLY = {"ls", "cat", "head", "tail", "pwd", "echo", "wc", "less", "more", "tree", "which", "file", "stat"}
 
@@ -32,9 +37,24 @@ WORKTREE_LIST_RE = re.compile(r"^(/\S+)\s+[0-9a-f]{7,40} \[([^\]]+)\]", re.M)
 JIRA_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*[A-Z][A-Z0-9]*-\d+)(?![\w-])")
 # Upper-case words with a number that are standards, not issue keys.
 NOT_ISSUE_KEYS = {"UTF", "ISO", "SHA", "MD", "AES", "RFC", "HTTP", "TLS", "SSL", "WCAG", "PEP", "ES", "X"}
+# `cd DIR && ` (or `;`) at the start of a command: where, not what.
+CD_PREFIX_RE = re.compile(r"""^cd\s+(?:"[^"]*"|'[^']*'|\S+)\s*(?:&&|;)\s*""")
 URL_RE = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 # Issue tracker commands whose arguments are issue ids (beads, GitHub, GitLab, Jira, Linear).
 TRACKERS = {"bd", "beads", "br", "gh", "glab", "jira", "linear"}
+# Names a code change defines: functions, classes, constants, events and data attributes. They exist
+# only inside edit and write bodies, which compaction drops.
+SYMBOL_RES = (
+    re.compile(r"\b(?:def|defp|defmacro|defmodule|function|class|interface|struct|enum|trait|fn|func|const|let|var|type)"
+               r"\s+([A-Za-z_][\w.]*[\w])"),
+    re.compile(r"""\b(?:pushEvent|handle_event|phx-click|phx-hook|emit|dispatchEvent)\W{1,4}["']([\w:-]{3,})["']"""),
+    re.compile(r"\b(data-[a-z][\w-]+)"),
+)
+# Names too generic to identify anything.
+COMMON_SYMBOLS = {"self", "this", "init", "main", "test", "run", "get", "set", "new", "data", "value", "result",
+                  "render", "mount", "props", "state", "index", "item", "items", "name", "error", "err", "i", "x",
+                  "handle_event", "handle_info", "handle_call", "handle_cast", "handle_params", "terminate",
+                  "setup", "describe", "constructor", "__init__", "setUp", "tearDown"}
 ID_ARG_RE = re.compile(r"^[A-Za-z][\w]*-[\w]+(?:\.\d+)*$|^#?\d+$")
 
 
@@ -49,6 +69,7 @@ class Identifiers:
     commands: tuple[str, ...]
     test_counts: tuple[str, ...]
     urls: tuple[str, ...]
+    symbols: tuple[str, ...] = ()  # names an edit or write defined (facts that live only in edit bodies)
 
 
 class _Newest:
@@ -103,18 +124,18 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
         line = first_line(rec.command)
         words = [sc.words for sc in simple_commands(line)]
         if any(w and w[0] not in LOOK_ONLY and w[0] != "cd" for w in words):
-            commands.add(line[:MAX_COMMAND_CHARS], i)
+            commands.add(command_gist(rec.command), i)
         for w in words:
             _from_words(w, i, branches, worktrees, issues, prefixes)
         branches.extend(BRANCH_RE.findall(out), i)
-        for m in COMMIT_RE.finditer(out):
-            hashes.add(m.group(2), i)
-            branches.add(m.group(1), i)
-            texts.append((m.group(3), i))
-        for m in PUSH_RANGE_RE.finditer(out):
-            hashes.add(m.group(1), i)
-            branches.add(m.group(2), i)
-        branches.extend((m.group(1) for m in PUSH_NEW_RE.finditer(out)), i)
+        for cm in COMMIT_RE.finditer(out):
+            hashes.add(cm.group(2), i)
+            branches.add(cm.group(1), i)
+            texts.append((cm.group(3), i))
+        for pm in PUSH_RANGE_RE.finditer(out):
+            hashes.add(pm.group(1), i)
+            branches.add(pm.group(2), i)
+        branches.extend((nm.group(1) for nm in PUSH_NEW_RE.finditer(out)), i)
         for path, branch in WORKTREE_LIST_RE.findall(out):
             worktrees.add(path, i)
             branches.add(branch, i)
@@ -133,12 +154,76 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
         if "worktree" in path and not any(path.startswith(o.rstrip("/") + "/") for o in cwds):
             worktrees.add(path, i)
 
+    symbols = _Newest()
+    for rec in tool_calls(messages):
+        if rec.succeeded and rec.kind in ("edit", "write"):
+            symbols.extend(_defined(rec.call.input), rec.index)
     runs = _Newest()
     for run in test_runs(messages):
         runs.add(run.summary, run.index)
     return Identifiers(cwd, branches.newest_first(), worktrees.newest_first(), hashes.newest_first(),
                        issues.newest_first(), tuple(f.path for f in file_activity(messages)),
-                       commands.newest_first(max_commands), runs.newest_first(), urls.newest_first())
+                       commands.newest_first(max_commands), runs.newest_first(), urls.newest_first(),
+                       symbols.newest_first(MAX_SYMBOLS))
+
+
+def _defined(inp: Mapping[str, Any]) -> list[str]:
+    """Names a write's content or an edit's new text defines that its old text did not."""
+    new_texts: list[str] = []
+    old_texts: list[str] = []
+    for key in ("content", "file_text", "new_string", "new_str", "contents"):
+        if isinstance(inp.get(key), str):
+            new_texts.append(inp[key])
+    for key in ("old_string", "old_str"):
+        if isinstance(inp.get(key), str):
+            old_texts.append(inp[key])
+    if isinstance(inp.get("edits"), list):
+        for e in inp["edits"]:
+            if isinstance(e, dict):
+                new_texts += [e[k] for k in ("new_string", "new_str") if isinstance(e.get(k), str)]
+                old_texts += [e[k] for k in ("old_string", "old_str") if isinstance(e.get(k), str)]
+    old = "\n".join(old_texts)
+    out: list[str] = []
+    for text in new_texts:
+        for pattern in SYMBOL_RES:
+            for name in pattern.findall(text):
+                if _distinctive(name) and name not in old and name not in out:
+                    out.append(name)
+    return out
+
+
+def _distinctive(name: str) -> bool:
+    """A name that identifies something: compound (snake, camel, dotted, dashed) or long, not a
+    framework callback or a loop variable."""
+    if name.lower() in COMMON_SYMBOLS or len(name) < 4:
+        return False
+    return bool(re.search(r"[_.-]|[a-z][A-Z]", name)) or len(name) >= 10
+
+
+def command_gist(command: str, limit: int = MAX_COMMAND_CHARS) -> str:
+    """A command as worth restating: its command lines (heredoc bodies left out) joined with " ; ",
+    a leading `cd DIR &&` dropped (the cwd is listed once), cut at a word boundary to `limit`."""
+    lines: list[str] = []
+    heredoc_end: str | None = None
+    body_seen = False
+    for raw in command.splitlines():
+        stripped = raw.strip()
+        if heredoc_end is not None:
+            if stripped == heredoc_end:
+                heredoc_end = None
+            elif stripped and not body_seen:  # a heredoc's first line (a commit subject) names it
+                lines[-1] += f" {stripped}"
+                body_seen = True
+            continue
+        if not stripped:
+            continue
+        lines.append(stripped)
+        m = HEREDOC_RE.search(stripped)
+        if m:
+            heredoc_end, body_seen = m.group(2), False
+    text = " ; ".join(lines) if lines else command.strip()
+    text = CD_PREFIX_RE.sub("", text, count=1) or text
+    return trim(" ".join(text.split()), limit)
 
 
 def _from_words(words: tuple[str, ...], i: int, branches: _Newest, worktrees: _Newest, issues: _Newest,

@@ -1,7 +1,7 @@
 """Where the work stands: test runs (summary lines verbatim), the todo list, plan mode, and commits.
 
-Test summaries are recognised for pytest, unittest, jest/vitest, mocha, go test, cargo test,
-ExUnit (mix test) and RSpec; the line is kept exactly as printed.
+Test output is read by the one parser in testsummary.py (the status bar uses the same one); the
+summary line is kept exactly as printed. Todo lists come from todos.py, tracker updates from tracker.py.
 """
 
 from __future__ import annotations
@@ -14,36 +14,17 @@ from ..model import Message
 from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .meta import message_branch
-from .text import one_line, reminders, trim
+from .testsummary import TestRunWatcher, parse_test_output
+from .provenance import converted_outputs, harness_reminders
+from .text import one_line
+from .todos import TodoItem, TodoReplayer
+from .tracker import TRACKER_UPDATE_RE, TrackerUpdate, tracker_updates
 
-# Output files a background command writes; reading one shows that command's output.
-OUTPUT_FILE_RE = re.compile(r"([\w-]+)\.(?:output|log)$")
-# "Command running in background with ID: b0be39e" (Claude Code Bash with run_in_background).
-BACKGROUND_RE = re.compile(r"running in background with ID: (\w+)")
-# Tools that fetch a background task's output, and the input keys naming the task.
-TASK_OUTPUT_TOOLS = ("taskoutput", "bashoutput")
-TASK_ID_KEYS = ("task_id", "bash_id", "shell_id", "id")
-MAX_SUMMARY_CHARS = 240
+__all__ = ["Commit", "PlanMode", "TestRun", "TodoItem", "TodoState", "TrackerUpdate", "TRACKER_UPDATE_RE",
+           "commits", "parse_test_summary", "plan_mode", "test_runs", "todo_state", "tracker_updates"]
 # Claude Code's plan-mode reminder and the approval result naming the saved plan file.
 PLAN_MODE_REMINDER = "plan mode is active"
 PLAN_SAVED_RE = re.compile(r"saved to: (\S+)")
-
-_COUNT = r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
-# (framework, line pattern); the first framework whose pattern matches a line of the output wins.
-# Count words are letters only and items have fixed separators: a `\w+` there backtracks
-# exponentially on lines like "31 epsilon62 beta93 ..." (a tool output cut mid-word).
-SUMMARY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("pytest", re.compile(r"^[=\s]*\d+ [a-z]+(?:, \d+ [a-z]+)* in [\d.]+s\b.*$|^[=\s]*no tests ran in [\d.]+s")),
-    ("cargo", re.compile(r"test result: (?:ok|FAILED)\. \d+ passed; \d+ failed.*$")),
-    ("jest", re.compile(r"^\s*Tests?:?\s+(?:\d+ [a-z]+,?\s+)+(?:\d+ total|\(\d+\))\s*$")),
-    ("exunit", re.compile(r"^(?:\d+ doctests?, )?(?:\d+ propert(?:y|ies), )?\d+ tests?, \d+ failures?.*$")),
-    ("rspec", re.compile(r"^\d+ examples?, \d+ failures?.*$")),
-    ("mocha", re.compile(r"^\s*\d+ (?:passing|failing) \([\d.]+m?s\)\s*$")),
-    ("unittest", re.compile(r"^Ran \d+ tests? in [\d.]+s$")),
-    ("go", re.compile(r"^(?:ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))|^--- FAIL: \S+")),
-)
-UNITTEST_RESULT_RE = re.compile(r"^(OK|FAILED)\b.*$", re.M)
-
 
 @dataclass(frozen=True)
 class TestRun:
@@ -58,16 +39,12 @@ class TestRun:
     failed: int | None
     message_id: str
     index: int
+    skipped: int = 0
+    failing: tuple[str, ...] = ()  # failing test names, as the status bar shows them
 
     @property
     def ok(self) -> bool:
         return self.failed == 0
-
-
-@dataclass(frozen=True)
-class TodoItem:
-    text: str
-    status: str
 
 
 @dataclass(frozen=True)
@@ -101,108 +78,32 @@ class Commit:
     index: int
 
 
-def _counts(framework: str, line: str, output: str) -> tuple[int | None, int | None]:
-    def num(pattern: str) -> int:
-        return sum(int(n) for n in re.findall(pattern, line))
-
-    if framework == "pytest":
-        return num(r"(\d+) passed"), num(r"(\d+) failed") + num(r"(\d+) errors?\b")
-    if framework == "cargo":
-        return num(r"(\d+) passed"), num(r"(\d+) failed")
-    if framework == "jest":
-        return num(r"(\d+) passed"), num(r"(\d+) failed")
-    if framework in ("exunit", "rspec"):
-        total = num(r"(\d+) (?:doctests?|propert(?:y|ies)|tests?|examples?)\b")
-        failed = num(r"(\d+) failures?")
-        return total - failed, failed
-    if framework == "mocha":
-        return (num(r"(\d+) passing") if "passing" in line else None,
-                num(r"(\d+) failing") if "failing" in line else None)
-    if framework == "unittest":
-        ran = num(r"Ran (\d+)")
-        result = UNITTEST_RESULT_RE.search(output)
-        failed = sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", result.group(0))) if result else 0
-        return ran - failed, failed
-    if framework == "go":
-        return (len(re.findall(r"^ok\s", output, re.M)),
-                len(re.findall(r"^(?:FAIL\s+\S+\s|--- FAIL:)", output, re.M)))
-    return None, None
-
-
 def parse_test_summary(output: str) -> tuple[str, str, int | None, int | None] | None:
-    """(framework, summary line, passed, failed) of the last test summary in an output, or None."""
-    lines = output.splitlines()
-    for framework, pattern in SUMMARY_PATTERNS:
-        for line in reversed(lines):
-            m = pattern.search(line)
-            if not m:
-                continue
-            summary = line.strip().strip("=").strip()
-            if framework == "unittest":
-                result = UNITTEST_RESULT_RE.search(output)
-                if result:
-                    summary = f"{summary} {result.group(0).strip()}"
-            elif framework == "mocha":
-                summary = "; ".join(ln.strip() for ln in lines if pattern.search(ln))
-            passed, failed = _counts(framework, summary, output)
-            return framework, trim(summary, MAX_SUMMARY_CHARS), passed, failed
-    return None
-
-
-def _scannable(rec: CallRecord) -> bool:
-    """Results that can carry test output: shell and unknown tools, background-output reads."""
-    kind = tool_kind(rec.call)
-    if kind in ("shell", "other", "agent"):
-        return True
-    path = call_path(rec.call) or ""
-    return kind == "read" and bool(OUTPUT_FILE_RE.search(path))
+    """(framework, summary line, passed, failed) of the last test summary in an output, or None.
+    The one parser (testsummary.parse_test_output) in the shape the summary has always used."""
+    found = parse_test_output(output)
+    if found is None:
+        return None
+    return found.runner, found.summary, found.passed, found.failed
 
 
 def test_runs(messages: Sequence[Message]) -> list[TestRun]:
-    """Every test summary the transcript shows, oldest first, with the command that produced it."""
-    background: dict[str, str] = {}
+    """Every test run the transcript shows, oldest first, with the command that produced it: only
+    outputs of test commands (or files they wrote) count, never a summary some other output shows."""
+    watcher = TestRunWatcher()
     out: list[TestRun] = []
     for rec in tool_calls(messages):
-        if rec.result is None or not _scannable(rec):
+        if rec.result is None:
             continue
-        command = rec.target
-        bg = BACKGROUND_RE.search(rec.output)
-        if bg and rec.command:
-            background[bg.group(1)] = command
-        task_id = _task_id(rec)
-        if task_id and task_id in background:
-            command = background[task_id]
-        parsed = parse_test_summary(rec.output)
-        if parsed is None:
+        seen = watcher.observe(rec.call, rec.output)
+        if seen is None:
             continue
-        framework, summary, passed, failed = parsed
-        out.append(TestRun(command, summary, framework, passed, failed,
+        command, found = seen
+        out.append(TestRun(command, found.summary, found.runner, found.passed, found.failed,
                            rec.result_message_id or rec.message_id,
-                           rec.result_index if rec.result_index is not None else rec.index))
+                           rec.result_index if rec.result_index is not None else rec.index,
+                           found.skipped, found.failing))
     return out
-
-
-def _task_id(rec: CallRecord) -> str | None:
-    if normalize_name(rec.name) in TASK_OUTPUT_TOOLS:
-        for key in TASK_ID_KEYS:
-            if isinstance(rec.call.input.get(key), str):
-                return rec.call.input[key]
-    m = OUTPUT_FILE_RE.search(call_path(rec.call) or rec.target or "")
-    return m.group(1) if m else None
-
-
-def _items(value: Any, text_keys: tuple[str, ...]) -> tuple[TodoItem, ...] | None:
-    if not isinstance(value, list):
-        return None
-    items = []
-    for entry in value:
-        if not isinstance(entry, dict):
-            return None
-        text = next((entry[k] for k in text_keys if isinstance(entry.get(k), str)), None)
-        if text is None:
-            return None
-        items.append(TodoItem(text, str(entry.get("status", "pending"))))
-    return tuple(items)
 
 
 def todo_state(messages: Sequence[Message]) -> TodoState | None:
@@ -210,23 +111,11 @@ def todo_state(messages: Sequence[Message]) -> TodoState | None:
 
     Claude Code's TaskCreate/TaskUpdate tools build the list one item at a time; they are replayed."""
     latest: TodoState | None = None
-    tasks: dict[str, TodoItem] = {}
+    replay = TodoReplayer()
     for rec in tool_calls(messages):
         if rec.result is None or rec.failed:
             continue
-        name, inp = normalize_name(rec.name), rec.call.input
-        items = (_items(inp.get("todos"), ("content", "text", "title"))
-                 or _items(inp.get("plan"), ("step", "content", "text"))
-                 or _items(inp.get("task_list"), ("title", "content", "text")))
-        if name == "taskcreate" and isinstance(inp.get("subject"), str):
-            m = re.search(r"#(\w+)", rec.output)
-            tasks[m.group(1) if m else str(len(tasks) + 1)] = TodoItem(inp["subject"], "pending")
-            items = tuple(tasks.values())
-        elif name == "taskupdate" and str(inp.get("taskId", "")) in tasks:
-            key = str(inp["taskId"])
-            old = tasks[key]
-            tasks[key] = TodoItem(str(inp.get("subject") or old.text), str(inp.get("status") or old.status))
-            items = tuple(tasks.values())
+        items = replay.observe(rec.name, rec.call.input, rec.output)
         if items is not None:
             latest = TodoState(items, rec.name, rec.message_id, rec.index)
     return latest
@@ -238,9 +127,10 @@ def plan_mode(messages: Sequence[Message]) -> PlanMode:
     plan: str | None = None
     path: str | None = None
     where: str | None = None
+    outputs = converted_outputs(messages)
     events: list[tuple[int, int, Any]] = [
         (i, 0, m) for i, m in enumerate(messages)
-        if m.role == "user" and any(PLAN_MODE_REMINDER in r.lower() for r in reminders(m.text))]
+        if i not in outputs and any(PLAN_MODE_REMINDER in r.lower() for r in harness_reminders(m))]
     events += [(rec.index, 1, rec) for rec in tool_calls(messages)
                if normalize_name(rec.name) in ("enterplanmode", "exitplanmode")]
     for _, order, item in sorted(events, key=lambda e: (e[0], e[1])):
@@ -293,45 +183,3 @@ def commits(messages: Sequence[Message]) -> list[Commit]:
     return [Commit(c.hash, c.branch, c.subject,
                    any(i > c.index and b == c.branch and reached(c, h) for i, h, b in pushes),
                    c.message_id, c.index) for c in made]
-
-
-# Issue tracker commands that change an issue's state (beads, GitHub, GitLab, Jira, Linear).
-TRACKER_UPDATE_RE = re.compile(
-    r"^(?:bd|beads|br)\s+(?:update|close|reopen|create|done|start)\b"
-    r"|^(?:gh|glab)\s+(?:issue|pr|mr)\s+(?:close|reopen|edit|create|merge|comment)\b"
-    r"|^jira\s+(?:issue\s+)?(?:move|transition|assign|create|edit)\b|^linear\s+issue\s+(?:update|create)\b")
-
-
-@dataclass(frozen=True)
-class TrackerUpdate:
-    """An issue tracker command the agent ran to change an issue, and the first line it printed."""
-
-    command: str
-    result: str
-    message_id: str
-    index: int
-
-
-def tracker_updates(messages: Sequence[Message]) -> list[TrackerUpdate]:
-    """Successful issue state changes (claim, close, create...), oldest first."""
-    out = []
-    for rec in tool_calls(messages):
-        if rec.result is None or rec.failed or tool_kind(rec.call) != "shell" or not rec.command:
-            continue
-        for line in rec.command.splitlines():
-            for part in re.split(r"\s*(?:&&|;|\|\|)\s*", line.strip()):
-                if TRACKER_UPDATE_RE.match(part):
-                    result = _result_line(part, rec.output)
-                    out.append(TrackerUpdate(one_line(part, 200), one_line(result, 200),
-                                             rec.result_message_id or rec.message_id, rec.index))
-    return out
-
-
-def _result_line(command: str, output: str) -> str:
-    """The output line about this command's issue (the first that names one of its arguments)."""
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    args = [w for w in command.split()[2:] if not w.startswith("-") and len(w) > 2]
-    for line in lines:
-        if any(re.search(rf"{re.escape(a)}(?![\w.])", line) for a in args):
-            return line
-    return lines[0] if lines else ""

@@ -12,6 +12,7 @@ from typing import Sequence
 from ..model import Message, is_user_turn
 from .calls import tool_calls, tool_label
 from .meta import is_harness_output
+from .provenance import converted_outputs
 from .text import strip_reminders
 
 # User-role text that the harness wrote, not the user.
@@ -60,8 +61,9 @@ def user_messages(messages: Sequence[Message],
     """Every user message, oldest first; queued inputs sit after the message they followed (inputs that
     also arrived as a real user message later are not repeated)."""
     out: list[UserMessage] = []
+    outputs = converted_outputs(messages)
     for i, m in enumerate(messages):
-        if is_user_message(m):
+        if is_user_message(m) and i not in outputs:
             out.append(UserMessage(strip_reminders(m.text), m.id, i))
     index = {m.id: i for i, m in enumerate(messages)}
     for after, text in queued_inputs:

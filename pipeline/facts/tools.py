@@ -1,30 +1,29 @@
 """The tools, skills and agents the session used, and tools or MCP servers announced mid-session.
 
 After a compaction these are what the agent would otherwise not know it has (seed 004: tools delta,
-agent listing, MCP instructions, invoked skills).
+agent listing, MCP instructions, invoked skills). Announcements come only from the harness's own
+structure (provenance.py): `tool_reference` blocks, and reminders the harness wrote; a tool's printed
+output that looks like either announces nothing.
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import Message, Opaque
+from ..model import Message
 from ..toolkinds import tool_kind
 from .calls import tool_calls
 from .files import file_activity
-from .text import reminders
+from .provenance import converted_outputs, harness_reminders, structured_tool_references
 
 # Claude Code puts an invoked skill's text in the next meta user message, which starts like this.
 SKILL_BODY_PREFIX = "Base directory for this skill"
 # How many messages after a Skill result its body may arrive in.
 SKILL_BODY_WINDOW = 3
 SKILL_FILE = "skill.md"
-TOOL_REFERENCE_RE = re.compile(r'"type"\s*:\s*"tool_reference"[^}]*?"tool_name"\s*:\s*"([^"]+)"'
-                               r'|"tool_name"\s*:\s*"([^"]+)"[^}]*?"type"\s*:\s*"tool_reference"')
 # Reminder text that announces tools, agents or MCP server instructions.
 ANNOUNCE_MARKERS = {
     "mcp": ("mcp server instructions", "mcp server", "mcp__"),
@@ -139,19 +138,17 @@ def announced_tools(messages: Sequence[Message]) -> list[Announcement]:
     """Tools loaded by reference (tool search results), and reminders announcing tools, agents or MCP
     server instructions; oldest first."""
     out: list[Announcement] = []
+    outputs = converted_outputs(messages)
     for i, m in enumerate(messages):
-        names: list[str] = []
-        for r in m.tool_results:
-            names += [a or b for a, b in TOOL_REFERENCE_RE.findall(r.content)]
-        for b in m.blocks:
-            if isinstance(b, Opaque):
-                names += _opaque_tool_names(b)
+        if i in outputs:
+            continue
+        names = structured_tool_references(m)
         if names:
-            unique = tuple(dict.fromkeys(names))
+            unique = tuple(names)
             out.append(Announcement("tools", unique, ", ".join(unique), m.id, i))
         if m.role != "user":
             continue
-        for body in reminders(m.text) + [r for res in m.tool_results for r in reminders(res.content)]:
+        for body in harness_reminders(m):
             low = body.lower()
             for kind, markers in ANNOUNCE_MARKERS.items():
                 if any(marker in low for marker in markers):
@@ -159,22 +156,3 @@ def announced_tools(messages: Sequence[Message]) -> list[Announcement]:
                     out.append(Announcement(kind, mentioned, body[:MAX_ANNOUNCEMENT_CHARS], m.id, i))
                     break
     return out
-
-
-def _opaque_tool_names(block: Opaque) -> list[str]:
-    try:
-        value = json.loads(block.json_text)
-    except ValueError:
-        return []
-    items = value if isinstance(value, list) else [value]
-    names = []
-    for item in items:
-        if isinstance(item, dict):
-            if item.get("type") == "tool_reference" and isinstance(item.get("tool_name"), str):
-                names.append(item["tool_name"])
-            content = item.get("content")
-            if isinstance(content, list):
-                names += [c["tool_name"] for c in content if isinstance(c, dict)
-                          and c.get("type") == "tool_reference" and isinstance(c.get("tool_name"), str)]
-    return names
-

@@ -1,6 +1,7 @@
 """Format adapters: read any supported transcript into `Message`s and write views back.
 
-Request formats (claude-code, openai, anthropic) can be written; the others are read-only.
+Every format can be written: in its own format an unmodified transcript writes back as it was read;
+to another format, every message is converted first (convert.py) and what did not fit is reported.
 """
 
 from __future__ import annotations
@@ -9,14 +10,18 @@ import os
 from typing import Sequence
 
 from ..errors import FormatError, UnknownFormatError
-from ..fileio import atomic_write, read_text
+from ..fileio import atomic_write, display_name, read_text
 from ..model import Message
-from . import aider, anthropic_messages, claude_code, mini_swe_agent, openai_chat, openhands, swe_agent
+from . import aider, anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat, openhands, swe_agent
 from .base import FormatAdapter, Transcript
+from .diagnose import unrecognised
+from .jsondoc import MAX_DEPTH
+from .convert import Dropped, convert
 
-# Sniff order matters: the most specific shapes first (a Claude Code JSONL line is also JSON).
+# Sniff order matters: the most specific shapes first (a Claude Code or Codex JSONL line is also
+# JSON; a Codex record needs `type` + object `payload` + `timestamp`, which no Claude Code record has).
 ADAPTERS: dict[str, FormatAdapter] = {
-    a.NAME: a for a in (claude_code, swe_agent, openhands, mini_swe_agent, anthropic_messages,
+    a.NAME: a for a in (codex, claude_code, swe_agent, openhands, mini_swe_agent, anthropic_messages,
                         openai_chat, aider)  # type: ignore[misc]
 }
 FORMAT_NAMES = tuple(ADAPTERS)
@@ -25,10 +30,14 @@ WRITABLE_FORMATS = tuple(n for n, a in ADAPTERS.items() if a.WRITABLE)
 
 def detect_format(text: str, path: str | None = None) -> str:
     for name, adapter in ADAPTERS.items():
-        if adapter.sniff(text, path):
-            return name
-    raise UnknownFormatError(
-        f"unrecognised transcript format (expected one of: {', '.join(FORMAT_NAMES)})", path=path)
+        try:
+            if adapter.sniff(text, path):
+                return name
+        except RecursionError:      # too deep for this sniffer's parser: not its format, reported below
+            continue
+    # Not "unrecognised" when the file is broken JSON(L) or one format's shape with a bad record:
+    # the most specific error, with its line or record, is what the user can act on.
+    raise unrecognised(text, path, {n: a.read for n, a in ADAPTERS.items()})
 
 
 def get_adapter(name: str) -> FormatAdapter:
@@ -40,28 +49,45 @@ def get_adapter(name: str) -> FormatAdapter:
 
 def loads(text: str, format: str = "auto", path: str | None = None) -> Transcript:
     name = detect_format(text, path) if format == "auto" else format
-    return get_adapter(name).read(text, path)
+    adapter = get_adapter(name)
+    try:
+        return adapter.read(text, path)
+    except RecursionError:      # a deep value the adapter's own parsing let through
+        raise FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=path) from None
 
 
 def read_transcript(path: str | os.PathLike[str], format: str = "auto") -> Transcript:
-    return loads(read_text(path), format, str(path))
+    """Read a transcript file (`-`: standard input), detecting its format unless given."""
+    return loads(read_text(path), format, display_name(path))
 
 
 def dumps(transcript: Transcript, messages: Sequence[Message] | None = None,
           format: str | None = None) -> str:
+    """`messages` (default: the transcript's) in `format` (default: the transcript's own)."""
+    return dumps_report(transcript, messages, format)[0]
+
+
+def dumps_report(transcript: Transcript, messages: Sequence[Message] | None = None,
+                 format: str | None = None) -> tuple[str, Dropped]:
+    """Like `dumps`, and what the target format could not carry (see convert.py): a write to
+    another format converts every message and drops the source's own records first."""
     name = format or transcript.format
     adapter = get_adapter(name)
     if not adapter.WRITABLE:
         raise FormatError(f"format {name!r} is read-only; write one of: {', '.join(WRITABLE_FORMATS)}",
                           path=transcript.path)
-    return adapter.write(transcript, messages)
+    fitted = convert(transcript, name, messages)
+    return adapter.write(fitted.transcript, fitted.messages), fitted.dropped
 
 
 def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
-                     messages: Sequence[Message] | None = None, format: str | None = None) -> None:
-    """Serialize and write atomically (temp file in the same directory, then rename)."""
-    atomic_write(path, dumps(transcript, messages, format))
+                     messages: Sequence[Message] | None = None, format: str | None = None) -> Dropped:
+    """Serialize and write atomically (temp file in the same directory, then rename); returns what
+    the target format could not carry."""
+    text, dropped = dumps_report(transcript, messages, format)
+    atomic_write(path, text)
+    return dropped
 
 
-__all__ = ["ADAPTERS", "FORMAT_NAMES", "WRITABLE_FORMATS", "Transcript",
-           "detect_format", "dumps", "get_adapter", "loads", "read_transcript", "write_transcript"]
+__all__ = ["ADAPTERS", "FORMAT_NAMES", "WRITABLE_FORMATS", "Dropped", "Transcript",
+           "convert", "detect_format", "dumps", "dumps_report", "get_adapter", "loads", "read_transcript", "write_transcript"]

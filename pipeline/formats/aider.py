@@ -1,4 +1,4 @@
-"""aider `.aider.chat.history.md` chat logs (read-only).
+"""aider `.aider.chat.history.md` chat logs.
 
 aider writes user input as `#### ` lines, its own notices and command output as `> ` lines, and the
 model's replies as plain markdown (SEARCH/REPLACE edit blocks included). So:
@@ -12,19 +12,28 @@ model's replies as plain markdown (SEARCH/REPLACE edit blocks included). So:
 `# aider chat started at ...` starts a session (meta session_start on its first message). Published
 example chats wrap the chat in `<div class="chat-transcript">`; only those parts are read and the
 prose around them goes to Transcript.extras. Ids are positions: "0", "1", ...
+
+Write: an unmodified transcript gives back the text it was read from; otherwise the chat is written
+as aider's own writer does (`#### ` input lines and `> ` notices ending in its hard break, replies as
+plain markdown, a `# aider chat started at` line per session, the prose and chat-transcript divs of
+a published example). A line `# worksurface: <origin> <role>` (aider's restore skips `# ` lines)
+before a message marks one worksurface made, or a system message, which aider has no place for;
+a system message is written as a notice. Not held: tool calls (convert.py makes them text), a reply
+line that starts with `#### ` or `> ` outside a code block (it reads back as input or a notice).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections import defaultdict
+from typing import Any, Sequence
 
 from ..errors import FormatError
-from ..model import Message, Text
+from ..model import ROLES, Message, Origin, Role, Text
 from .base import Transcript
 
 NAME = "aider"
-WRITABLE = False
+WRITABLE = True
 
 _SESSION = "# aider chat started at "
 _USER = "####"
@@ -34,6 +43,14 @@ _CHAT_DIV = re.compile(r'^<div class="chat-transcript"')
 _FENCE = re.compile(r"^(`{3,}|~{3,})")   # at column 0: indented ones are code inside code
 _SNIFF_CHARS = 20_000       # aider markers appear near the top; published examples after a short intro
 _SNIFF = re.compile(r"^(# aider chat started at |#### )", re.MULTILINE)
+_MARK = "# worksurface: "   # + "<origin> <role>": the next message's origin and role
+# Transcript.meta: the text read and how many messages it made, written back when nothing changed
+# (a transcript cut at a point keeps the meta but not all the messages).
+SOURCE_TEXT = "_text"
+READ_COUNT = "_messages"
+UNKNOWN_START = "(unknown)"  # session start of a file whose first message does not say when
+_DIV_OPEN = '<div class="chat-transcript" markdown="1">'
+_DIV_CLOSE = "</div>"
 
 
 def sniff(text: str, path: str | None) -> bool:
@@ -51,6 +68,7 @@ class _Parser:
         self.fence: str | None = None       # the open fence's marker inside assistant text
         self.tool_continues = False         # a multi-line notice: only its first line has "> "
         self.session_start: str | None = None
+        self.mark: tuple[Origin, Role] | None = None     # from a `# worksurface:` line
 
     def feed(self, line: str) -> None:
         if self.fence is not None and _written_by_aider(line):
@@ -60,6 +78,9 @@ class _Parser:
         elif self.tool_continues and line.strip() and not (_is(line, _USER) or _is(line, _TOOL)):
             self.lines.append(_unbreak(line))
             self.tool_continues = not line.endswith(_HARD_BREAK)
+        elif line.startswith(_MARK) and _marked(line) is not None:
+            self.flush()
+            self.mark = _marked(line)
         elif line.startswith(_SESSION):
             self.flush()
             self.session_start = line[len(_SESSION):].strip()
@@ -110,14 +131,26 @@ class _Parser:
         if self.session_start is not None:
             meta["session_start"] = self.session_start
             self.session_start = None
-        role = "assistant" if self.kind == "assistant" else "user"
-        self.messages.append(Message(str(len(self.messages)), role, (Text(body),), meta=meta))
+        role: Role = "assistant" if self.kind == "assistant" else "user"
+        origin = Origin.CONVERSATION
+        if self.mark is not None:
+            (origin, role), self.mark = self.mark, None
+            meta.pop("kind", None)
+        self.messages.append(Message(str(len(self.messages)), role, (Text(body),), origin, meta=meta))
         self.kind, self.lines, self.fence, self.tool_continues = None, [], None, False
 
     def outside(self, prose: list[str]) -> None:
         if any(p.strip() for p in prose):
             after = self.messages[-1].id if self.messages else None
             self.extras.append((after, {"markdown": "\n".join(prose)}))
+
+
+def _marked(line: str) -> tuple[Origin, Role] | None:
+    """The (origin, role) of a `# worksurface: <origin> <role>` line; None if it is not one."""
+    words = line[len(_MARK):].split()
+    if len(words) != 2 or words[0] not in {o.value for o in Origin} or words[1] not in ROLES:
+        return None
+    return Origin(words[0]), words[1]  # type: ignore[return-value]
 
 
 def _is(line: str, prefix: str) -> bool:
@@ -148,7 +181,12 @@ def read(text: str, path: str | None = None) -> Transcript:
         parser.flush()
     if not parser.messages:
         raise FormatError("no aider chat found (no '#### ' user lines or chat-transcript blocks)", path=path)
-    return Transcript(parser.messages, NAME, path, extras=parser.extras, meta={"sessions": parser.sessions})
+    if not any(m.role == "user" and m.meta.get("kind") != "tool_output" for m in parser.messages):
+        # Markdown with only notices and prose is not a chat: every aider chat starts with user input.
+        raise FormatError("no aider user input found (no '#### ' line): not an aider chat history",
+                          path=path)
+    return Transcript(parser.messages, NAME, path, extras=parser.extras,
+                      meta={"sessions": parser.sessions, SOURCE_TEXT: text, READ_COUNT: len(parser.messages)})
 
 
 def _read_divs(parser: _Parser, lines: list[str]) -> None:
@@ -168,3 +206,85 @@ def _read_divs(parser: _Parser, lines: list[str]) -> None:
             prose.append(line)
     parser.flush()
     parser.outside(prose)
+
+
+# ---- write -----------------------------------------------------------------------------------
+
+def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
+    msgs = list(transcript.messages if messages is None else messages)
+    own = transcript.format == NAME
+    source = transcript.meta.get(SOURCE_TEXT) if own else None
+    if (isinstance(source, str) and transcript.meta.get(READ_COUNT) == len(transcript.messages)
+            and _unchanged(msgs, transcript.messages)):
+        return source
+    prose: dict[str | None, list[str]] = defaultdict(list)
+    for anchor, extra in transcript.extras if own else ():
+        if isinstance(extra, dict) and isinstance(extra.get("markdown"), str):
+            prose[anchor].append(extra["markdown"])
+    out = _Writer(divs=bool(prose))
+    for text in prose.pop(None, []):
+        out.prose(text)
+    for m in msgs:
+        if m.tool_calls or m.tool_results:
+            raise FormatError("aider chat history holds no tool calls or results; write through "
+                              "worksurface.formats.dumps, which makes them text", path=transcript.path,
+                              record=m.id)
+        out.message(m)
+        for text in prose.pop(m.id, []):
+            out.prose(text)
+    return out.text()
+
+
+def _unchanged(msgs: list[Message], originals: list[Message]) -> bool:
+    """The same messages as read (content, origin and the aider kinds that shape the text)."""
+    return msgs == originals and all(
+        (a.meta.get("kind"), a.meta.get("session_start")) == (b.meta.get("kind"), b.meta.get("session_start"))
+        for a, b in zip(msgs, originals))
+
+
+class _Writer:
+    """Lines in aider's chat history layout: each segment followed by one blank line."""
+
+    def __init__(self, divs: bool) -> None:
+        self.lines: list[str] = []
+        self.divs = divs            # a published example: chat inside chat-transcript divs
+        self.inside = False
+        self.after_command = False
+
+    def prose(self, text: str) -> None:
+        if self.inside:
+            self.lines.append(_DIV_CLOSE)
+            self.inside = False
+        self.lines.extend(text.split("\n"))
+
+    def message(self, m: Message) -> None:
+        text = "\n".join(b.text for b in m.blocks if isinstance(b, Text))
+        kind = m.meta.get("kind")
+        as_input = m.role == "user" and (kind != "tool_output" or m.is_worksurface)
+        if not as_input and not text.strip():
+            return                  # a reply or notice without text has no lines in aider's log
+        if self.divs and not self.inside:
+            self.lines += [_DIV_OPEN, ""]
+            self.inside = True
+        if isinstance(m.meta.get("session_start"), str):
+            self.lines += [_SESSION + m.meta["session_start"], ""]
+        if kind == "tool_output" and self.after_command and self.lines and not self.lines[-1]:
+            self.lines.pop()        # aider prints a command's output right under it
+        self.after_command = kind == "command"
+        if m.is_worksurface or m.role == "system":
+            self.lines.append(f"{_MARK}{m.origin.value} {m.role}")
+        if as_input:
+            self.lines += [f"{_USER} {line}{_HARD_BREAK}" for line in text.split("\n")]
+        elif m.role == "assistant":
+            self.lines.append(text.strip())
+        else:                       # a notice: aider's output, or a message aider has no place for
+            self.lines += [f"{_TOOL} {line}{_HARD_BREAK}" if line else "" for line in text.split("\n")]
+        self.lines.append("")
+
+    def text(self) -> str:
+        if self.inside:
+            self.lines.append(_DIV_CLOSE)
+        text = "\n".join(self.lines) + "\n"
+        if text.lstrip()[:1] in ("[", "{"):     # would read as JSON: start as aider's own files do
+            text = f"{_SESSION}{UNKNOWN_START}\n\n{text}"
+        return text

@@ -200,7 +200,8 @@ def _image(source: Any) -> Image | None:
     if not isinstance(source, dict):
         return None
     if source.get("type") == "base64" and isinstance(source.get("data"), str):
-        return Image(str(source.get("media_type", "image/png")), source["data"])
+        media = source.get("media_type")
+        return Image(media if isinstance(media, str) else "image/png", source["data"])
     if source.get("type") == "url" and isinstance(source.get("url"), str):
         return Image(data=source["url"], source="url")
     return None

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..errors import FormatError
 from ..model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
+from ..tokens import TokenCounter
+from ..usage import Calibration, calibrate
+from ..view import live_slice
 from .base import Transcript
 from .claude_code_blocks import BlockError, decode_content, encode_content
 from .validate import mark_unanswered
@@ -35,11 +40,11 @@ WRITABLE = True
 
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 BOUNDARY_SUBTYPE = "compact_boundary"
-# Records that are not messages but belong to a session file. "summary" (session title, older
-# versions) and "custom-title" (/rename) do not occur in the sample files but are written by
-# Claude Code, so they must not make a real session unreadable.
+# Records that are not messages but belong to a session file (the ones the sniffer recognises; any
+# other typed record is kept too: Claude Code 2.1.3xx writes attachment, cost-state, api-request,
+# last-prompt, mode, tools-used, atis-latch, ... and adds more with each release).
 EXTRA_TYPES = frozenset({"system", "progress", "file-history-snapshot", "queue-operation", "summary",
-                         "custom-title"})
+                         "custom-title", "attachment", "last-prompt", "cost-state"})
 RECORD_TYPES = MESSAGE_TYPES | EXTRA_TYPES
 # Every Claude Code record carries one of these; a generic JSONL log with a "type" field does not.
 SNIFF_KEYS = ("sessionId", "uuid", "messageId", "operation", "leafUuid")
@@ -47,10 +52,26 @@ SNIFF_KEYS = ("sessionId", "uuid", "messageId", "operation", "leafUuid")
 CONTEXT_KEYS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
 ORIGIN_FIELD = "worksurfaceOrigin"
 ROLE_FIELD = "worksurfaceRole"
+# worksurface's own id for a record of its own (the record's uuid is a UUID, as Claude Code expects),
+# and the pipeline meta a later run needs (the status epoch and sequence, which reinjector, ...).
+ID_FIELD = "worksurfaceId"
+META_FIELD = "worksurfaceMeta"
+SAVED_META = ("epoch", "seq", "kind", "reinjector", "stage", "trigger", "pre_tokens", "post_tokens",
+              "summarizer", "covered")
 # compactMetadata of a boundary worksurface made, when the message does not say: worksurface
 # compactions are requested by the harness, and the pre-compaction size is unknown.
 DEFAULT_TRIGGER = "manual"
 DEFAULT_PRE_TOKENS = 0
+# Claude Code resets any other compactMetadata.trigger to "auto" when it loads the file.
+TRIGGERS = ("auto", "manual")
+# worksurface's injected context, written as Claude Code writes its own (user records with isMeta).
+INJECTED = (Origin.REINJECTION, Origin.STATUS)
+# Namespace of the uuids of records worksurface writes (uuid5 over session, epoch and content).
+# Prefix of the API message ids of kept assistant records copied into a new chain (Anthropic's own
+# ids start with "msg_"; the rest is derived from the original id, so the records of one message
+# still share one id).
+API_ID_PREFIX = "msg_ws"
+UUID_NAMESPACE = uuid.UUID("6d1d2b4e-6a3f-5c1e-9b7a-0c5e2f7d8a13")
 QUEUE_ENQUEUE = "enqueue"
 # Lone UTF-16 surrogates (truncated tool output) cannot be written as UTF-8; such lines are escaped.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -96,42 +117,53 @@ def read(text: str, path: str | None = None) -> Transcript:
     extras: list[tuple[str | None, Any]] = []
     queued: list[tuple[str | None, str]] = []
     call_ids: set[str] = set()
+    segment_calls: dict[str, int] = {}  # call id -> line, since the last compact boundary
+    uuids: dict[str, int] = {}  # record uuid -> line
     results: list[tuple[str, int, str | None]] = []  # (call id, line, record uuid)
     last_id: str | None = None
+    count = 0
     # Split on "\n" only: JSON strings may hold a raw U+2028, which str.splitlines would break at.
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
+        record = parse_record(line, path, number)
+        count += 1
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path,
-                              line=number) from None
-        if not isinstance(record, dict):
-            raise FormatError(f"record is a JSON {type(record).__name__}, not an object", path=path,
-                              line=number)
-        try:
+            _check_uuid(record, uuids, number)
             if _is_message_record(record):
                 message = _read_message(record)
                 messages.append(message)
                 last_id = message.id
+                if message.meta.get("compact_boundary"):
+                    # Calls before a boundary are history; a later epoch may repeat them (a kept tail).
+                    segment_calls = {}
                 for block in message.blocks:
                     if isinstance(block, ToolResult):
                         results.append((block.call_id, number, message.id))
                     elif isinstance(block, ToolCall):
+                        if block.id in segment_calls:
+                            raise _RecordError(f"tool_use id {block.id!r} is used twice (first on line "
+                                               f"{segment_calls[block.id]}): a call id must be unique")
+                        segment_calls[block.id] = number
                         call_ids.add(block.id)
-            elif record.get("type") in EXTRA_TYPES:
+            elif isinstance(record.get("type"), str):
+                # Not a message: progress, snapshots, queue operations, and the record types every
+                # Claude Code release adds (attachment, cost-state, api-request, ...), kept verbatim.
                 extras.append((last_id, record))
                 if record["type"] == "queue-operation" and record.get("operation") == QUEUE_ENQUEUE:
                     queued.append((last_id, _queued_text(record.get("content"))))
             else:
                 kind = record.get("type")
-                raise _RecordError(f"unknown record type {kind!r}" if kind is not None
+                raise _RecordError(f"record type must be a string, not {kind!r}" if kind is not None
                                    else "record has no 'type'")
         except (_RecordError, BlockError) as exc:
             uuid = record.get("uuid")
             raise FormatError(str(exc), path=path, line=number,
                               record=uuid if isinstance(uuid, str) else None) from None
+    if not count:
+        # An empty file is not a session with no messages: Claude Code never writes one, and
+        # compacting it would overwrite the output with nothing.
+        raise FormatError("empty file: a Claude Code session has at least one JSON record", path=path)
     # A result may follow a compact_boundary that its call precedes: the file still holds both.
     for call_id, number, uuid in results:
         if call_id not in call_ids:
@@ -141,14 +173,38 @@ def read(text: str, path: str | None = None) -> Transcript:
     return Transcript(mark_unanswered(messages), NAME, path, extras, {}, queued)
 
 
+def parse_record(line: str, path: str | None, number: int) -> dict[str, Any]:
+    """One JSONL line as a record object, or a FormatError naming the line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path, line=number) from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply", path=path, line=number) from None
+    if not isinstance(record, dict):
+        raise FormatError(f"record is a JSON {type(record).__name__}, not an object", path=path, line=number)
+    return record
+
+
+def _check_uuid(record: dict[str, Any], seen: dict[str, int], number: int) -> None:
+    uuid = record.get("uuid")
+    if uuid is None:
+        return
+    if not isinstance(uuid, str):
+        raise _RecordError(f"uuid must be a string, not {type(uuid).__name__}")
+    if uuid in seen:
+        raise _RecordError(f"uuid {uuid!r} is used twice (first on line {seen[uuid]}): "
+                           "every record of a session has its own uuid")
+    seen[uuid] = number
+
+
 def _is_message_record(record: dict[str, Any]) -> bool:
     kind = record.get("type")
     return kind in MESSAGE_TYPES or (kind == "system" and record.get("subtype") == BOUNDARY_SUBTYPE)
 
 
 def _read_message(record: dict[str, Any]) -> Message:
-    uuid = record.get("uuid")
-    if not isinstance(uuid, str):
+    if not isinstance(record.get("uuid"), str):
         raise _RecordError(f"{record['type']} record without a string uuid")
     role, origin, blocks = _message_parts(record)
     meta: dict[str, Any] = {
@@ -162,10 +218,49 @@ def _read_message(record: dict[str, Any]) -> Message:
         meta["usage"] = record["message"].get("usage")
         meta["api_message_id"] = record["message"].get("id")
     elif record["type"] == "system":
-        compact = record.get("compactMetadata") or {}
+        compact = _compact_metadata(record)
         meta.update(compact_boundary=True, trigger=compact.get("trigger"),
-                    pre_tokens=compact.get("preTokens"))
-    return Message(uuid, role, blocks, origin, meta)  # type: ignore[arg-type]
+                    pre_tokens=compact.get("preTokens"), post_tokens=compact.get("postTokens"))
+    if isinstance(record.get(ID_FIELD), str):
+        meta["worksurface_id"] = record[ID_FIELD]
+    saved = record.get(META_FIELD)
+    if saved is not None:
+        if not isinstance(saved, dict):
+            raise _RecordError(f"{META_FIELD} must be an object")
+        meta.update({k: v for k, v in saved.items() if k in SAVED_META})
+    return Message(record_id(record), role, blocks, origin, meta)  # type: ignore[arg-type]
+
+
+def record_id(record: dict[str, Any]) -> str:
+    """The Message id of a record: its uuid. A record of worksurface's own also names the id the
+    message had when written (`worksurfaceId`, kept in meta `worksurface_id`); it is not reused, so a
+    later compaction that makes the same message again (same content, same deterministic id) does
+    not meet its own earlier copy under one id."""
+    saved = record.get(ID_FIELD)
+    if saved is not None and not isinstance(saved, str):
+        raise _RecordError(f"{ID_FIELD} must be a string")
+    return record["uuid"]
+
+
+def _compact_metadata(record: dict[str, Any]) -> dict[str, Any]:
+    """A boundary's compactMetadata, checked: an object with a string trigger and counts."""
+    compact = record.get("compactMetadata")
+    if compact is None:
+        return {}
+    if not isinstance(compact, dict):
+        raise _RecordError(f"compactMetadata must be an object, not a {_json_type(compact)}")
+    if compact.get("trigger") is not None and not isinstance(compact["trigger"], str):
+        raise _RecordError(f"compactMetadata.trigger must be a string, not a {_json_type(compact['trigger'])}")
+    for key in ("preTokens", "postTokens"):
+        value = compact.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise _RecordError(f"compactMetadata.{key} must be a number of tokens, not a {_json_type(value)}")
+    return compact
+
+
+def _json_type(value: Any) -> str:
+    names = {str: "string", list: "list", dict: "object", bool: "boolean", int: "number", float: "number"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _message_parts(record: dict[str, Any]) -> tuple[str, Origin, tuple[Block, ...]]:
@@ -202,9 +297,61 @@ def _queued_text(content: Any) -> str:
 
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
-    """JSONL for `messages` (default: the transcript's), with the transcript's extras after the
-    messages they followed; extras whose message is not written are dropped with it."""
+    """JSONL for `messages` (default: the transcript's); see `write_session` for the options."""
+    return write_session(transcript, messages)
+
+
+def write_session(transcript: Transcript, messages: Sequence[Message] | None = None, *,
+                  session_id: str | None = None, now: str | None = None) -> str:
+    """The session file Claude Code continues from, for the view `messages`.
+
+    A view with a compaction of worksurface's (a boundary not read from the file) is written as Claude
+    Code writes its own: the file as it was (Claude Code's history and rewind read it), then a new
+    chain that the boundary starts (`parentUuid` null, `logicalParentUuid` the old chain's end,
+    timestamped `now`) holding the view, kept messages copied under new uuids, worksurface's injected
+    context as meta records. Any other view is written in place: the records of the history before
+    the transcript's last boundary, then the view's, each unchanged message's record as it was, an
+    edited one re-encoded. Either way the usage of assistant records whose context changed is
+    rewritten to the view's size, so Claude Code's own accounting sees what the view holds.
+    `session_id` moves every record to another session (`--as-new-session`).
+    """
     msgs = list(transcript.messages if messages is None else messages)
+    stamp = now or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    sources = [m for m in transcript.messages if _own_raw(m) is not None]
+    split = _new_boundary(msgs)
+    if split is not None and sources:
+        live = _history(transcript, transcript.messages) + _chain(transcript, msgs[split:], stamp)
+    else:
+        shown = {m.id for m in msgs}
+        history = [m for m in transcript.messages[:_live_start(transcript.messages)] if m.id not in shown]
+        live = _history(transcript, history + msgs)
+    records = fit_usage(transcript, live)
+    if session_id is not None:
+        records = [{**r, "sessionId": session_id} if "sessionId" in r else r for r in records]
+    return "".join(_dump(r) for r in records)
+
+
+Written = list[tuple[dict[str, Any], "Message | None"]]
+
+
+def _new_boundary(messages: Sequence[Message]) -> int | None:
+    """Index of the last compact boundary worksurface made in this view (not read from the file)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].origin is Origin.BOUNDARY and _own_raw(messages[i]) is None:
+            return i
+    return None
+
+
+def _live_start(messages: Sequence[Message]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].meta.get("compact_boundary") or messages[i].origin is Origin.BOUNDARY:
+            return i
+    return 0
+
+
+def _history(transcript: Transcript, msgs: Sequence[Message]) -> Written:
+    """`msgs` with the transcript's extras after the messages they followed (extras of a message
+    that is not written are dropped with it), each record as it was unless its message changed."""
     anchored: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
     for anchor, record in transcript.extras:
         anchored[anchor].append(record)
@@ -214,10 +361,39 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
         plan.extend(anchored.pop(message.id, []))
     originals = [r for r in (_own_raw(m) for m in transcript.messages) if r is not None]
     originals += [r for _, r in transcript.extras]
-    written = {item.id if isinstance(item, Message) else item.get("uuid") for item in plan}
+    written = {_uuid_of(item) for item in plan}
     chain = _Chain(dropped={r["uuid"] for r in originals if "uuid" in r} - written,
-                   context=_context(next((r for r in originals if "cwd" in r), {}), {}))
-    return "".join(_dump(chain.emit(item)) for item in plan)
+                   context=_context(next((r for r in originals if "cwd" in r), {}), {}),
+                   session=_session_of(transcript))
+    return [(chain.emit(item), item if isinstance(item, Message) else None) for item in plan]
+
+
+def _uuid_of(item: Message | dict[str, Any]) -> Any:
+    if isinstance(item, dict):
+        return item.get("uuid")
+    raw = _own_raw(item)
+    return raw["uuid"] if raw is not None else item.id
+
+
+def _chain(transcript: Transcript, msgs: Sequence[Message], stamp: str) -> Written:
+    """The chain a worksurface compaction starts: every message a new record after the file's last
+    one, kept messages copied under uuids of this epoch (the originals stay in the history)."""
+    originals = [r for r in (_own_raw(m) for m in transcript.messages) if r is not None]
+    last: dict[str, Any] = next((r for r in reversed(originals) if r.get("type") in ("user", "assistant", "system")),
+                                {})
+    latest = max((r["timestamp"] for r in originals if isinstance(r.get("timestamp"), str)), default=stamp)
+    chain = _Chain(dropped=set(), context=_context(next((r for r in reversed(originals) if "cwd" in r), {}), {}),
+                   session=_session_of(transcript), last_uuid=last.get("uuid"),
+                   now=max(stamp, latest), epoch=msgs[0].meta.get("epoch"), fresh=True)
+    return [(chain.emit(m), m) for m in msgs]
+
+
+def _session_of(transcript: Transcript) -> str:
+    for m in transcript.messages:
+        raw = _own_raw(m)
+        if raw is not None and isinstance(raw.get("sessionId"), str):
+            return raw["sessionId"]
+    return transcript.path or ""
 
 
 def _dump(record: dict[str, Any]) -> str:
@@ -239,14 +415,25 @@ def _context(record: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     return {**base, **{k: record[k] for k in CONTEXT_KEYS if k in record}}
 
 
+def record_uuid(session: str, epoch: Any, *parts: str) -> str:
+    """A deterministic UUID for a record worksurface writes: the same session, epoch and content
+    give the same uuid, so writing a view twice gives the same file."""
+    return str(uuid.uuid5(UUID_NAMESPACE, "\x00".join((session, str(epoch), *parts))))
+
+
 @dataclass
 class _Chain:
     """Running state of a write: the parentUuid chain, the last timestamp, the session context."""
 
     dropped: set[Any]
     context: dict[str, Any]
+    session: str = ""
     last_uuid: str | None = None
     last_timestamp: str | None = None
+    now: str | None = None          # the compaction's time, for the records a compaction makes
+    epoch: Any = None
+    fresh: bool = False             # a new chain: kept messages are copied under new uuids
+    renamed: dict[str, str] = field(default_factory=dict)
 
     def emit(self, item: Message | dict[str, Any]) -> dict[str, Any]:
         if isinstance(item, Message):
@@ -254,9 +441,13 @@ class _Chain:
             record = self._new(item) if raw is None else _kept(item, raw)
             if record is None:  # a boundary message that is no longer one text: write it afresh
                 record = self._new(item)
+            elif raw is not None and self.fresh:
+                record = self._copy(record, item)
         else:
             record = item
-        if record.get("parentUuid") in self.dropped:
+        if self.fresh:
+            record = {**record, "parentUuid": None if _is_boundary_record(record) else self.last_uuid}
+        elif record.get("parentUuid") in self.dropped:
             # Its parent was cut from this file: hang it on the record written before it instead.
             record = {**record, "parentUuid": self.last_uuid}
         if "cwd" in record or "sessionId" in record:
@@ -267,24 +458,46 @@ class _Chain:
             self.last_timestamp = record["timestamp"]
         return record
 
+    def _copy(self, record: dict[str, Any], message: Message) -> dict[str, Any]:
+        """A kept message in the new chain: same content and time, a uuid of this epoch."""
+        new = dict(record)
+        new.pop(ID_FIELD, None)  # its id is the new uuid: the original keeps the old one
+        new["uuid"] = self.renamed[record["uuid"]] = record_uuid(self.session, self.epoch, "copy", record["uuid"],
+                                                                 message.digest)
+        source = new.get("sourceToolAssistantUUID")
+        if source in self.renamed:
+            new["sourceToolAssistantUUID"] = self.renamed[source]
+        body = new.get("message")
+        if new.get("type") == "assistant" and isinstance(body, dict) and isinstance(body.get("id"), str):
+            # Claude Code gathers the records of one API message by message.id across the whole file;
+            # sharing the original's id would pull the history's records into the new chain.
+            new["message"] = {**body, "id": API_ID_PREFIX + record_uuid(self.session, self.epoch, "api",
+                                                                        body["id"]).replace("-", "")[:24]}
+        return new
+
     def _new(self, message: Message) -> dict[str, Any]:
         """A record for a message with no Claude Code source: worksurface's own, or converted."""
         meta = message.meta
         head = {**self.context,
                 "isSidechain": bool(meta.get("is_sidechain", self.context.get("isSidechain", False)))}
-        stamp = {"uuid": message.id}
-        timestamp = meta.get("timestamp") or self.last_timestamp
+        own = message.origin is not Origin.CONVERSATION
+        uuid_ = record_uuid(self.session, meta.get("epoch", self.epoch), message.digest) if own else message.id
+        stamp: dict[str, Any] = {"uuid": uuid_}
+        timestamp = (self.now if own else None) or meta.get("timestamp") or self.now or self.last_timestamp
         if timestamp is not None:
             stamp["timestamp"] = timestamp
         boundary = message.origin is Origin.BOUNDARY or (
             message.origin is Origin.CONVERSATION and meta.get("compact_boundary"))
-        if boundary and _single_text(message.blocks):
+        only = _only_text(message.blocks)
+        if boundary and only is not None:
             # Like Claude Code's own boundary: it starts a new chain, remembering the old one's end.
+            compact = {"trigger": meta.get("trigger") if meta.get("trigger") in TRIGGERS else DEFAULT_TRIGGER,
+                       "preTokens": _count(meta.get("pre_tokens"))}
+            if isinstance(meta.get("covered"), int):
+                compact["messagesSummarized"] = meta["covered"]
             record = {"parentUuid": None, "logicalParentUuid": self.last_uuid, **head, "type": "system",
-                      "subtype": BOUNDARY_SUBTYPE, "content": message.blocks[0].text, "isMeta": False,
-                      **stamp, "level": "info",
-                      "compactMetadata": {"trigger": meta.get("trigger") or DEFAULT_TRIGGER,
-                                          "preTokens": meta.get("pre_tokens") or DEFAULT_PRE_TOKENS}}
+                      "subtype": BOUNDARY_SUBTYPE, "content": only, "isMeta": False,
+                      **stamp, "level": "info", "compactMetadata": compact}
         elif message.role == "assistant":
             body: dict[str, Any] = {"id": meta.get("api_message_id") or message.id, "type": "message",
                                     "role": "assistant",
@@ -296,15 +509,30 @@ class _Chain:
             record = {"parentUuid": self.last_uuid, **head, "type": "user",
                       "message": {"role": "user", "content": encode_content(message.blocks, as_string=True)},
                       **stamp}
-            if meta.get("is_meta"):
-                record["isMeta"] = True
+            if meta.get("is_meta") or message.origin in INJECTED:
+                record["isMeta"] = True  # context the harness adds, as Claude Code marks its own
             if message.origin is Origin.SUMMARY or meta.get("is_compact_summary"):
                 record.update(isVisibleInTranscriptOnly=True, isCompactSummary=True)
+        if own:
+            if uuid_ != message.id:
+                record[ID_FIELD] = message.id
+            saved = {k: meta[k] for k in SAVED_META if isinstance(meta.get(k), (str, int, float, bool))}
+            if saved:
+                record[META_FIELD] = saved
         return _mark(record, message)
 
 
-def _single_text(blocks: Sequence[Block]) -> bool:
-    return len(blocks) == 1 and isinstance(blocks[0], Text)
+def _is_boundary_record(record: dict[str, Any]) -> bool:
+    return record.get("type") == "system" and record.get("subtype") == BOUNDARY_SUBTYPE
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_PRE_TOKENS
+
+
+def _only_text(blocks: Sequence[Block]) -> str | None:
+    """The text of a message that is one text block (a boundary's shape), else None."""
+    return blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], Text) else None
 
 
 def _mark(record: dict[str, Any], message: Message) -> dict[str, Any]:
@@ -322,14 +550,15 @@ def _kept(message: Message, raw: dict[str, Any]) -> dict[str, Any] | None:
     """The source record, as it was if the message is unchanged, else with the new content.
     None when the change does not fit the record (a boundary no longer one text)."""
     role, origin, blocks = _message_parts(raw)
-    if (message.id, message.role, message.origin, message.blocks) == (raw["uuid"], role, origin, blocks):
+    if (message.id, message.role, message.origin, message.blocks) == (record_id(raw), role, origin, blocks):
         return raw
     record = dict(raw)
     record["uuid"] = message.id
     if raw["type"] == "system":
-        if not _single_text(message.blocks):
+        only = _only_text(message.blocks)
+        if only is None:
             return None
-        record["content"] = message.blocks[0].text
+        record["content"] = only
         return _mark(record, message)
     stored = raw["message"].get("content")
     record["message"] = {**raw["message"], "content": encode_content(
@@ -341,3 +570,62 @@ def _kept(message: Message, raw: dict[str, Any]) -> dict[str, Any] | None:
         else:
             del record["toolUseResult"]
     return _mark(record, message)
+
+
+# ----------------------------------------------------------------------------------------- usage
+
+
+def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any]]:
+    """The written records, with the usage of each assistant record whose context is no longer the
+    one the provider measured set to the view's size: Claude Code takes its context size from the
+    last assistant record's usage (input + cache read + cache creation + output tokens) and would
+    otherwise compact a view worksurface already compacted. The size is worksurface's count plus
+    what the transcript's usage says the harness adds (`usage.calibrate`: system prompt and tool
+    schemas, and the tokenizer ratio). The boundary that starts the live part gets the view's
+    size as `postTokens`."""
+    records = [record for record, _ in written]
+    start = next((i for i in range(len(written) - 1, -1, -1) if _is_boundary_record(written[i][0])), 0)
+    live = [(i, m) for i, (_, m) in enumerate(written) if i >= start and m is not None]
+    original = live_slice(transcript.messages)
+    counter = TokenCounter()
+    fitted = calibrate(original, counter) or Calibration(0, 1.0, 0)
+    counted = 0
+    same = True  # the live part so far is the transcript's, unchanged: its measured usage holds
+    n = 0
+    while n < len(live):
+        index, message = live[n]
+        group = [n]  # Claude Code writes one API message as several records sharing message.id
+        if records[index].get("type") == "assistant":
+            api_id = records[index]["message"].get("id")
+            while (n + len(group) < len(live) and records[live[n + len(group)][0]].get("type") == "assistant"
+                   and records[live[n + len(group)][0]]["message"].get("id") == api_id):
+                group.append(n + len(group))
+        for k in group:
+            same = same and k < len(original) and live[k][1] == original[k] and \
+                records[live[k][0]] is _own_raw(original[k])
+        size = sum(counter.message(live[k][1]) for k in group)  # type: ignore[misc]
+        if records[index].get("type") == "assistant" and not same:
+            before = fitted.size(counted)
+            output = fitted.size(counted + size) - before
+            for k in group:
+                record = records[live[k][0]]
+                records[live[k][0]] = {**record, "message": {
+                    **record["message"], "usage": _usage(record["message"].get("usage"), before, output)}}
+        counted += size
+        n += len(group)
+    if not same and records and _is_boundary_record(records[start]):
+        compact = records[start].get("compactMetadata")
+        records[start] = {**records[start], "compactMetadata": {**(compact if isinstance(compact, dict) else {}),
+                                                                "postTokens": fitted.size(counted)}}
+    return records
+
+
+def _usage(old: Any, input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """Usage for a rewritten record: the view's size as plain input (nothing of it is cached yet),
+    the record's other usage fields kept."""
+    usage = dict(old) if isinstance(old, dict) else {}
+    usage.update(input_tokens=input_tokens, cache_creation_input_tokens=0, cache_read_input_tokens=0,
+                 output_tokens=output_tokens)
+    if isinstance(usage.get("cache_creation"), dict):
+        usage["cache_creation"] = {k: 0 for k in usage["cache_creation"]}
+    return usage

@@ -34,8 +34,8 @@ def decode_block(block: Any) -> Block:
     if not isinstance(block, dict):
         raise BlockError(f"content block is a {type(block).__name__}, not an object")
     kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        return Text(block["text"])
+    if kind == "text":
+        return Text(_string(block, "text", "text block"))
     if kind == "tool_use":
         call_id, name, args = block.get("id"), block.get("name"), block.get("input", {})
         if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(args, dict):
@@ -44,15 +44,32 @@ def decode_block(block: Any) -> Block:
     if kind == "tool_result":
         return _decode_tool_result(block)
     if kind == "thinking":
-        return Thinking(block.get("thinking", ""), block.get("signature"))
+        return Thinking(_string(block, "thinking", "thinking block", default=""),
+                        _string(block, "signature", "thinking block", default=None))
     if kind == "redacted_thinking":
         # The encrypted payload is not text the model reads; it rides in `signature`.
-        return Thinking("", block.get("data"), redacted=True)
+        return Thinking("", _string(block, "data", "redacted_thinking block", default=None), redacted=True)
     if kind == "image":
         image = _decode_image(block)
         if image is not None:
             return image
+    # A block type worksurface does not model (server tool use, documents, ...): kept as it is.
     return Opaque(json.dumps(block, ensure_ascii=False))
+
+
+def _string(block: dict[str, Any], key: str, what: str, **default: Any) -> Any:
+    """`block[key]` when it is a string; the default (if given) when absent or null; else an error
+    (a number where text belongs is a damaged file, not text to invent)."""
+    value = block.get(key)
+    if value is None and "default" in default:
+        return default["default"]
+    if not isinstance(value, str):
+        raise BlockError(f"{what}: '{key}' must be a string, not {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "missing" if value is None else type(value).__name__
 
 
 def _decode_tool_result(block: dict[str, Any]) -> ToolResult:
@@ -71,24 +88,29 @@ def _decode_tool_result(block: dict[str, Any]) -> ToolResult:
             image = _decode_image(item) if isinstance(item, dict) and item.get("type") == "image" else None
             if image is not None:
                 images.append(image)
-            elif isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
-                parts.append(item["text"])
+            elif isinstance(item, dict) and item.get("type") == "text":
+                parts.append(_string(item, "text", f"tool_result {call_id} text part"))
             else:  # an unmodelled part (document, search result): the model still reads it
                 parts.append(json.dumps(item, ensure_ascii=False))
         text = TOOL_RESULT_TEXT_JOIN.join(parts)
     else:
         raise BlockError(f"tool_result {call_id}: content must be a string or a list")
-    return ToolResult(call_id, text, bool(block.get("is_error")), tuple(images))
+    is_error = block.get("is_error", False)
+    if is_error is not None and not isinstance(is_error, bool):
+        raise BlockError(f"tool_result {call_id}: is_error must be true or false, not {_kind(is_error)}")
+    return ToolResult(call_id, text, bool(is_error), tuple(images))
 
 
 def _decode_image(block: dict[str, Any]) -> Image | None:
+    """An image block as an Image; None for a source kind worksurface does not model (kept opaque)."""
     source = block.get("source")
     if not isinstance(source, dict):
-        return None
+        raise BlockError(f"image block: 'source' must be an object, not {_kind(source)}")
     if source.get("type") == "base64":
-        return Image(source.get("media_type", "image/png"), source.get("data", ""), "base64")
+        return Image(_string(source, "media_type", "image source", default="image/png"),
+                     _string(source, "data", "image source", default=""), "base64")
     if source.get("type") == "url":
-        return Image(data=source.get("url", ""), source="url")
+        return Image(data=_string(source, "url", "image source", default=""), source="url")
     return None
 
 

@@ -22,7 +22,7 @@ from ..errors import FormatError
 from ..model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
 from . import anthropic_messages, mini_swe_agent
 from .base import Transcript
-from .jsondoc import as_messages, content_text, parse_json, peek_json
+from .jsondoc import as_messages, content_text, expect, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
 from .validate import NO_RESULT, check_pairing
 
@@ -112,7 +112,7 @@ def _read_message(i: int, raw: Any, path: str | None) -> Message:
         meta[_RAW] = raws
     if role == "developer":
         meta[ROLE_NAME] = "developer"
-    mid = str(raw["id"]) if "id" in raw else str(i)
+    mid = str(expect(raw["id"], (str, int), path, record, "id")) if raw.get("id") is not None else str(i)
     return Message(mid, "system" if role == "developer" else role, tuple(blocks), meta=meta)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
-from .sessions import SessionPool, SessionSource, prepare_view, thread_id_of
+from .sessions import SessionPool, SessionSource, agent_id_of, prepare_view, thread_id_of
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -22,14 +22,15 @@ PreModelHook = Callable[[Any, "RunnableConfig"], dict[str, Any]]
 
 def make_pre_model_hook(sessions: SessionSource = None, **config: Any) -> PreModelHook:
     """A node for `create_react_agent(pre_model_hook=...)`: (state, config) ->
-    {"llm_input_messages": view}, one session per `config["configurable"]["thread_id"]`.
+    {"llm_input_messages": view}, one session per `config["configurable"]["thread_id"]` and agent
+    (`configurable.agent_id`, or the `lc_agent_name` a named agent's config carries).
     `sessions`: a base directory, None for memory-only sessions, or a callable thread_id -> Session;
     `config` goes to `Session.open`. The pool is reachable as `hook.sessions` (to close it)."""
     pool = SessionPool(sessions, **config)
 
     def worksurface_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state["messages"] if isinstance(state, dict) else state.messages
-        return {"llm_input_messages": prepare_view(pool, messages, thread_id_of(config))}
+        return {"llm_input_messages": prepare_view(pool, messages, thread_id_of(config), agent_id_of(config))}
 
     worksurface_pre_model_hook.sessions = pool  # type: ignore[attr-defined]
     return worksurface_pre_model_hook

@@ -16,13 +16,14 @@ except ImportError as exc:  # langchain is an optional extra
     raise ImportError("WorksurfaceMiddleware needs LangChain v1: "
                       "pip install 'worksurface[langchain]'") from exc
 
-from .sessions import SessionPool, SessionSource, prepare_view, thread_id_of
+from .sessions import SessionPool, SessionSource, agent_id_of, prepare_view, thread_id_of
 
 
 class WorksurfaceMiddleware(AgentMiddleware):
     """For `create_agent(middleware=[WorksurfaceMiddleware(...)])`. Sessions as in
-    `make_pre_model_hook`: a base directory, None (memory-only) or a callable thread_id -> Session,
-    one per LangGraph thread id; `config` goes to `Session.open`."""
+    `make_pre_model_hook`: a base directory, None (memory-only) or a callable key -> Session,
+    one per LangGraph thread id and named agent (`create_agent(name=...)`); `config` goes to
+    `Session.open`."""
 
     def __init__(self, sessions: SessionSource = None, **config: Any) -> None:
         super().__init__()
@@ -30,22 +31,24 @@ class WorksurfaceMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        view = prepare_view(self.sessions, request.messages, _thread_id(request))
+        view = prepare_view(self.sessions, request.messages, *_session_of(request))
         return handler(request.override(messages=view))
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
         # prepare may summarize (an HTTP call) or touch disk: keep it off the event loop.
-        view = await asyncio.to_thread(prepare_view, self.sessions, request.messages, _thread_id(request))
+        view = await asyncio.to_thread(prepare_view, self.sessions, request.messages, *_session_of(request))
         return await handler(request.override(messages=view))
 
 
-def _thread_id(request: ModelRequest) -> str:
-    """The thread id of the running graph: from its config, else from the runtime's execution info."""
+def _session_of(request: ModelRequest) -> tuple[str, str | None]:
+    """(thread id, agent id) of the running graph: from its config (a named agent's config carries
+    its name), else the thread from the runtime's execution info."""
     from langgraph.config import get_config
 
     try:
-        return thread_id_of(get_config())
+        config = get_config()
+        return thread_id_of(config), agent_id_of(config)
     except RuntimeError:  # called outside a graph run
         info = getattr(request.runtime, "execution_info", None)
-        return thread_id_of({"configurable": {"thread_id": getattr(info, "thread_id", None)}})
+        return thread_id_of({"configurable": {"thread_id": getattr(info, "thread_id", None)}}), None

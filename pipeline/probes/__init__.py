@@ -3,10 +3,28 @@
 Light imports only: `check` and `curve` (which run the pipeline) are imported from their modules.
 """
 
-from .assertions import assert_retains
-from .derive import derive
-from .match import Score, retained, score
-from .model import CATEGORIES, Probe, ProbeError, ProbeSet
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .assertions import assert_retains
+    from .derive import derive
+    from .match import Score, retained, score
+    from .model import CATEGORIES, Probe, ProbeError, ProbeSet
+
+# Imported on first use (PEP 562): the pytest plugin lives in this package and pytest loads it in
+# every test run of every project that installs worksurface, so the package imports nothing heavy.
+_LAZY = {"assert_retains": "assertions", "derive": "derive", "Score": "match", "retained": "match",
+         "score": "match", **dict.fromkeys(("CATEGORIES", "Probe", "ProbeError", "ProbeSet"), "model")}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = ["CATEGORIES", "Probe", "ProbeError", "ProbeSet", "Score", "assert_retains", "derive", "retained",
            "score"]

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 from ..formats.base import Transcript
 from ..model import Message
 from ..tokens import TokenCounter
+from ..usage import find_usage, usage_report
 from ..view import live_slice
 from .baselines import BASELINES
 from .cut import cut, cut_transcript
@@ -42,10 +43,15 @@ class CheckResult:
     tokens_before: int
     methods: dict[str, MethodResult]
     notes: list[str] = field(default_factory=list)
+    # Counted and anchored sizes before and after worksurface's compaction (usage.usage_report);
+    # None when the transcript records no usage (or with use_usage=False): then both are the count.
+    usage: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"tokens_before": self.tokens_before,
                              "methods": {k: v.to_json() for k, v in self.methods.items()}}
+        if self.usage is not None:
+            d["usage"] = self.usage
         if self.notes:
             d["notes"] = list(self.notes)
         return d
@@ -53,9 +59,11 @@ class CheckResult:
 
 def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterable[Probe], *,
           at: str | int | None = None, window: int | None = None, target: int | None = None,
-          baselines: Sequence[str] = DEFAULT_BASELINES, counter: TokenCounter | None = None) -> CheckResult:
+          baselines: Sequence[str] = DEFAULT_BASELINES, counter: TokenCounter | None = None,
+          use_usage: bool = True) -> CheckResult:
     """Cut `transcript` at `at`, compact it (forced, post-compact target `target`, context `window`;
-    None keeps the configured value) and score worksurface and each named baseline."""
+    None keeps the configured value) and score worksurface and each named baseline. With
+    `use_usage` the size is anchored on the usage the transcript records (worksurface.usage)."""
     unknown = [b for b in baselines if b not in DEFAULT_BASELINES]
     if unknown:
         raise ProbeError(f"unknown baseline(s) {', '.join(unknown)} (known: {', '.join(DEFAULT_BASELINES)})")
@@ -65,13 +73,19 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     c = cut(messages, at)
     # Only what the harness still sends takes part: past an earlier compaction, that is its tail.
     live = live_slice(c.before)
-    overrides = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target))
-                 if v is not None}
-    from ..session import compact  # LangGraph is slow to import; load it when needed
+    overrides: dict[str, Any] = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target))
+                                 if v is not None}
+    from .. import session  # LangGraph is slow to import; load it when needed
 
-    prepared = compact(cut_transcript(transcript, c.before), force=True, **overrides)
+    anchor = find_usage(live) if use_usage else None
+    if anchor is None:
+        prepared = session.compact(cut_transcript(transcript, c.before), force=True, **overrides)
+    else:
+        with session.Session.open(None, **overrides) as anchored:
+            prepared = anchored.prepare(cut_transcript(transcript, c.before), usage=anchor, force=True)
     budget = counter.messages(prepared.messages)
-    result = CheckResult(counter.messages(live), {})
+    result = CheckResult(counter.messages(live), {},
+                         usage=None if anchor is None else usage_report(live, prepared.messages, anchor, counter))
     result.methods[WORKSURFACE] = _method(prepared.messages, probe_list, counter)
     for name in baselines:
         if name == CLAUDE_CODE:

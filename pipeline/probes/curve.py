@@ -25,33 +25,57 @@ class CurvePoint:
     tokens_before: int
     tokens_after: int
     score: Score  # over the probes established before `messages`
+    # The compaction could not bring the view under the threshold (the view is scored anyway).
+    overflow: bool = False
+    # A one-shot forced compaction of the same messages to the same target, when asked for.
+    one_shot: Score | None = None
+    compactions: int = 0  # compactions the session had by this point
 
     def to_json(self) -> dict[str, Any]:
-        return {"messages": self.messages, "tokens_before": self.tokens_before,
-                "tokens_after": self.tokens_after, **self.score.to_json()}
+        data = {"messages": self.messages, "tokens_before": self.tokens_before,
+                "tokens_after": self.tokens_after, "overflow": self.overflow, "compactions": self.compactions,
+                **self.score.to_json()}
+        if self.one_shot is not None:
+            data["one_shot"] = self.one_shot.to_json()
+        return data
 
 
 def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterable[Probe], *,
-          window: int, **config: Any) -> list[CurvePoint]:
+          window: int, one_shot: bool = False, **config: Any) -> list[CurvePoint]:
     """Replay `transcript` through a memory-only session with context `window` (and other config
     overrides) and score the view after each compaction. A probe without `established_at`, or with an
-    id the transcript does not contain, counts as established from the start."""
+    id the transcript does not contain, counts as established from the start. A compaction that
+    overflows is recorded (`overflow`) and the replay goes on. With `one_shot`, each point also scores
+    a single forced compaction of the same messages to the same target, in a fresh session: what the
+    repeated compactions should keep up with."""
     messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
     probe_list = list(ProbeSet.of(probes))
     position = {m.id: i for i, m in enumerate(messages)}
     calls = list(call_points(messages))
     points: list[CurvePoint] = []
     now = 0.0
-    from ..session import Session  # LangGraph is slow to import; load it when needed
+    from ..errors import ContextOverflowError
+    from ..session import Session, compact  # LangGraph is slow to import; load it when needed
 
     with Session.open(None, window=window, **config) as session:
         for n in calls:
             now = replay_clock(messages[n - 1], now)
-            prepared = session.prepare(messages[:n], now=now)
+            overflow = False
+            try:
+                prepared = session.prepare(messages[:n], now=now)
+            except ContextOverflowError as exc:
+                if exc.prepared is None:
+                    raise
+                prepared, overflow = exc.prepared, True
             report = prepared.report
             if report.boundary is None:
                 continue
             established = [p for p in probe_list if position.get(p.established_at or "", -1) < n]
+            single = None
+            if one_shot:
+                fresh = compact(messages[:n], force=True, now=now, window=window, **config)
+                single = score(fresh.messages, established)
             points.append(CurvePoint(n, report.tokens_before, report.tokens_after,
-                                     score(prepared.messages, established)))
+                                     score(prepared.messages, established), overflow, single,
+                                     int(report.boundary.get("epoch", 1)) - 1))
     return points

@@ -19,9 +19,12 @@ from .display import one_line
 from .events import (EnvironmentChanged, Event, FilesTouched, PermissionsChanged, RepositoryChanged,
                      ResourcesChanged, TaskUpdated, TodoItem, ToolFinished, ToolStarted,
                      VerificationFinished)
+from ..facts.provenance import CONVERTED_CALL
+from ..facts.testsummary import TestRunWatcher
+from ..facts.todos import TodoItem as FactTodo
+from ..facts.todos import TodoReplayer, items_from, normalize_status
+from ..facts.tracker import issue_changes
 from .parse_git import parse_git
-from .parse_tests import parse_test_summary
-from .parse_tracker import tracker_updates
 from .reducer import SEARCH_KINDS
 
 # Short hashes identify output lines and whole outputs; 12 hex digits make a collision within
@@ -37,12 +40,7 @@ _CD = re.compile(r"""^\s*cd\s+("[^"]+"|'[^']+'|[^\s;&|]+)\s*(?:&&|;|$)""")
 # A user turn that the harness wrote (task notifications, interruption notes) is not a request.
 _HARNESS_TEXT = ("<", "[")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-# Todo tools: name -> (input key of the list, key of an item's text).
-_TODO_INPUTS = {"todowrite": ("todos", "content"), "todo_write": ("todos", "content"),
-                "update_plan": ("plan", "step")}
 _STAGE_TOOLS = {"enterplanmode": "planning", "exitplanmode": "implementing"}
-_TODO_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed",
-                "done": "completed", "todo": "pending", "active": "in_progress"}
 
 
 def short_hash(text: str) -> str:
@@ -56,16 +54,11 @@ def result_fingerprints(output: str) -> tuple[str, ...]:
     return tuple(short_hash(i) for i in dict.fromkeys(items))[:MAX_RESULT_ITEMS]
 
 
-def _todos(raw: Any, text_key: str) -> tuple[TodoItem, ...] | None:
-    """Todo items from a TodoWrite `todos` or update_plan `plan` list (None: not such a list)."""
-    if not isinstance(raw, list):
+def _todos(items: tuple[FactTodo, ...] | None) -> tuple[TodoItem, ...] | None:
+    """Status todo items from the one todo parser's items (None: the call carried no list)."""
+    if items is None:
         return None
-    items = []
-    for entry in raw:
-        if isinstance(entry, Mapping) and isinstance(entry.get(text_key), str):
-            status = _TODO_STATUS.get(str(entry.get("status", "pending")).lower(), "pending")
-            items.append(TodoItem(one_line(entry[text_key], 200), status))
-    return tuple(items)
+    return tuple(TodoItem(one_line(it.text, 200), normalize_status(it.status)) for it in items)
 
 
 def _request_text(message: Message) -> str | None:
@@ -84,6 +77,9 @@ class EventDeriver:
         self._window = window
         self._events: list[Event] = []
         self._calls: dict[str, ToolCall] = {}
+        self._tests = TestRunWatcher()
+        self._converted = 0
+        self._todo_replay = TodoReplayer()
         self._tracked: dict[str, tuple[str, str]] = {}  # issue id -> (title, todo status)
         self._last: dict[str, Any] = {}
         self._message_id: str | None = None
@@ -109,6 +105,12 @@ class EventDeriver:
             return
         self._message_id = m.id
         self._context(m.meta)
+        if m.role == "assistant":
+            # Calls a format conversion wrote as text: their outputs follow as user messages.
+            self._converted = sum(1 for line in m.text.splitlines() if line.startswith(CONVERTED_CALL))
+        elif self._converted and m.role == "user" and not m.tool_results:
+            self._converted -= 1
+            return  # a tool's output, not the user's request
         if is_user_turn(m) and (text := _request_text(m)) is not None:
             if "goal" not in self._last:
                 self._last["goal"] = text
@@ -136,7 +138,7 @@ class EventDeriver:
         mode = meta.get("permission_mode") or (raw.get("permissionMode") if isinstance(raw, Mapping) else None)
         if isinstance(mode, str) and mode and self._changed("mode", mode):
             self._emit(PermissionsChanged, approvals=mode)
-        todos = _todos(meta.get("todos"), "content")
+        todos = _todos(items_from(meta.get("todos"), ("content",)))
         if todos and self._changed("todos", todos):
             self._emit(TaskUpdated, todos=todos)
         usage = meta.get("usage")
@@ -150,12 +152,6 @@ class EventDeriver:
         self._calls[call.id] = call
         self._emit(ToolStarted, call_id=call.id, name=call.name, kind=effective_kind(call),
                    target=one_line(call_target(call), 120))
-        todo_input = _TODO_INPUTS.get(normalize_name(call.name))
-        if todo_input is not None:
-            list_key, text_key = todo_input
-            todos = _todos(call.input.get(list_key), text_key)
-            if todos is not None and self._changed("todos", todos):
-                self._emit(TaskUpdated, todos=todos)
 
     def _result(self, result: ToolResult) -> None:
         call = self._calls.get(result.call_id)
@@ -166,6 +162,16 @@ class EventDeriver:
                    result_hashes=result_fingerprints(result.content) if kind in SEARCH_KINDS else None)
         if call is None:
             return
+        if ok:
+            todos = _todos(self._todo_replay.observe(call.name, call.input, result.content))
+            if todos is not None and self._changed("todos", todos):
+                self._emit(TaskUpdated, todos=todos)
+        seen = self._tests.observe(call, result.content)
+        if seen is not None:
+            command, summary = seen
+            self._emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
+                       failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
+                       command=one_line(command, 120))
         if tool_kind(call) == "shell":
             self._shell(call, result, ok)
         elif ok and kind in ("edit", "write") and (path := call_path(call)):
@@ -176,17 +182,12 @@ class EventDeriver:
 
     def _shell(self, call: ToolCall, result: ToolResult, ok: bool) -> None:
         command = shell_command(call) or ""
-        summary = parse_test_summary(result.content)
-        if summary is not None:
-            self._emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
-                       failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
-                       command=one_line(command, 120))
         if "git " in command:
             facts = parse_git(command, result.content)
             if not facts.empty:
                 self._changed("branch", facts.branch)
                 self._emit(RepositoryChanged, branch=facts.branch, changed_files=facts.changed_files,
-                           last_commit=facts.last_commit)
+                           last_commit=facts.last_commit, changed_unknown=facts.changed_unknown or None)
         if ok:
             self._tracker(command, result.content)
         m = _CD.match(command)
@@ -200,7 +201,7 @@ class EventDeriver:
 
     def _tracker(self, command: str, output: str) -> None:
         """Issues of a command-line tracker (beads) make the todo list, in order of first mention."""
-        for u in tracker_updates(command, output):
+        for u in issue_changes(command, output):
             title, status = self._tracked.get(u.issue, ("", "pending"))
             self._tracked[u.issue] = (u.title or title, u.status or status)
         todos = tuple(TodoItem(one_line(f"{i}: {t}" if t else i, 200), s)

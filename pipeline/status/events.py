@@ -146,15 +146,20 @@ class EnvironmentChanged(_Event):
 
 @dataclass(frozen=True)
 class RepositoryChanged(_Event):
-    """`changed_files` replaces the set of changed files (an empty tuple: working tree clean)."""
+    """`changed_files` replaces the set of changed files (an empty tuple: working tree clean);
+    `changed_unknown` says the set is no longer known (after a commit with no `git status` since):
+    unknown is not "none"."""
 
     type: ClassVar[str] = "repository_changed"
     branch: str | None = None
     changed_files: tuple[str, ...] | None = None
     last_commit: str | None = None
+    changed_unknown: bool | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.changed_unknown is not None and not isinstance(self.changed_unknown, bool):
+            raise StatusEventError(f"{self.type}: changed_unknown must be a boolean")
         _opt_str("branch", self.branch, self.type)
         _opt_str("last_commit", self.last_commit, self.type)
         _str_tuple(self, "changed_files", self.type)
@@ -303,7 +308,7 @@ def event_from_json(data: Mapping[str, Any], *, record: str | None = None) -> Ev
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - known - {"type"})
     if unknown:
-        raise StatusEventError(f"{where}: unknown field(s) {', '.join(unknown)} for {cls.type}")
+        raise StatusEventError(f"{where}: unknown field(s) {', '.join(unknown)} for {data.get('type')}")
     kwargs = {k: v for k, v in data.items() if k != "type"}
     try:
         if cls is TaskUpdated and kwargs.get("todos") is not None:

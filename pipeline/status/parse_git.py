@@ -27,15 +27,18 @@ _SHORT_FLAGS = re.compile(r"(?:^|\s)(?:--porcelain\S*|--short|-s\w*|-\w*s)(?:\s|
 
 @dataclass(frozen=True)
 class GitFacts:
-    """None: the output said nothing about it; `changed_files=()`: the working tree is clean."""
+    """None: the output said nothing about it; `changed_files=()`: the working tree is clean;
+    `changed_unknown`: a commit happened, so what was changed before is no longer known."""
 
     branch: str | None = None
     changed_files: tuple[str, ...] | None = None
     last_commit: str | None = None
+    changed_unknown: bool = False
 
     @property
     def empty(self) -> bool:
-        return self.branch is None and self.changed_files is None and self.last_commit is None
+        return (self.branch is None and self.changed_files is None and self.last_commit is None
+                and not self.changed_unknown)
 
 
 def _path(entry: str) -> str:
@@ -77,8 +80,10 @@ def parse_git(command: str, output: str) -> GitFacts:
     branch: str | None = None
     changed: tuple[str, ...] | None = None
     commit: str | None = None
+    committed = False
     if "git commit" in command and (m := _COMMIT.search(output)):
-        branch, commit, changed = m.group(1), f"{m.group(2)} {m.group(3)}", ()
+        # A commit takes what was staged, not necessarily everything changed: the set is unknown now.
+        branch, commit, committed = m.group(1), f"{m.group(2)} {m.group(3)}", True
     elif "git log" in command and "--oneline" in command and (m := _ONELINE.search(output)):
         commit = f"{m.group(1)} {m.group(2)}"
     if re.search(r"git (?:checkout|switch)\b", command) and (m := _SWITCHED.search(output)):
@@ -87,4 +92,4 @@ def parse_git(command: str, output: str) -> GitFacts:
         status = _status(command, output)
         branch = status.branch or branch
         changed = status.changed_files if status.changed_files is not None else changed
-    return GitFacts(branch, changed, commit)
+    return GitFacts(branch, changed, commit, committed and changed is None)

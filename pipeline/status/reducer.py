@@ -121,6 +121,8 @@ class StatusReducer:
             self._set("repository", "last_commit", e, e.last_commit)
             if e.changed_files is not None:
                 self._fields["repository"]["changed_files"] = _field(e, sorted(set(e.changed_files)))
+            elif e.changed_unknown:
+                self._fields["repository"].pop("changed_files", None)
         elif isinstance(e, FilesTouched):
             old = self._fields["repository"].get("changed_files")
             merged = set(old.value if old else ()) | set(e.paths)

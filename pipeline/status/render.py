@@ -7,7 +7,6 @@ commit message) can never close the block or open a fake one.
 
 from __future__ import annotations
 
-import html
 from datetime import datetime, timezone
 
 from .diff import Diff
@@ -22,7 +21,10 @@ CLEARED_NOTE = "Current runtime status: none. Earlier status snapshots no longer
 
 
 def _attr(text: str) -> str:
-    return html.escape(one_line(text, 10_000), quote=True)
+    """Attribute text: only what could end the value or start markup is escaped (`&`, `<`, `>` and
+    the double quote the attributes are written with); an apostrophe stays an apostrophe."""
+    return (one_line(text, 10_000).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
 
 
 def _body(text: str) -> str:
@@ -36,13 +38,17 @@ def generated_at(now: float) -> str:
     return datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _header(kind: str, epoch: int, seq: int, now: float, since: int | None = None) -> str:
+def _header(kind: str, epoch: int, seq: int, now: float | None, since: int | None = None) -> str:
     extra = f' since="{since}"' if since is not None else ""
-    return f'<{TAG} kind="{kind}" epoch="{epoch}" seq="{seq}"{extra} generated-at="{generated_at(now)}">'
+    # A transcript without timestamps (SWE-agent) has no real time: say nothing rather than 1970.
+    if now is not None and now > 0:
+        extra += f' generated-at="{generated_at(now)}"'
+    return f'<{TAG} kind="{kind}" epoch="{epoch}" seq="{seq}"{extra}>'
 
 
 def _element(section: str, fields: tuple[tuple[str, Field], ...], removed: tuple[str, ...] = ()) -> str:
-    attrs, body = [], []
+    attrs: list[str] = []
+    body: list[str] = []
     for name, field in fields:
         text = display(section, name, field)
         if (section, name) in BLOCK_FIELDS:

@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 from ..model import Message
 from ..tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ..ledger import Ledger
 
 
 @dataclass(frozen=True)
 class SummaryRequest:
     """What a summarizer gets: the messages to summarize, the kept tail (for context, not to repeat),
-    the token budget the summary must fit, and the user's custom instructions for a manual compact."""
+    the token budget the summary must fit, the user's custom instructions for a manual compact, user
+    text queued while the agent was busy, and the session's ledger (the working state, kept across
+    compactions) when the session has one."""
 
     messages: Sequence[Message]
     tail: Sequence[Message] = ()
     budget_tokens: int = 8_000
     user_messages_tokens: int = 4_000
     instructions: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    queued_inputs: Sequence[tuple[str | None, str]] = ()
+    ledger: Ledger | None = None
 
 
 @dataclass(frozen=True)

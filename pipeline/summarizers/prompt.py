@@ -15,8 +15,8 @@ from ..errors import SummarizerError
 from ..model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn
 from ..tokens import TokenCounter, get_encoding
 from .base import SummaryRequest
-from .structured import (ACTIVE_REQUEST, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS, IDENTIFIERS,
-                         NEXT_STEP, PROGRESS, TRIED, USER_ENTRY_RE, USER_MESSAGES)
+from .sections import (ACTIVE_REQUEST, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS, IDENTIFIERS,
+                       NEXT_STEP, PROGRESS, TRIED, USER_ENTRY_RE, USER_MESSAGES)
 
 # What the model is told each of the structured summarizer's sections holds.
 GUIDE: dict[str, str] = {

@@ -19,24 +19,13 @@ from ..facts.meta import message_cwd
 from ..facts.shell import first_line
 from ..model import Message, Origin, is_user_turn
 from ..tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..ledger.source import FactSource, MessageFacts
 from .base import Summary, SummaryRequest
 from .packing import Item, Section, pack
+from .sections import (ACTIVE_REQUEST, CARRIED_GROUP, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS,
+                       IDENTIFIERS, NEXT_STEP, PROGRESS, TITLE, TRIED, USER_MESSAGES, USER_QUOTES, carried_lines)
 
 NAME = "structured"
-TITLE = "# Summary of the earlier conversation (structured)"
-ACTIVE_REQUEST = "Active request"
-USER_MESSAGES = "User messages"
-FILES = "Files and artifacts"
-ERRORS = "Errors and fixes"
-DECISIONS = "Decisions and standing constraints"
-TRIED = "Tried and excluded approaches"
-PROGRESS = "Progress"
-CURRENT_WORK = "Current work"
-NEXT_STEP = "Next step (advisory: confirm with the user or the latest request before acting)"
-IDENTIFIERS = "Identifiers"
-HEADINGS = (ACTIVE_REQUEST, USER_MESSAGES, FILES, ERRORS, DECISIONS, TRIED, PROGRESS, CURRENT_WORK,
-            NEXT_STEP, IDENTIFIERS)
-
 # (priority, share of the budget): priority 0 is kept first; shares are first claims, and what a
 # section leaves unused flows to the others in priority order.
 PLAN: dict[str, tuple[int, float]] = {
@@ -57,21 +46,12 @@ MAX_TASK_TITLES = 5
 MAX_TEST_COMMANDS = 5
 RECENT_CALLS = 6
 RECENT_EDITS = 3
+# Edit gists worth offering when the budget has room: what an edit added often exists nowhere else.
+MAX_EDITS = 20
 # A tracker command that claims an issue (so finishing it is the next step).
 IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
 APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, "abandoned": 2}
-USER_ENTRY_RE = re.compile(r"^\[(\d+)(, queued)?\] ", re.M)
-
-
-@dataclass(frozen=True)
-class _Earlier:
-    """What an earlier summary in the summarized span still carries forward."""
-
-    user_messages: tuple[str, ...] = ()
-    rules: tuple[str, ...] = ()
-    approaches: tuple[str, ...] = ()
-    foreign: str | None = None
 
 
 class StructuredSummarizer:
@@ -95,15 +75,18 @@ class _Builder:
     def __init__(self, request: SummaryRequest) -> None:
         self.request = request
         self.messages: Sequence[Message] = request.messages
-        self.queued = tuple(request.extras.get("queued_inputs", ()) or ())
-        self.cwd = _main_cwd(self.messages)
-        self.earlier = _earlier(self.messages)
-        # Facts used by more than one section, extracted once.
-        self.runs = facts.test_runs(self.messages)
-        self.todos = facts.todo_state(self.messages)
-        self.plan = facts.plan_mode(self.messages)
-        self.errors_found = facts.tool_errors(self.messages)
-        self.tracker = facts.tracker_updates(self.messages)
+        self.queued = tuple(request.queued_inputs)
+        self.src = fact_source(request)
+        # The session's working directory: the ledger's (all history), else the summarized span's.
+        self.cwd = _main_cwd(self.messages) if request.ledger is None else self.src.identifiers().cwd
+        self.carried = _carried(self.src.own_summaries())
+        self.earlier = self.src.earlier_summaries()
+        # Facts used by more than one section, read once.
+        self.runs = self.src.test_runs()
+        self.todos = self.src.todo_state()
+        self.plan = self.src.plan_mode()
+        self.errors_found = self.src.tool_errors()
+        self.tracker = self.src.tracker_updates()
 
     def rel(self, path: str) -> str:
         """A path under the session's working directory shown relative to it (the cwd is listed once)."""
@@ -112,8 +95,8 @@ class _Builder:
         return path
 
     def sections(self) -> list[Section]:
-        users = [(u.text, u.queued) for u in facts.user_messages(self.messages, self.queued)]
-        users = [(t, False) for t in self.earlier.user_messages] + users
+        users = [(u.text, u.queued) for u in self.src.user_messages()]
+        users = [(t, False) for t in self.carried.get(USER_QUOTES, [])] + users
         built = {
             "": self.preamble(),
             ACTIVE_REQUEST: self.active_request(users),
@@ -147,17 +130,19 @@ class _Builder:
         if users:
             text, queued = users[-1]
             how = ", typed while the agent was working" if queued else ""
-            items.append(Item(f"Latest user request (verbatim{how}):\n{text}", (0,), (0,), shrinkable=True))
+            # Never shortened: the newest user message is quoted whole or not at all (then the kept
+            # tail starts at it instead).
+            items.append(Item(f"Latest user request (verbatim{how}):\n{text}", (0,), (0,)))
             if len(users) > 1:
                 items.append(Item(f"First request of the session (verbatim):\n{users[0][0]}", (2,), (2,),
                                   shrinkable=True))
         if any(is_user_turn(m) for m in self.request.tail):
             items.append(Item("Newer user messages follow in the kept recent conversation; they take precedence.",
                               (1,), (1,)))
-        for n, spec in enumerate(facts.task_specs(self.messages)[:MAX_TASK_TITLES]):
+        for n, spec in enumerate(self.src.task_specs()[:MAX_TASK_TITLES]):
             items.append(Item(f"- Task text read with `{spec.origin}`: {spec.title}", (3, n), (3, -spec.index)))
-        if self.earlier.foreign:
-            items.append(Item(f"Earlier summary (verbatim):\n{self.earlier.foreign}", (9,), (9,), shrinkable=True))
+        if self.earlier:
+            items.append(Item(f"Earlier summary (verbatim):\n{self.earlier[-1]}", (9,), (9,), shrinkable=True))
         return items
 
     def user_messages(self, users: list[tuple[str, bool]]) -> list[Item]:
@@ -171,7 +156,7 @@ class _Builder:
 
     def files(self) -> list[Item]:
         items = []
-        for f in facts.file_activity(self.messages):
+        for f in self.src.file_activity():
             modified = bool(f.actions - {"read"})
             notes = ", ".join(sorted(f.actions))
             if f.stale:
@@ -179,7 +164,7 @@ class _Builder:
             line = f"- {self.rel(f.path)} ({notes}; last seen msg {f.last_index})"
             key = (0 if modified else 1, -f.last_index, f.path)
             items.append(Item(line, key, key))
-        return items
+        return items + self.carried_items(FILES)
 
     def errors(self) -> list[Item]:
         items, seen = [], set()
@@ -190,11 +175,11 @@ class _Builder:
             outcome = e.resolution or "UNRESOLVED"
             line = f"- {self.shorten_paths(e.label)}: {e.line} -> {self.shorten_paths(outcome)}"
             items.append(Item(line, (0 if not e.resolved else 1, -e.index), (e.index,)))
-        return items
+        return items + self.carried_items(ERRORS)
 
     def decisions(self) -> list[Item]:
         items = []
-        for n, c in enumerate(facts.standing_constraints(self.messages, self.queued)):
+        for n, c in enumerate(self.src.standing_constraints()):
             origin = f" `{self.rel(c.origin)}`" if c.origin else ""
             group = f"From {c.source}{origin}:"
             items.append(Item(f"- {c.text}", (-c.strength, c.source != "user", -c.index, n), (c.index, n), group))
@@ -202,16 +187,19 @@ class _Builder:
         if plan.approved and plan.plan_path:
             items.append(Item(f"- Plan approved by the user; saved to {plan.plan_path}", (-3, False, 0, -1),
                               (-1, 0), "Decisions:"))
-        for n, text in enumerate(self.earlier.rules):
-            items.append(Item(text, (9, n), (-2, n), "Carried from the earlier summary:"))
+        for n, f in enumerate(facts.findings(self.messages)):
+            items.append(Item(f"- ({f.kind}) {f.text}", (5, -f.index, n), (f.index, n),
+                              "Findings (the agent's own conclusions):"))
+        for n, text in enumerate(self.carried.get(DECISIONS, [])):
+            items.append(Item(text, (9, n), (-2, n), CARRIED_GROUP))
         return items
 
     def tried(self) -> list[Item]:
         items = []
-        for n, a in enumerate(facts.excluded_approaches(self.messages, self.queued)):
+        for n, a in enumerate(self.src.excluded_approaches()):
             rank = (APPROACH_ORDER.get(a.kind, 2), -a.index, n)
             items.append(Item(f"- ({a.kind}) {self.shorten_paths(a.text)}", rank, (a.index, n)))
-        for n, text in enumerate(self.earlier.approaches):
+        for n, text in enumerate(self.carried.get(TRIED, [])):
             items.append(Item(text, (9, n), (-1, n)))
         return items
 
@@ -238,7 +226,7 @@ class _Builder:
         if plan.plan:
             state = "approved" if plan.approved else "proposed, not approved"
             items.append(Item(f"- Plan ({state}):\n{plan.plan}", (4, 0), (2, 1), "Plan:", shrinkable=True))
-        made = facts.commits(self.messages)
+        made = self.src.commits()
         for n, c in enumerate(reversed(made)):
             pushed = " (pushed)" if c.pushed else ""
             items.append(Item(f"- {c.hash} {c.subject}{pushed}", (1 if n == 0 else 2, n), (3, n),
@@ -246,11 +234,17 @@ class _Builder:
         for n, u in enumerate(reversed(self.tracker)):
             items.append(Item(f"- `{u.command}` -> {u.result}", (1 if n == 0 else 2, n), (4, n),
                               "Issue tracker updates (newest first):"))
-        return items
+        return items + self.carried_items(PROGRESS, group=CARRIED_GROUP)
 
     def current_work(self) -> list[Item]:
         work = facts.current_work(self.messages, RECENT_CALLS)
         items: list[Item] = []
+        # What done looks like, from task text the agent read (verbatim; it fills what is left).
+        specs = self.src.task_specs() if hasattr(self, "src") else facts.task_specs(self.messages)
+        for n, spec in enumerate(specs[:MAX_TASK_TITLES]):
+            for k, criterion in enumerate(spec.criteria):
+                items.append(Item(f"- {criterion}", (4, n, k), (4, -spec.index, k),
+                                  f"Task criteria (from `{spec.origin}`):"))
         if work.text:
             items.append(Item(f"Last assistant message (verbatim):\n{work.text}", (0,), (0,), shrinkable=True))
         for n, label in enumerate(work.pending_calls):
@@ -259,12 +253,10 @@ class _Builder:
         for n, label in enumerate(calls):
             items.append(Item(f"- {self.shorten_paths(label)}", (2, len(calls) - n), (2, n),
                               "Latest tool calls (oldest first):"))
-        recent = [r for r in facts.tool_calls(self.messages) if r.kind == "edit" and r.succeeded][-RECENT_EDITS:]
-        for n, rec in enumerate(reversed(recent)):
-            gist = facts.edit_gist(dict(rec.call.input))
-            if gist:
-                items.append(Item(f"- {self.shorten_paths(rec.target)}: + `{gist}`", (3, n), (3, -n),
-                                  "Latest edits (what each added first):"))
+        # Newest first; the first few rank with the current work, older ones fill what is left.
+        for n, edit in enumerate(self.src.recent_edits(MAX_EDITS)):
+            items.append(Item(f"- {self.shorten_paths(edit.target)}: + `{edit.gist}`",
+                              (3 if n < RECENT_EDITS else 5, n), (3, -n), "Latest edits (what each added first):"))
         return items
 
     def next_step(self, users: list[tuple[str, bool]]) -> list[Item]:
@@ -292,7 +284,7 @@ class _Builder:
         return items
 
     def identifiers(self) -> list[Item]:
-        ids = facts.identifiers(self.messages)
+        ids = self.src.identifiers()
         items: list[Item] = []
 
         def add(kind: str, values: Sequence[str], rank: int, fmt: str = "{}") -> None:
@@ -308,7 +300,15 @@ class _Builder:
         add("commands", ids.commands, 2, "`{}`")
         add("urls", ids.urls, 2)
         add("paths", [self.rel(p) for p in ids.paths], 3)
+        add("names defined in edits", ids.symbols, 3)
+        for n, line in enumerate(self.carried.get(IDENTIFIERS, [])):
+            kind, _, values = line.partition(": ")
+            items.append(Item(values, (4, n), (len(items), n), f"{kind} (earlier):"))
         return items
+
+    def carried_items(self, heading: str, group: str = "") -> list[Item]:
+        """Lines an earlier summary carried for this section, after this span's own items."""
+        return [Item(text, (9, n), (9, n), group) for n, text in enumerate(self.carried.get(heading, []))]
 
     def shorten_paths(self, text: str) -> str:
         if not self.cwd:
@@ -325,56 +325,20 @@ def _main_cwd(messages: Sequence[Message]) -> str | None:
     return max(counts, key=lambda c: (counts[c], last.get(c, -1)))
 
 
-def _earlier(messages: Sequence[Message]) -> _Earlier:
-    """What the newest earlier summary among the messages carries: a structured one is parsed by
-    section; another harness's summary is kept as text."""
-    for m in reversed(messages):
-        is_summary = m.origin is Origin.SUMMARY or bool(m.meta.get("is_compact_summary"))
-        if not is_summary:
-            continue
-        text = m.text
-        start = text.find(TITLE)
-        if start < 0:
-            return _Earlier(foreign=text.strip())
-        sections = _split_sections(text[start:])
-        users = sections.get(USER_MESSAGES, "")
-        active = sections.get(ACTIVE_REQUEST, "")
-        quoted = [_after_label(active, "First request of the session (verbatim):"),
-                  *reversed(_user_entries(users)),
-                  _after_label(active, "Latest user request (verbatim")]
-        return _Earlier(
-            user_messages=tuple(q for q in quoted if q),
-            rules=tuple(ln for ln in sections.get(DECISIONS, "").splitlines() if ln.startswith("- ")),
-            approaches=tuple(ln for ln in sections.get(TRIED, "").splitlines() if ln.startswith("- ")))
-    return _Earlier()
+def fact_source(request: SummaryRequest) -> FactSource:
+    """The session's ledger as of the first kept message, or the facts of the summarized messages."""
+    if request.ledger is None:
+        return MessageFacts(request.messages, request.queued_inputs)
+    positions = (request.ledger.position(m.id) for m in request.tail if m.origin is Origin.CONVERSATION)
+    cut = next((p for p in positions if p is not None), None)
+    return request.ledger.upto(cut)
 
 
-def _split_sections(text: str) -> dict[str, str]:
+def _carried(summaries: Sequence[str]) -> dict[str, list[str]]:
+    """Section -> lines carried by earlier worksurface summaries, oldest first, without repeats."""
     out: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("## ") and line[3:].strip() in HEADINGS:
-            current = out.setdefault(line[3:].strip(), [])
-        elif current is not None:
-            current.append(line)
-    return {h: "\n".join(lines).strip() for h, lines in out.items()}
-
-
-def _user_entries(body: str) -> list[str]:
-    """The messages of a rendered User messages section, in the order shown (newest first)."""
-    starts = [m for m in USER_ENTRY_RE.finditer(body)]
-    return [body[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(body)].strip()
-            for i, m in enumerate(starts)]
-
-
-def _after_label(body: str, label: str) -> str | None:
-    """The verbatim text after a label line of the Active request section, up to the next item."""
-    at = body.find(label)
-    if at < 0:
-        return None
-    rest = body[at:].split("\n", 1)
-    if len(rest) < 2:
-        return None
-    stop = re.search(r"\n(?:First request of the session|Newer user messages|- Task text read|Earlier summary)",
-                     rest[1])
-    return rest[1][: stop.start()].strip() if stop else rest[1].strip()
+    for text in summaries:
+        for section, lines in carried_lines(text).items():
+            have = out.setdefault(section, [])
+            have.extend(ln for ln in lines if ln not in have)
+    return out

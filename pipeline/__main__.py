@@ -1,0 +1,5 @@
+"""`python -m worksurface` runs the same command as the `worksurface` script."""
+
+from .cli import main
+
+main()

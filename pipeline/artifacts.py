@@ -1,0 +1,73 @@
+"""Fetching back what a stage replaced: how a marker tells the model to get an artifact, and a tool a
+harness can expose so that fetching always works, even for a memory-only session with no files.
+
+Every replaced content is stored in the session (content-addressed); a directory session also writes
+it to a file the model can open. A memory-only session has no file, so its markers name the tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from .errors import ArtifactNotFoundError
+
+FETCH_TOOL_NAME = "fetch_artifact"
+FETCH_TOOL_DESCRIPTION = ("Fetch the full original content that the context manager replaced with a marker "
+                          "(a large tool result, a cleared old result, a reduced log). Give the artifact id the "
+                          "marker names; optionally a 1-based line range.")
+# A fetch returns at most this many characters (a model that needs more asks for a line range).
+MAX_FETCH_CHARS = 100_000
+
+
+class ArtifactSource(Protocol):
+    def artifact(self, artifact_id: str) -> str: ...
+
+
+def how_to_fetch(artifact_id: str, path: str | None) -> str:
+    """The clause a marker uses to say where the original is."""
+    if path:
+        return f"open {path} to read it (or call {FETCH_TOOL_NAME} with id {artifact_id})"
+    return f"call the {FETCH_TOOL_NAME} tool with id {artifact_id} to read it"
+
+
+def fetch_tool(style: Literal["anthropic", "openai"] = "anthropic") -> dict[str, Any]:
+    """The tool definition to add to the model's tools, in the provider's shape."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "The artifact id from the marker."},
+            "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (inclusive)."},
+        },
+        "required": ["id"],
+        "additionalProperties": False,
+    }
+    if style == "openai":
+        return {"type": "function", "function": {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION,
+                                                 "parameters": schema}}
+    return {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION, "input_schema": schema}
+
+
+def fetch(session: ArtifactSource, arguments: dict[str, Any]) -> str:
+    """Answer a `fetch_artifact` call: the content (or the asked line range), or a one-line error the
+    model can act on. Never raises for a bad id or range: the answer goes back as a tool result."""
+    artifact_id = arguments.get("id")
+    if not isinstance(artifact_id, str) or not artifact_id:
+        return f"error: {FETCH_TOOL_NAME} needs an 'id' (the artifact id the marker names)"
+    try:
+        content = session.artifact(artifact_id)
+    except ArtifactNotFoundError:
+        return f"error: no artifact {artifact_id!r} in this session"
+    start, end = arguments.get("start_line"), arguments.get("end_line")
+    if start is not None or end is not None:
+        lines = content.splitlines()
+        first = int(start or 1)
+        last = int(end or len(lines))
+        if first < 1 or last < first:
+            return f"error: bad line range {first}-{last} (the artifact has {len(lines)} lines)"
+        content = "\n".join(lines[first - 1:last])
+    if len(content) > MAX_FETCH_CHARS:
+        total = content.count("\n") + 1
+        content = (content[:MAX_FETCH_CHARS] + f"\n[... cut at {MAX_FETCH_CHARS} characters of {len(content)}; "
+                   f"ask for a line range (the artifact has {total} lines)]")
+    return content

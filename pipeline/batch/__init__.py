@@ -1,0 +1,1 @@
+"""Batch evaluation over many transcripts on Dask (`worksurface batch`)."""

@@ -1,0 +1,78 @@
+"""`worksurface report`: write a self-contained HTML page of what compaction did to a transcript."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..config import Config
+from ..errors import WorksurfaceError
+from ..fileio import atomic_write
+from ..formats import read_transcript
+from .app import app, fail
+
+
+@app.command("report")
+def report_command(
+    path: Optional[Path] = typer.Argument(None, help="Transcript file (any supported format); none with --batch."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out",
+                                       help="Where to write the page (default: <name>.report.html in the "
+                                            "current directory)."),
+    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    at: Optional[str] = typer.Option(None, "--at",
+                                     help="Report the transcript as it stood at a point: 'boundary' (just before "
+                                          "its first compaction marker) or a number of messages."),
+    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    target: Optional[int] = typer.Option(None, "--target",
+                                         help="Post-compact target in tokens (default 20% of the window)."),
+    force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would (without "
+                                                      "--replay)."),
+    probes: Optional[Path] = typer.Option(None, "--probes",
+                                          help="Probe file (JSON): add retention versus budget and the "
+                                               "forgotten probes."),
+    replay: bool = typer.Option(False, "--replay",
+                                help="Replay every model call (token sawtooth, prompt-cache share, cost) "
+                                     "instead of one prepare."),
+    session_dir: Optional[Path] = typer.Option(None, "--session",
+                                               help="Keep the session in this directory, so the artifact ids "
+                                                    "on the page can be fetched back."),
+    as_json: bool = typer.Option(False, "--json", help="Also print the report's data as JSON."),
+    batch: Optional[Path] = typer.Option(None, "--batch",
+                                         help="Render a `worksurface batch` results folder instead (default "
+                                              "output: DIR/report.html)."),
+) -> None:
+    """Write one HTML file (no network needed to open it) showing every message's fate in the view,
+    the stage waterfall, the surface the view carries, and with --replay / --probes the token
+    sawtooth, cache share and probe retention."""
+    if batch is not None:
+        from .batch_cmd import report_batch_page
+        report_batch_page(batch, out)
+        return
+    if path is None:
+        raise fail("give a transcript PATH, or --batch DIR for a batch's results")
+    from ..probes.model import ProbeSet
+    from ..report import build_report, render_html
+
+    destination = out or Path.cwd() / f"{path.stem}.report.html"
+    try:
+        transcript = read_transcript(path, format)
+        probe_set = ProbeSet.load(probes) if probes is not None else None
+        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target)
+        data = build_report(transcript, source=path.name, at=at, config=config, force=force, replay=replay,
+                            probes=probe_set, session_dir=session_dir)
+        page = render_html(data)
+        atomic_write(destination, page)
+    except WorksurfaceError as exc:
+        raise fail(str(exc)) from None
+    except OSError as exc:
+        raise fail(f"{destination}: cannot write the report ({exc.strerror or exc})") from None
+    data["output"] = str(destination)
+    data["bytes"] = len(page.encode("utf-8"))
+    if as_json:
+        typer.echo(json.dumps(data, indent=1, ensure_ascii=False))
+        return
+    counts = ", ".join(f"{n} {fate}" for fate, n in data["counts"].items() if n)
+    typer.echo(f"wrote {destination} ({data['bytes'] / 1024:,.0f} KB): {len(data['cells']):,} cells ({counts})")

@@ -1,0 +1,74 @@
+"""Findings the assistant stated only in its own prose: "the failures are pre-existing", "the cause
+is X", "instead, use Y". No tool output says these; they are the agent's conclusions, and a summary
+that drops them makes the agent re-investigate. Kept verbatim (a sentence, or two when the next one
+completes it), with the message they came from.
+
+Only assistant text is read (never tool output: a page saying "the cause is" is not a finding of
+the agent's, DESIGN.md section 11), and code fences are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..model import Message, Origin
+from .text import trim, units
+
+PRE_EXISTING, CAUSE, USE_INSTEAD, CONCLUSION = "pre-existing", "cause", "use instead", "conclusion"
+# (kind, pattern), strongest first; a sentence gets the first kind that matches.
+FINDING_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (PRE_EXISTING, re.compile(r"(?i)\bpre-?existing\b|\balready (?:failing|broken|failed) (?:before|on main)"
+                              r"|\bunrelated to (?:my|our|these|this|the) change|\bfail(?:s|ed)? on main too\b")),
+    (CAUSE, re.compile(r"(?i)\b(?:root )?cause (?:is|was|of (?:the|this)\b)|\bcaused by\b"
+                       r"|\bthe (?:issue|problem|bug|culprit|reason) (?:is|was)\b|\bturns out\b|\bis failing because\b"
+                       r"|\bfails because\b|\b(?:this|it) (?:happens|is) because\b|\bthat'?s why\b|\bthe fix (?:is|was)\b"
+                       r"|\bthe error (?:is|was|says)\b|\b(?:is|was) due to\b")),
+    (USE_INSTEAD, re.compile(r"(?i)\binstead,? (?:use|call|run|we (?:should|need to|must) use)\b"
+                             r"|\bshould (?:use|call|run) \S+ instead\b|\buse \S+ instead of\b|\bneed(?:s)? to use\b"
+                             r"|\bthe (?:right|correct|proper) (?:way|approach|fix) is\b")),
+    (CONCLUSION, re.compile(r"(?i)^(?:so |this (?:means|confirms)|confirmed:?|found it|key (?:insight|finding)"
+                            r"|important:|note:)")),
+)
+# A finding is a sentence or two; longer units are cut.
+MAX_FINDING_CHARS = 300
+MIN_FINDING_CHARS = 20
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A conclusion the assistant stated: `kind` (pre-existing, cause, use instead, conclusion),
+    the sentence verbatim, and where it was said."""
+
+    kind: str
+    text: str
+    message_id: str
+    index: int
+
+
+def findings(messages: Sequence[Message]) -> list[Finding]:
+    """Findings stated in assistant prose, oldest first, each text once."""
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or m.origin is not Origin.CONVERSATION or not m.text.strip():
+            continue
+        said = units(m.text)
+        n = 0
+        while n < len(said):
+            text = said[n].text
+            n += 1
+            kind = next((k for k, pattern in FINDING_RES if pattern.search(text)), None)
+            if kind is None or len(text) < MIN_FINDING_CHARS:
+                continue
+            # "The cause is X." often ends with a colon that the next sentence completes.
+            if text.rstrip().endswith(":") and n < len(said):
+                text += " " + said[n].text
+                n += 1
+            key = " ".join(text.split()).casefold()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Finding(kind, trim(" ".join(text.split()), MAX_FINDING_CHARS), m.id, i))
+    return out

@@ -1,0 +1,180 @@
+"""Provenance decides authority (DESIGN.md section 11): which text the harness itself wrote.
+
+Only records a harness writes in its own structure may create standing state (constraints,
+rejections, file activity, tool announcements, verification facts). Text inside a tool result is
+what the world printed: it can be quoted as an observation, never promoted. Each test here looks at
+structure the adapters keep (the block kind, the `is_error` flag, Claude Code's `toolUseResult`
+record field, aider's command messages), never at what the text merely says about itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator, Sequence
+
+from ..model import Message, Opaque, Origin, Text, ToolResult
+from .text import reminders
+
+# Claude Code's `toolUseResult` for a call the user rejected in the permission prompt.
+CC_REJECTED_RECORD = "User rejected tool use"
+# The exact wording Claude Code writes into such a result (and into an interrupted call's result).
+REJECTION_PREFIXES = (
+    "The user doesn't want to proceed with this tool use.",
+    "The user doesn't want to take this action right now.",
+    "The user doesn't want to take this action",
+    "[Request interrupted by user",
+)
+# A rejection result carries nothing but the harness's fixed text and, optionally, what the user
+# typed after "the user said:"; anything longer is tool output that starts with the same words.
+REJECTION_RE = re.compile(
+    r"^(?:The user doesn't want to proceed with this tool use\.(?: The tool use was rejected \(eg\. if it was a "
+    r"file edit, the new_string was NOT written to the file\)\.)?(?: STOP what you are doing and wait for the "
+    r"user to tell you how to proceed\.)?(?: To tell you how to proceed, the user said:\n[\s\S]*)?"
+    r"|The user doesn't want to take this action(?: right now)?\.[^\n]*(?:\n[\s\S]*the user said:[\s\S]*)?"
+    r"|\[Request interrupted by user(?: for tool use)?\])\s*$")
+# Meta keys under which a request adapter keeps its provider blocks (`<format>.raw`, see rawkeep).
+RAW_SUFFIX = ".raw"
+# aider commands whose `>` output is the printed output of a program, not aider's own notices.
+AIDER_OUTPUT_COMMANDS = ("/run", "/test", "/lint", "/git", "/shell", "!")
+# How a tool call from another format is written into aider's chat (see formats/convert.py).
+CONVERTED_CALL = "[tool call] "
+
+
+def claude_record(message: Message) -> dict[str, Any] | None:
+    """The Claude Code JSONL record a message was read from, when the adapter kept it."""
+    raw = message.meta.get("raw")
+    if isinstance(raw, dict) and isinstance(raw.get("message"), dict) and "uuid" in raw:
+        return raw
+    return None
+
+
+def is_harness_rejection(result: ToolResult | None, message: Message | None = None) -> bool:
+    """True when the harness itself wrote this result to say the user rejected or interrupted the call.
+
+    Claude Code marks its own rejection record with `toolUseResult: "User rejected tool use"` (and
+    `is_error`); a record that kept `toolUseResult` as anything else holds a tool's real output, so
+    it is not a rejection whatever its text. Without the record (another format, a hand-built
+    message) the result must be flagged as an error and hold nothing but the harness's exact wording.
+    """
+    if result is None:
+        return False
+    text = result.content.strip()
+    if not text.startswith(REJECTION_PREFIXES):
+        return False
+    record = claude_record(message) if message is not None else None
+    if record is not None and "toolUseResult" in record:
+        tur = record["toolUseResult"]
+        if isinstance(tur, str):
+            return tur == CC_REJECTED_RECORD or (tur.startswith("Error:") and tur[6:].strip().startswith(
+                REJECTION_PREFIXES) and bool(REJECTION_RE.match(text)))
+        return False
+    return result.is_error and bool(REJECTION_RE.match(text))
+
+
+def harness_reminders(message: Message) -> list[str]:
+    """`<system-reminder>` bodies the harness wrote into this message.
+
+    In a user turn or a meta/attachment record (text blocks of a user-role conversation message) they
+    are the harness's. Inside a tool result they count only when the adapter kept Claude Code's
+    record and the reminder is not part of the tool's own output (`toolUseResult`): Claude Code
+    appends its notes after the output. Reminders printed by a command, a web page or a file are
+    the world's text and are never returned."""
+    if message.role != "user" or message.origin is not Origin.CONVERSATION:
+        return []  # worksurface's own messages (a reinjected file, a summary) are not the harness's
+    if message.meta.get("kind") == "tool_output":
+        return []  # aider's `>` block: program output and notices, never a hook
+    out: list[str] = []
+    for block_text in _text_blocks(message):
+        out += reminders(block_text)
+    record = claude_record(message)
+    if record is not None and "toolUseResult" in record:
+        own_output = _flatten(record["toolUseResult"])
+        for r in message.tool_results:
+            out += [body for body in reminders(r.content) if body not in own_output]
+    return out
+
+
+def _text_blocks(message: Message) -> Iterator[str]:
+    for b in message.blocks:
+        if isinstance(b, Text):
+            yield b.text
+
+
+def _flatten(value: Any) -> str:
+    """Every string inside a JSON-like value, joined (what a tool printed, in whatever shape)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(_flatten(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(_flatten(v) for v in value)
+    return ""
+
+
+def structured_tool_references(message: Message) -> list[str]:
+    """Tool names the harness loaded by reference: `tool_reference` blocks as structure (an Opaque
+    block, or an item of a tool_result's content list in the provider JSON the adapter kept), never
+    JSON that merely appears inside a tool's printed text."""
+    names: list[str] = []
+    for b in message.blocks:
+        if isinstance(b, Opaque):
+            try:
+                names += _references(json.loads(b.json_text))
+            except ValueError:
+                continue
+    record = claude_record(message)
+    if record is not None:
+        names += _references(record["message"].get("content"))
+    for key, value in message.meta.items():
+        if key.endswith(RAW_SUFFIX) and isinstance(value, dict):
+            for raws in value.values():
+                names += _references(raws)
+    return list(dict.fromkeys(names))
+
+
+def _references(value: Any, depth: int = 0) -> list[str]:
+    """tool_reference items in provider content structure (content lists nest at most a few deep)."""
+    if depth > 4:
+        return []
+    if isinstance(value, list):
+        return [n for v in value for n in _references(v, depth + 1)]
+    if not isinstance(value, dict):
+        return []
+    if value.get("type") == "tool_reference" and isinstance(value.get("tool_name"), str):
+        return [value["tool_name"]]
+    content = value.get("content")
+    return _references(content, depth + 1) if isinstance(content, list) else []
+
+
+def converted_outputs(messages: Sequence[Message]) -> set[int]:
+    """Indexes of user-role messages that carry a tool's output written as plain text by a format
+    conversion (a format without tool calls writes the call as a `[tool call] name {...}` line of
+    the assistant's text and the result as the next user message): the world's text, not the user's."""
+    out: set[int] = set()
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or m.origin is not Origin.CONVERSATION:
+            continue
+        calls = sum(1 for line in m.text.splitlines() if line.startswith(CONVERTED_CALL))
+        j = i + 1
+        while calls and j < len(messages) and messages[j].role in ("user", "tool"):
+            if not messages[j].tool_results:
+                out.add(j)
+                calls -= 1
+            j += 1
+    return out
+
+
+def aider_command_output(messages: Sequence[Message], index: int) -> bool:
+    """True when aider output message `index` is a program's printed output (it answers a `/run`,
+    `/test`, `/lint`, `/git` or `!` command), so the notice-shaped lines in it are not aider's."""
+    for j in range(index - 1, -1, -1):
+        m = messages[j]
+        if m.role == "assistant":
+            # A tool call written into aider's format by a converter: what follows is its output.
+            return any(line.startswith(CONVERTED_CALL) for line in m.text.splitlines())
+        if m.meta.get("kind") == "command":
+            return m.text.lstrip().startswith(AIDER_OUTPUT_COMMANDS)
+        if m.meta.get("kind") != "tool_output":
+            return False
+    return False

@@ -1,0 +1,79 @@
+"""Todo items: the one parser for a todo or plan tool's list, used by the summary, the plan
+reinjector (`progress.todo_state`) and the status bar (`status.derive`).
+
+Read from the call's own input (TodoWrite `todos`, update_plan `plan`, OpenHands `task_list`, and a
+Claude Code record's `todos` field), never from a tool's output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+# (input key of the list, keys an item's text may be under), in the order they are tried.
+LIST_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("todos", ("content", "text", "title")),
+    ("plan", ("step", "content", "text")),
+    ("task_list", ("title", "content", "text")),
+)
+# Harness status words mapped onto the three states the surface knows.
+STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed", "done": "completed",
+          "todo": "pending", "active": "in_progress", "in-progress": "in_progress", "complete": "completed"}
+
+
+@dataclass(frozen=True)
+class TodoItem:
+    text: str
+    status: str
+
+
+def normalize_status(status: Any) -> str:
+    """One of pending, in_progress, completed (unknown words are pending)."""
+    return STATUS.get(str(status).strip().lower(), "pending")
+
+
+def items_from(value: Any, text_keys: tuple[str, ...]) -> tuple[TodoItem, ...] | None:
+    """The items of one todo list value (None: not a list of items), statuses as the tool wrote them."""
+    if not isinstance(value, list):
+        return None
+    items = []
+    for entry in value:
+        if not isinstance(entry, Mapping):
+            return None
+        text = next((entry[k] for k in text_keys if isinstance(entry.get(k), str)), None)
+        if text is None:
+            return None
+        items.append(TodoItem(text, str(entry.get("status", "pending"))))
+    return tuple(items)
+
+
+def todo_items(inp: Mapping[str, Any]) -> tuple[TodoItem, ...] | None:
+    """The todo list a todo/plan tool call's input carries, or None when it carries none."""
+    for key, text_keys in LIST_KEYS:
+        items = items_from(inp.get(key), text_keys)
+        if items is not None:
+            return items
+    return None
+
+
+class TodoReplayer:
+    """Replays todo-tool calls in order: whole-list tools replace the list; Claude Code's TaskCreate /
+    TaskUpdate build it one item at a time. `observe` gives the list after a successful call, or
+    None when the call does not touch it. Shared by `progress.todo_state` and the status bar."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, TodoItem] = {}
+
+    def observe(self, name: str, inp: Mapping[str, Any], output: str) -> tuple[TodoItem, ...] | None:
+        n = name.strip().lower().split("__")[-1]
+        if n == "taskcreate" and isinstance(inp.get("subject"), str):
+            m = re.search(r"#(\w+)", output)
+            self.tasks[m.group(1) if m else str(len(self.tasks) + 1)] = TodoItem(inp["subject"], "pending")
+            return tuple(self.tasks.values())
+        if n == "taskupdate" and str(inp.get("taskId", "")) in self.tasks:
+            key = str(inp["taskId"])
+            old = self.tasks[key]
+            self.tasks[key] = TodoItem(str(inp.get("subject") or old.text), str(inp.get("status") or old.status))
+            return tuple(self.tasks.values())
+        return todo_items(inp)

@@ -1,0 +1,403 @@
+"""Cache economics: what a provider bills for each call of a session, and whether an edit pays.
+
+Prices are USD per million tokens (not multiples of the input price), so a preset reads like the
+provider's price page and a custom model is the four numbers from it. A call's view is billed in three
+parts: the longest prefix still in the provider's cache (cache read price), the rest written to the
+cache (cache write price; equal to the input price where caching is automatic), and, for views too
+short to cache, plain input.
+
+The firing rule (`worth_editing`): an edit of an already-sent part of the view re-bills every cached
+token after the edit point once (written instead of read); it pays only when the tokens it removes,
+over the calls still expected, save more than that. A view over the threshold, a cold cache (idle past
+the TTL: the whole prefix is re-billed anyway) and an explicit `force` fire regardless.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from .config import PRICE_PRESETS, PricingConfig
+from .edits import Edit, ReplaceMessages, ReplaceResult
+from .errors import ConfigError
+from .model import Message, message_text
+from .tokens import TokenCounter, get_encoding
+
+if TYPE_CHECKING:  # state.py imports this module for CallStats
+    from .state import PipelineState, StageContext
+
+PER_MILLION = 1_000_000
+# How many earlier views a provider's cache is modeled to hold at once. Providers keep several
+# prefixes; past the last few an agent session never comes back to an older one.
+MAX_CACHE_ENTRIES = 4
+
+
+@dataclass(frozen=True)
+class PriceModel:
+    """A provider's prices in USD per million tokens, its cache TTL and its minimum cacheable prompt."""
+
+    name: str
+    input: float
+    cache_read: float
+    cache_write: float
+    cache_ttl_seconds: float
+    output: float | None = None
+    min_cache_tokens: int = 0
+
+    def cost(self, *, cached: int, written: int, uncached: int, output: int = 0) -> float:
+        """USD for one call: `uncached` includes `written` (tokens stored in the cache on the way)."""
+        plain = max(0, uncached - written)
+        usd = cached * self.cache_read + written * self.cache_write + plain * self.input
+        if output and self.output is not None:
+            usd += output * self.output
+        return usd / PER_MILLION
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# Each preset is one representative model from the provider's price page (2025-2026). Pick another
+# model's prices with the CLI flags or the [pricing] config fields.
+PRESETS: dict[str, PriceModel] = {
+    # Claude Sonnet 4.x: cache reads 0.1x input, 5-minute cache writes 1.25x, 1,024-token minimum.
+    "anthropic": PriceModel("anthropic", input=3.00, cache_read=0.30, cache_write=3.75,
+                            cache_ttl_seconds=300.0, output=15.00, min_cache_tokens=1024),
+    # GPT-5: automatic caching, cached input at 90% off (older models: 50-75%), no write premium;
+    # prefixes stay cached for 5-10 minutes of inactivity; 1,024-token minimum.
+    "openai": PriceModel("openai", input=1.25, cache_read=0.125, cache_write=1.25,
+                         cache_ttl_seconds=300.0, output=10.00, min_cache_tokens=1024),
+    # Gemini 2.5 Pro (prompts up to 200k): implicit caching at 90% off, no write charge for implicit
+    # caches; the TTL is not documented, a few minutes is assumed; 2,048-token minimum.
+    "gemini": PriceModel("gemini", input=1.25, cache_read=0.125, cache_write=1.25,
+                         cache_ttl_seconds=300.0, output=10.00, min_cache_tokens=2048),
+    # deepseek-chat: disk cache on by default, a hit costs about a quarter of a miss ($0.07 / $0.27);
+    # entries live hours, an hour is assumed; 64-token storage unit.
+    "deepseek": PriceModel("deepseek", input=0.27, cache_read=0.07, cache_write=0.27,
+                           cache_ttl_seconds=3600.0, output=1.10, min_cache_tokens=64),
+}
+assert set(PRESETS) == set(PRICE_PRESETS), "config.PRICE_PRESETS and pricing.PRESETS must agree"
+
+
+def price_model(config: PricingConfig | None = None, **overrides: float | int | str | None) -> PriceModel:
+    """The preset named by `config` with its single-value overrides, then keyword overrides
+    (`preset`, `input`, `cache_read`, `cache_write`, `output`, `cache_ttl_seconds`, `min_cache_tokens`;
+    None leaves a value alone)."""
+    config = config or PricingConfig()
+    name = str(overrides.pop("preset", None) or config.preset)
+    if name not in PRESETS:
+        raise ConfigError(f"unknown price preset {name!r} (known: {', '.join(PRESETS)})")
+    fields = {"input": config.input_per_mtok, "cache_read": config.cache_read_per_mtok,
+              "cache_write": config.cache_write_per_mtok, "output": config.output_per_mtok,
+              "cache_ttl_seconds": config.cache_ttl_seconds, "min_cache_tokens": config.min_cache_tokens}
+    for key, value in overrides.items():
+        if key not in fields:
+            raise ConfigError(f"unknown price field {key!r} (known: {', '.join(fields)})")
+        if value is not None:
+            if isinstance(value, str) or (not isinstance(value, bool) and float(value) < 0):
+                raise ConfigError(f"price field {key}: must be a number >= 0, not {value!r}")
+            fields[key] = value  # type: ignore[assignment]
+    chosen = {k: v for k, v in fields.items() if v is not None}
+    base = PRESETS[name]
+    custom = any(k in chosen and chosen[k] != getattr(base, k) for k in chosen)
+    model = dataclasses.replace(base, **chosen)  # type: ignore[arg-type]
+    return dataclasses.replace(model, name=f"{name} (custom)") if custom else model
+
+
+# --- what a provider's cache serves ----------------------------------------------------------------
+
+def same_content(a: Message, b: Message) -> bool:
+    """Providers cache by content, not by worksurface's ids: equal role and blocks match."""
+    return a is b or (a.role == b.role and a.blocks == b.blocks)
+
+
+def common_prefix_tokens(previous: Sequence[Message], current: Sequence[Message], counter: TokenCounter) -> int:
+    """Tokens at the start of `current` equal to the start of `previous`. Whole equal messages count
+    in full; at the first differing message the match continues token by token into its text (a
+    provider caches at token granularity within a message too)."""
+    total = 0
+    for a, b in zip(previous, current):
+        if same_content(a, b):
+            total += counter.message(b)
+            continue
+        if a.role == b.role:
+            total += _common_token_prefix(message_text(a), message_text(b))
+        break
+    return total
+
+
+def _common_token_prefix(a: str, b: str) -> int:
+    enc = get_encoding()
+    n = 0
+    for x, y in zip(enc.encode_ordinary(a), enc.encode_ordinary(b)):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class SentCall:
+    """One model call as sent: its view, when (epoch seconds; None: right after the previous call),
+    and its output tokens when known."""
+
+    messages: Sequence[Message]
+    at: float | None = None
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class BilledCall:
+    """One call's bill: tokens served from the cache, written to it, not served (written included),
+    the call's cost and the running total (USD)."""
+
+    call: int
+    tokens: int
+    cached: int
+    written: int
+    uncached: int
+    cold: bool
+    cost: float
+    total: float
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["cost"], d["total"] = round(self.cost, 6), round(self.total, 6)
+        return d
+
+
+@dataclass
+class _Entry:
+    view: Sequence[Message]
+    last_used: float | None
+
+
+@dataclass
+class PromptCache:
+    """A provider's prompt cache over a session, fed one sent view at a time (`send`). It holds the
+    last few views sent; an entry unused for longer than the TTL is gone, and using one refreshes it
+    (as Anthropic's and OpenAI's caches do)."""
+
+    prices: PriceModel
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    calls: int = 0
+    total: float = 0.0
+    _entries: list[_Entry] = field(default_factory=list)
+    _last_at: float | None = None
+
+    def send(self, view: Sequence[Message], at: float | None = None, output_tokens: int = 0) -> BilledCall:
+        at = self._last_at if at is None else at
+        live = [e for e in self._entries if not self._expired(e, at)]
+        cold = bool(self._entries) and not live
+        tokens = self.counter.messages(view)
+        cached, hit = 0, None
+        for entry in live:
+            common = common_prefix_tokens(entry.view, view, self.counter)
+            if common > cached:
+                cached, hit = common, entry
+        if cached < self.prices.min_cache_tokens:
+            cached, hit = 0, None
+        uncached = tokens - cached
+        written = uncached if tokens >= self.prices.min_cache_tokens else 0
+        cost = self.prices.cost(cached=cached, written=written, uncached=uncached, output=output_tokens)
+        self.total += cost
+        if hit is not None:
+            hit.last_used = at
+        self._entries = (live + [_Entry(list(view), at)])[-MAX_CACHE_ENTRIES:]
+        self._last_at = at
+        billed = BilledCall(self.calls, tokens, cached, written, uncached, cold, cost, self.total)
+        self.calls += 1
+        return billed
+
+    def _expired(self, entry: _Entry, at: float | None) -> bool:
+        if at is None or entry.last_used is None:
+            return False
+        return at - entry.last_used > self.prices.cache_ttl_seconds
+
+
+def bill(calls: Iterable[SentCall], prices: PriceModel, counter: TokenCounter | None = None) -> list[BilledCall]:
+    """Price a session's calls in order: per call, tokens served from the cached prefix (the longest
+    common prefix with a view still in cache given the TTL), written, uncached, cost and running total."""
+    cache = PromptCache(prices, counter or TokenCounter())
+    return [cache.send(c.messages, c.at, c.output_tokens) for c in calls]
+
+
+def summarize_bill(billed: Sequence[BilledCall]) -> dict[str, Any]:
+    """Totals over a session's bill (tokens and USD)."""
+    tokens = sum(b.tokens for b in billed)
+    cached = sum(b.cached for b in billed)
+    return {"calls": len(billed), "tokens": tokens, "cached": cached,
+            "written": sum(b.written for b in billed), "uncached": sum(b.uncached for b in billed),
+            "cold_calls": sum(b.cold for b in billed), "cached_share": round(cached / tokens, 4) if tokens else 0.0,
+            "cost": round(billed[-1].total if billed else 0.0, 6)}
+
+
+def preset_for_model(model: str | None) -> PriceModel:
+    """The preset of the provider a model name belongs to (Anthropic when unknown)."""
+    name = (model or "").lower()
+    for key, marks in (("openai", ("gpt", "o1", "o3", "o4", "codex")), ("gemini", ("gemini",)),
+                       ("deepseek", ("deepseek",))):
+        if any(name.startswith(m) or f"/{m}" in name for m in marks):
+            return PRESETS[key]
+    return PRESETS["anthropic"]
+
+
+def input_cost(*, input_tokens: int, cached_tokens: int, model: str | None = None,
+               prices: PriceModel | None = None) -> float:
+    """USD for a session's input given only its totals: cached tokens read, the rest written (the
+    cache model of `PromptCache`, without per-call detail). `prices` default: by `model`'s provider."""
+    prices = prices or preset_for_model(model)
+    uncached = max(0, input_tokens - cached_tokens)
+    return prices.cost(cached=cached_tokens, written=uncached, uncached=uncached)
+
+
+# --- the firing rule -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CallStats:
+    """The session so far, as the firing rule estimates the future from it: model calls made before
+    this one and the mean tokens the transcript grew per call."""
+
+    calls: int
+    tokens_per_call: float
+
+
+@dataclass(frozen=True)
+class EditDecision:
+    """The firing rule's verdict with its figures (USD), for the stage's report."""
+
+    fire: bool
+    reason: str
+    saving: float = 0.0
+    rebilling: float = 0.0
+    remaining_calls: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fire": self.fire, "reason": self.reason, "saving": round(self.saving, 6),
+                "rebilling": round(self.rebilling, 6), "remaining_calls": round(self.remaining_calls, 1)}
+
+
+def worth_editing(prices: PriceModel, *, saved_tokens: int, rebilled_tokens: int, remaining_calls: float,
+                  must_fire: bool = False, cold: bool = False, force: bool = False) -> EditDecision:
+    """Whether an edit of the already-sent view pays for itself.
+
+    `rebilled_tokens`: cached tokens from the edit point to the end of what was sent, which this call
+    writes again instead of reading. `saved_tokens`: tokens the edit removes from every later view.
+    Saving = the removed tokens not written now, plus not read on each of `remaining_calls` later
+    calls; re-billing = the rebilled tokens at the write price instead of the read price."""
+    rebilling = max(0, rebilled_tokens) * (prices.cache_write - prices.cache_read) / PER_MILLION
+    saving = max(0, saved_tokens) * (prices.cache_write + prices.cache_read * max(0.0, remaining_calls)) / PER_MILLION
+    figures = {"saving": saving, "rebilling": rebilling, "remaining_calls": remaining_calls}
+    if force:
+        return EditDecision(True, "forced", **figures)
+    if must_fire:
+        return EditDecision(True, "over the threshold: the view must shrink", **figures)
+    if cold:
+        return EditDecision(True, "cache cold: the prefix is re-billed anyway", **figures)
+    if saved_tokens <= 0:
+        return EditDecision(False, "nothing to save", **figures)
+    if saving > rebilling:
+        return EditDecision(True, f"saves ${saving:.4f} over {remaining_calls:.0f} calls, "
+                                  f"re-bills ${rebilling:.4f}", **figures)
+    return EditDecision(False, f"would re-bill ${rebilling:.4f} to save ${saving:.4f} over "
+                               f"{remaining_calls:.0f} calls", **figures)
+
+
+def expected_remaining_calls(stats: CallStats, config: PricingConfig, *, tokens_after_edit: int,
+                             threshold: int) -> float:
+    """Calls an edit's saving is counted over (see PricingConfig.horizon)."""
+    so_far = float(stats.calls)
+    growth = stats.tokens_per_call
+    until = max(0.0, (threshold - tokens_after_edit) / growth) if growth > 0 else float(config.max_horizon_calls)
+    estimate = {"calls_so_far": so_far, "until_threshold": until, "fixed": float(config.horizon_calls),
+                "auto": min(so_far, until)}[config.horizon]
+    return min(estimate, float(config.max_horizon_calls))
+
+
+def is_call_start(messages: Sequence[Message], i: int) -> bool:
+    """A model call produced the assistant turn that starts at `i` (later records of one turn are not
+    separate calls)."""
+    return messages[i].role == "assistant" and (i == 0 or messages[i - 1].role != "assistant")
+
+
+def stats_from_transcript(transcript: Sequence[Message], counter: TokenCounter) -> CallStats:
+    """Call statistics read off a transcript: each assistant turn was one model call."""
+    calls = sum(1 for i in range(len(transcript)) if is_call_start(transcript, i))
+    tokens = counter.messages(transcript)
+    return CallStats(calls, tokens / calls if calls else float(tokens))
+
+
+def unsent_ids(transcript: Sequence[Message]) -> frozenset[str]:
+    """Ids of the transcript messages no earlier call can have sent: the last assistant turn (the
+    previous call's answer) and everything after it. A harness that calls before every assistant turn
+    sent everything before it."""
+    start = 0
+    for i in range(len(transcript) - 1, -1, -1):
+        if is_call_start(transcript, i):
+            start = i
+            break
+    return frozenset(m.id for m in transcript[start:])
+
+
+def edited_index(view: Sequence[Message], edits: Iterable[Edit], unsent: frozenset[str] = frozenset()) -> int | None:
+    """The first already-sent view position that `edits` (already applied to `view`) changed, if any:
+    where this call already breaks the cache, so later edits after it re-bill nothing more (edits of
+    unsent messages break nothing)."""
+    calls: set[str] = set()
+    ids: set[str] = set()
+    for e in edits:
+        if isinstance(e, ReplaceResult):
+            calls.add(e.call_id)
+        elif isinstance(e, ReplaceMessages):
+            ids.update(m.id for m in e.replacement)
+    if not calls and not ids:
+        return None
+    for i, m in enumerate(view):
+        if m.id not in unsent and (m.id in ids or any(r.call_id in calls for r in m.tool_results)):
+            return i
+    return None
+
+
+def rebilled_tokens(view: Sequence[Message], start: int, counter: TokenCounter, unsent: frozenset[str],
+                    broken_from: int | None = None) -> int:
+    """Tokens of already-sent messages from view position `start` up to where the cache is already
+    broken on this call (or the end): what an edit at `start` makes the provider write again."""
+    stop = len(view) if broken_from is None or broken_from < start else broken_from
+    return sum(counter.message(m) for m in view[start:stop] if m.id not in unsent)
+
+
+def result_index(view: Sequence[Message], call_id: str) -> int | None:
+    """The view position of the message holding the result of `call_id`."""
+    for i, m in enumerate(view):
+        if any(r.call_id == call_id for r in m.tool_results):
+            return i
+    return None
+
+
+# --- the rule as a stage applies it -----------------------------------------------------------------
+
+def decide_edit(state: PipelineState, ctx: StageContext, *, first_index: int, saved_tokens: int) -> EditDecision:
+    """The firing rule for a stage about to edit `state["view"]` from `first_index` on, saving
+    `saved_tokens`: prices and horizon from `ctx.config.pricing`, call statistics from
+    `ctx.call_stats` (else read off `ctx.transcript`), what was sent from `ctx.unsent_ids` (else the
+    transcript's last turn), and the cache break an earlier stage already made on this call."""
+    config = ctx.config.pricing
+    prices = price_model(config)
+    view, tokens = state["view"], state["tokens"]
+    # The first call of a session has no evidence of a warm cache (the lead's contract: nothing
+    # cached yet), and past the TTL the prefix is gone: either way nothing is re-billed by an edit.
+    cold = ctx.idle_seconds is None or ctx.idle_seconds > prices.cache_ttl_seconds
+    must = tokens > ctx.config.threshold
+    if not config.firing_rule:
+        return EditDecision(True, "firing rule off")
+    stats = ctx.call_stats
+    if stats is None and ctx.transcript:
+        stats = stats_from_transcript(ctx.transcript, ctx.counter)
+    if stats is None:
+        return EditDecision(True, "no call statistics: the stage's own trigger decides")
+    unsent = ctx.unsent_ids if ctx.unsent_ids is not None else unsent_ids(ctx.transcript)
+    rebilled = rebilled_tokens(view, first_index, ctx.counter, unsent, edited_index(view, state.get("edits", ()), unsent))
+    remaining = expected_remaining_calls(stats, config, tokens_after_edit=tokens - saved_tokens,
+                                         threshold=ctx.config.threshold)
+    return worth_editing(prices, saved_tokens=saved_tokens, rebilled_tokens=rebilled, remaining_calls=remaining,
+                         must_fire=must, cold=cold, force=ctx.forced)

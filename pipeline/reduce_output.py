@@ -1,0 +1,263 @@
+"""Pure text reducers for a tool's output, applied before the output is first sent to the model.
+
+Each reducer removes what a terminal shows but a model does not need: escape codes, redrawn progress
+lines, runs of identical lines, the middle of long JSON arrays, base64 and hex blobs, the middle of huge
+logs. None of them drops a line that reports an error, a failure or a warning (`is_important`); the
+lossy ones (JSON, blobs, logs) say what they left out, and the caller stores the original as an
+artifact. The caller decides when reducing is free (a result not yet sent: no cache to break).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .config import IngestConfig
+
+# CSI sequences (colors, cursor moves, erase), OSC sequences (titles, hyperlinks) and the lone
+# two-character escapes terminals also emit.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# Progress output: tqdm/pip bars, bracket bars, percentages with a bar, spinner frames.
+_PROGRESS = re.compile(
+    r"(\d{1,3}(?:\.\d+)?%\s*\|[^|]{3,}\|)"              # tqdm: 45%|████      |
+    r"|(\[[=#>\-. ]{8,}\]\s*\d{1,3}(?:\.\d+)?%)"         # [=====>    ] 45%
+    r"|([━─█▓▒░#=]{8,}.*\d{1,3}(?:\.\d+)?\s*%)"          # pip / rich bars with a percent
+    r"|(\d{1,3}(?:\.\d+)?%.*[━─█▓▒░]{8,})"
+    r"|(^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷◐◓◑◒]\s)"             # spinner frames
+)
+# Lines that report what went wrong, what failed and where: never dropped by any reducer.
+_IMPORTANT = re.compile(
+    r"error|\bERR!|fail|exception|traceback|warning|warn\b|fatal|panic|assert|denied|refused|not found|"
+    r"no such|cannot|can't|could not|unable|undefined|segfault|killed|timed? ?out|exit code|abort|"
+    r"[✗✘×]|^E\s|^\s*\d+\)\s|^\s*at \S+ \(|^\s*File \"|"
+    r"[\w./-]+\.\w{1,5}:\d+",  # a source location (path.ext:line)
+    re.IGNORECASE)
+# base64 (standard and URL-safe) and hex runs; a blob must mix letter cases and digits so long
+# identifiers and words never qualify.
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}")
+_HEX_RUN = re.compile(r"\b[0-9a-fA-F]{32,}\b")
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,")
+# A blob keeps this many of its first characters, so two blobs stay distinguishable.
+BLOB_PREFIX_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The reduced text, which reducers changed it, and whether anything was left out that only the
+    original holds (then the caller must keep the original as an artifact)."""
+
+    text: str
+    kinds: tuple[str, ...]
+    lossy: bool
+
+
+def is_important(line: str) -> bool:
+    """A line naming an error, failure, warning, exit code or stack frame."""
+    return bool(_IMPORTANT.search(line))
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def resolve_redraws(text: str) -> str:
+    """Carriage-return redraws: a terminal shows only what was written after a line's last `\\r`."""
+    if "\r" not in text:
+        return text
+    lines = text.replace("\r\n", "\n").split("\n")
+    out = []
+    for line in lines:
+        if "\r" in line:
+            frames = [f for f in line.split("\r") if f.strip()]
+            line = frames[-1] if frames else ""
+        out.append(line)
+    return "\n".join(out)
+
+
+def is_progress(line: str) -> bool:
+    return bool(_PROGRESS.search(line))
+
+
+def collapse_progress(lines: list[str]) -> list[str]:
+    """A run of progress lines keeps its last line (the final state); important lines always stay."""
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else None
+        if is_progress(line) and not is_important(line) and nxt is not None and is_progress(nxt):
+            continue
+        out.append(line)
+    return out
+
+
+def collapse_repeats(lines: list[str], min_run: int) -> list[str]:
+    """A run of at least `min_run` identical non-blank lines becomes the line and a count."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
+            j += 1
+        run = j - i + 1
+        if run >= min_run and lines[i].strip():
+            out.append(lines[i])
+            out.append(f"[previous line repeated {run - 1} more times]")
+        else:
+            out.extend(lines[i:j + 1])
+        i = j + 1
+    return out
+
+
+def replace_blobs(text: str, min_chars: int) -> tuple[str, bool]:
+    """base64 / hex runs of at least `min_chars` become a one-line note (length, kind, first
+    characters, a short hash). Returns the text and whether anything was replaced."""
+    changed = False
+
+    def b64(m: re.Match[str]) -> str:
+        nonlocal changed
+        s = m.group(0)
+        if len(s) < min_chars or not (re.search(r"[a-z]", s) and re.search(r"[A-Z]", s) and re.search(r"\d", s)):
+            return s
+        changed = True
+        return _blob_note(s, "base64")
+
+    def hexa(m: re.Match[str]) -> str:
+        nonlocal changed
+        s = m.group(0)
+        # A run of decimal digits is a number, never a blob.
+        if len(s) < min_chars or not re.search(r"[a-fA-F]", s) or not re.search(r"\d", s):
+            return s
+        changed = True
+        return _blob_note(s, "hex")
+
+    text = _B64_RUN.sub(b64, text)
+    text = _HEX_RUN.sub(hexa, text)
+    return text, changed
+
+
+def _blob_note(blob: str, kind: str) -> str:
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:8]
+    return f"[{kind} blob: {len(blob)} chars, starts {blob[:BLOB_PREFIX_CHARS]}, sha256 {digest}]"
+
+
+def shorten_json(text: str, max_items: int, keep_head: int, keep_tail: int) -> tuple[str, bool]:
+    """A whole-JSON output whose arrays are longer than `max_items`: each keeps its first `keep_head`
+    and last `keep_tail` items, and every item that mentions an error; a string item says how many
+    went. Returns the text (same indentation style) and whether anything was left out."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{" or len(stripped) < 2:
+        return text, False
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return text, False
+    changed = False
+
+    def walk(value: Any) -> Any:
+        nonlocal changed
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if not isinstance(value, list):
+            return value
+        items = [walk(v) for v in value]
+        if len(items) <= max_items:
+            return items
+        head, tail = items[:keep_head], items[len(items) - keep_tail:] if keep_tail else []
+        middle = items[keep_head:len(items) - keep_tail if keep_tail else len(items)]
+        kept = [v for v in middle if is_important(json.dumps(v, ensure_ascii=False))]
+        omitted = len(middle) - len(kept)
+        if omitted <= 0:
+            return items
+        changed = True
+        return head + kept + [f"... {omitted} of {len(items)} items omitted ..."] + tail
+
+    reduced = walk(data)
+    if not changed:
+        return text, False
+    pretty = "\n" in stripped
+    out = json.dumps(reduced, ensure_ascii=False, indent=2 if pretty else None,
+                     separators=None if pretty else (",", ":"))
+    return out, True
+
+
+def elide_log(lines: list[str], max_lines: int, head: int, tail: int, max_kept: int) -> tuple[list[str], bool]:
+    """A log over `max_lines` lines keeps its first `head` and last `tail` lines and, in between, the
+    important lines (up to `max_kept`, with the lines around each for context); gaps are marked with
+    the number of lines left out. Returns the lines and whether anything was left out."""
+    if len(lines) <= max_lines or head + tail >= len(lines):
+        return lines, False
+    middle_range = range(head, len(lines) - tail)
+    keep: set[int] = set()
+    for i in middle_range:
+        if len(keep) >= max_kept:
+            break
+        if is_important(lines[i]):
+            keep.update(j for j in (i - 1, i, i + 1) if head <= j < len(lines) - tail)
+    out = lines[:head]
+    gap = 0
+    for i in middle_range:
+        if i in keep:
+            if gap:
+                out.append(f"[... {gap} lines omitted ...]")
+                gap = 0
+            out.append(lines[i])
+        else:
+            gap += 1
+    if gap:
+        out.append(f"[... {gap} lines omitted ...]")
+    out += lines[len(lines) - tail:]
+    return out, True
+
+
+def reduce_output(text: str, config: IngestConfig, *, lossy: bool = True) -> Reduction:
+    """All reducers in order. With `lossy=False` (a document the agent may edit) only terminal
+    escapes and redraws are removed."""
+    kinds: list[str] = []
+    out = strip_ansi(text)
+    if out != text:
+        kinds.append("ansi")
+    redrawn = resolve_redraws(out)
+    if redrawn != out:
+        kinds.append("redraws")
+    out = redrawn
+    if not lossy:
+        return Reduction(out, tuple(kinds), False)
+    lines = out.split("\n")
+    reduced = collapse_progress(lines)
+    if len(reduced) != len(lines):
+        kinds.append("progress")
+    before = len(reduced)
+    reduced = collapse_repeats(reduced, config.repeat_min_run)
+    if len(reduced) != before:
+        kinds.append("repeats")
+    out = "\n".join(reduced)
+    out, blobs = replace_blobs(out, config.blob_min_chars)
+    if blobs:
+        kinds.append("blobs")
+    out, shortened = shorten_json(out, config.json_max_items, config.json_keep_head, config.json_keep_tail)
+    if shortened:
+        kinds.append("json")
+    final, elided = elide_log(out.split("\n"), config.log_max_lines, config.log_head_lines,
+                              config.log_tail_lines, config.log_max_kept_lines)
+    if elided:
+        kinds.append("log")
+        out = "\n".join(final)
+    dropped = blobs or shortened or elided
+    return Reduction(out, tuple(kinds), dropped)
+
+
+def lost_important_lines(original: str, reduced: str, blob_min_chars: int = IngestConfig().blob_min_chars) -> list[str]:
+    """Important lines of `original` (escape codes removed, blobs noted as `reduce_output` notes them)
+    that `reduced` no longer shows: what a reduction must never produce, short of a log whose
+    important lines exceed its cap."""
+    shown = set(reduced.split("\n"))
+    clean = resolve_redraws(strip_ansi(original)).split("\n")
+    lost = []
+    for line in clean:
+        if not is_important(line) or is_progress(line) or line in shown:
+            continue
+        if replace_blobs(line, blob_min_chars)[0] not in shown:
+            lost.append(line)
+    return lost

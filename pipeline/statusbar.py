@@ -1,0 +1,133 @@
+"""The session's status bar: derives status events from the transcript, reduces them with the
+harness's own events, and decides what each call publishes at the tail of the view.
+
+It keeps the derived state incremental (each message is read once) and owns the publication rules:
+a baseline per epoch, deltas after it, and folding accumulated status messages into one fresh
+baseline when a stage is already breaking the prompt cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any, Sequence
+
+from .config import Config
+from .edits import Edit, Insert, ReplaceMessages
+from .model import Message, Origin
+from .state import StatusInputs, StatusUpdate
+from .status import PublisherState, StatusReducer, event_from_json, publish
+from .status.derive import EventDeriver
+from .status.events import ResourcesChanged
+from .status.publish import Publication
+from .status.snapshot import Snapshot
+
+# Epoch numbers match the status bar's: the session before any compaction is epoch 1.
+FIRST_EPOCH = 1
+STAGE = "status"
+
+
+class StatusBar:
+    """One per Session. `begin` before the graph runs, `finish` after it."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._deriver: EventDeriver | None = None
+        self._reducer = StatusReducer()
+        self._seen = 0
+        self.reset_pending = False  # a rewind dropped the status edits; the store follows at commit
+        # The view's size after the last compaction: usage recorded in the transcript before it
+        # describes a context the model no longer has, so this stands until newer usage arrives.
+        self.tokens_override: int | None = None
+
+    def reset(self) -> None:
+        """After a rewind status publications may sit after removed messages: the session drops them
+        all, and the next publication is a fresh baseline in the current epoch."""
+        self.reset_pending = True
+
+    def begin(self, live: Sequence[Message], keep: int, emitted: Sequence[dict[str, Any]],
+              stored: dict[str, Any] | None, now: float) -> tuple[StatusInputs, tuple[PublisherState, Publication]]:
+        """The status inputs for this call and the publication planned if no compaction happens."""
+        snapshot = self._snapshot(live, keep, emitted)
+        publisher = self._publisher_state(live, snapshot, None if self.reset_pending else stored)
+        planned = publish(publisher, snapshot, strategy=publisher.strategy, now=now)
+        return StatusInputs(snapshot, publisher, lambda tokens: self._resized(emitted, tokens)), planned
+
+    def finish(self, inputs: StatusInputs, planned: tuple[PublisherState, Publication], update: StatusUpdate | None,
+               cache_breaks: bool, view: Sequence[Message], now: float) -> tuple[list[Edit], PublisherState, dict[str, Any]]:
+        """Status edits for this call: after a compaction the status reinjector already made the new
+        epoch's baseline; otherwise the planned publication (nothing when nothing changed)."""
+        if update is not None:
+            self.tokens_override = update.tokens
+            edits: list[Edit] = [ReplaceMessages(STAGE, update.remove_ids, ())] if update.remove_ids else []
+            return edits, update.publisher, {"epoch": update.publisher.epoch, "seq": update.publisher.seq,
+                                             "published": "baseline"}
+        state = inputs.publisher
+        new_state, publication = planned
+        if self._should_fold(state, cache_breaks):
+            # One fresh baseline replaces the epoch's accumulated status messages (instead of the
+            # planned publication, which is never made).
+            folded, publication = publish(dataclasses.replace(state, last=None), inputs.snapshot,
+                                          strategy="replace", now=now)
+            new_state = dataclasses.replace(folded, strategy=state.strategy)
+        edits = []
+        if publication.remove_ids:
+            edits.append(ReplaceMessages(STAGE, publication.remove_ids, ()))
+        if publication.messages:
+            anchor = view[-1].id if view else None
+            ref = next((m.id for m in reversed(view) if m.origin is Origin.CONVERSATION), None)
+            edits.append(Insert(STAGE, anchor, publication.messages, ref))
+        kind = publication.messages[0].meta.get("kind") if publication.messages else None
+        return edits, new_state, {"epoch": new_state.epoch, "seq": new_state.seq, "published": kind,
+                                  "bytes": publication.bytes}
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _snapshot(self, live: Sequence[Message], keep: int, emitted: Sequence[dict[str, Any]]) -> Snapshot:
+        """Events derived from the transcript (incrementally: the deriver is fed only messages it has
+        not seen), the view's size after a compaction, then the harness's events."""
+        if self._deriver is None or keep < self._seen:
+            self._deriver, self._seen = EventDeriver(self.config.window), 0
+            self._reducer = StatusReducer()
+        for m in live[self._seen:]:
+            for event in self._deriver.derive(m):
+                self._reducer.apply(event)
+                if isinstance(event, ResourcesChanged) and event.tokens_used is not None:
+                    self.tokens_override = None  # the provider measured the compacted context
+        self._seen = len(live)
+        if self.tokens_override is not None:
+            self._reducer.apply(ResourcesChanged(tokens_used=self.tokens_override, token_limit=self.config.window))
+        if not emitted:
+            return self._reducer.snapshot()
+        # Harness events come last; apply them to a copy so the derived state stays incremental.
+        reducer = copy.deepcopy(self._reducer)
+        for data in emitted:
+            reducer.apply(event_from_json(data))
+        return reducer.snapshot()
+
+    def _resized(self, emitted: Sequence[dict[str, Any]], tokens: int) -> Snapshot:
+        """The snapshot as it will be once the view is `tokens` long (the baseline after a compaction)."""
+        reducer = copy.deepcopy(self._reducer)
+        reducer.apply(ResourcesChanged(tokens_used=tokens, token_limit=self.config.window))
+        for data in emitted:
+            reducer.apply(event_from_json(data))
+        return reducer.snapshot()
+
+    def _publisher_state(self, live: Sequence[Message], snapshot: Snapshot,
+                         stored: dict[str, Any] | None) -> PublisherState:
+        if stored is not None and stored.get("strategy") == self.config.status_strategy:
+            return PublisherState.from_json(stored)
+        fed_back = [m for m in live if m.origin is Origin.STATUS]
+        if fed_back:
+            # The harness sent back a view with our status in it: that status is what the model has,
+            # so continue after it instead of publishing a second copy.
+            last = fed_back[-1].meta
+            return PublisherState(self.config.status_strategy, int(last.get("epoch", FIRST_EPOCH)),
+                                  int(last.get("seq", 0)), snapshot, tuple(m.id for m in fed_back))
+        return PublisherState(strategy=self.config.status_strategy)
+
+    def _should_fold(self, state: PublisherState, cache_breaks: bool) -> bool:
+        if state.strategy == "replace":
+            return False
+        in_view = len(state.published_ids)
+        return in_view >= self.config.status_fold_max or (cache_breaks and in_view >= self.config.status_fold_min)

@@ -1,0 +1,317 @@
+"""A briefing for a fresh sub-agent: a selection from the ledger for one task, not the parent's history.
+
+Seed 003/004: a fresh sub-agent starts with its own context; what it needs from the parent is the goal,
+the rules that apply, the files that matter and why, what was tried and excluded, the identifiers it
+must use, and what to report back. Each candidate line is scored for relevance to the task (rapidfuzz
+token-set similarity on content words, plus shared paths and identifiers), and the lines are packed by
+value per token into the budget with the summarizers' packer. The user's hard rules always come first.
+Same ledger and task, same brief, byte for byte; every line keeps the message ids it came from.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from rapidfuzz import fuzz
+
+from ..errors import WorksurfaceError
+from ..facts import Constraint, FileFact
+from ..facts.constraints import STRONG, USER
+from ..ledger.ledger import LedgerView
+from ..summarizers.packing import Item, Section, pack
+from ..tokens import TokenCounter
+
+DEFAULT_BUDGET = 3000
+# Below this many tokens a brief cannot hold a task and a rule: refused rather than emptied.
+MIN_BUDGET = 64
+# A candidate counts as relevant from this score on (0..2: token-set similarity 0..1, plus 1 for a
+# shared path or identifier). Below it a line is left out, however much room is left: a fresh agent
+# reads every line it is given, so an unrelated rule is noise, not safety.
+MIN_RELEVANCE = 0.45
+# What was tried and failed is cheap to carry and costly to repeat: a lower bar.
+MIN_RELEVANCE_EXCLUDED = 0.3
+# Bonus for a path or identifier the task names appearing in a line (the strongest sign it applies).
+SHARED_TERM_BONUS = 1.0
+# Task text the agent read (an issue, a spec) is split into issues at separator lines; the issue most
+# like the task (at least SPEC_MATCH) lends this bonus to the rules it states: a rule's own words
+# rarely repeat the task's, but the issue it belongs to does.
+SPEC_SEPARATOR = re.compile(r"(?m)^\s*={3,}\s*$")  # `bd show a; echo ===; bd show b` (not a markdown rule)
+SPEC_MATCH = 0.6
+SPEC_BONUS = 0.4
+# Words that say nothing about what a line is about; left out of the similarity.
+STOPWORDS = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in
+into is it its me my no not of on or our should so than that the their then there these they this to
+was we were what when where which while who will with would you your use using need needs make sure
+all any each also only just more most other some such very via after before about""".split())
+MIN_WORD = 3
+# Paths, dotted or underscored identifiers, Module.Names and CamelCase words a task can name.
+TERM_RE = re.compile(r"[\w@~-]*[/.][\w./@~-]*\w|\b\w+_\w+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|`[^`\n]{2,60}`")
+# A line of the brief is cut (start and end kept) rather than dropped when it is this long.
+SHRINK_CHARS = 400
+# The user's latest request is context, not the goal: shown capped.
+MAX_REQUEST_CHARS = 1200
+MAX_COMMANDS = 6
+# A rule's source (the command or file that showed it) heads its group, cut to this length.
+MAX_ORIGIN_CHARS = 120
+MAX_COMMITS = 5
+REPORT_BACK = ("- What you found or changed, with the file paths and the exact commands you ran and their results.\n"
+               "- Anything that contradicts the rules or facts above, and what you did not finish.\n"
+               "- Keep it short: your answer is all the parent agent will read.")
+GOAL, RULES, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
+    "Goal", "Rules that apply", "Relevant files", "Tried and excluded", "Identifiers", "Report back")
+
+
+class BriefError(WorksurfaceError):
+    """A brief cannot be built as asked (an empty task, a budget too small to hold one)."""
+
+
+@dataclass(frozen=True)
+class BriefLine:
+    """One line the brief kept: its section, its text, and the message ids it came from."""
+
+    section: str
+    text: str
+    sources: tuple[str, ...]
+    relevance: float
+
+
+@dataclass(frozen=True)
+class Brief:
+    """The briefing text (within `budget` tokens) and the lines it holds, with their sources."""
+
+    task: str
+    text: str
+    tokens: int
+    budget: int
+    lines: tuple[BriefLine, ...]
+    candidates: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task": self.task, "tokens": self.tokens, "budget": self.budget, "candidates": self.candidates,
+                "text": self.text,
+                "lines": [{"section": x.section, "text": x.text, "sources": list(x.sources),
+                           "relevance": round(x.relevance, 3)} for x in self.lines]}
+
+
+def _words(text: str) -> str:
+    words = re.findall(r"[a-z0-9_./-]+", text.lower())
+    return " ".join(w for w in words if len(w) >= MIN_WORD and w not in STOPWORDS)
+
+
+def task_terms(task: str) -> frozenset[str]:
+    """Paths and identifiers the task names (lower-cased), with each path's file name and stem."""
+    out: set[str] = set()
+    for raw in TERM_RE.findall(task):
+        term = raw.strip("`").rstrip(".,:;)").lower()
+        if len(term) < MIN_WORD or term.replace(".", "").isdigit():
+            continue
+        out.add(term)
+        base = posixpath.basename(term.rstrip("/"))
+        if len(base) >= MIN_WORD and base != term and ("." in base or "_" in base):  # a file name, not a word
+            out.add(base)
+            stem = base.rsplit(".", 1)[0]
+            if len(stem) >= 4 and stem != base:
+                out.add(stem)
+    return frozenset(out)
+
+
+class Relevance:
+    """How much a line is about the task: token-set similarity of content words, plus a bonus when
+    it names a path or identifier the task names."""
+
+    def __init__(self, task: str) -> None:
+        self.words = _words(task)
+        self.terms = task_terms(task)
+
+    def __call__(self, text: str, *extra: str) -> float:
+        low = " ".join((text,) + extra).lower()
+        similarity = fuzz.token_set_ratio(self.words, _words(low)) / 100 if self.words else 0.0
+        shared = any(t in low for t in self.terms)
+        return similarity + (SHARED_TERM_BONUS if shared else 0.0)
+
+
+@dataclass
+class _Candidate:
+    section: str
+    text: str
+    sources: tuple[str, ...]
+    relevance: float
+    tier: int = 1  # 0: always kept first (the task, the user's hard rules)
+    group: str = ""  # a heading line shared by the lines of one source (said once)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _hard(c: Constraint) -> bool:
+    return c.source == USER and c.strength >= STRONG
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def closest_spec(view: LedgerView, rel: Relevance) -> tuple[str, str, float] | None:
+    """(origin, folded text, score) of the part of the task text the agent read that is most like
+    the task, when it is like it at all (SPEC_MATCH)."""
+    best: tuple[str, str, float] | None = None
+    for spec in view.task_specs():
+        for part in SPEC_SEPARATOR.split(spec.text):
+            if not part.strip():
+                continue
+            score = rel(part)
+            if score >= SPEC_MATCH and (best is None or score > best[2]):
+                best = (spec.origin, _fold(part), score)
+    return best
+
+
+def _rules(view: LedgerView, rel: Relevance) -> list[_Candidate]:
+    spec = closest_spec(view, rel)
+    out = []
+    for c in view.standing_constraints():
+        where = c.source + (f": {_clip(c.origin, MAX_ORIGIN_CHARS)}" if c.origin and c.origin != c.source else "")
+        text = f"- {c.text.strip()}"
+        score = rel(c.text, c.origin)
+        if spec is not None and _fold(c.text) in spec[1]:
+            score += SPEC_BONUS
+        out.append(_Candidate(RULES, text, (c.message_id,), score, 0 if _hard(c) else 1, f"From {where}:"))
+    return out
+
+
+def _file_line(f: FileFact, error: str | None) -> str:
+    actions = ", ".join(sorted(f.actions)) or "seen"
+    extra = []
+    if f.gone:
+        extra.append(f"moved to {f.moved_to}" if f.moved_to else "deleted")
+    if f.stale:
+        extra.append("changed since last read")
+    if error:
+        extra.append(f"last error: {error}")
+    return f"- {f.path}: {actions}" + (f"; {'; '.join(extra)}" if extra else "")
+
+
+def _files(view: LedgerView, rel: Relevance) -> list[_Candidate]:
+    errors: dict[str, tuple[str, str]] = {}
+    for e in view.tool_errors():
+        if not e.resolved and e.target:
+            errors[e.target] = (_clip(e.line, 160), e.message_id)
+    out = []
+    for f in view.file_activity():
+        err = next(((line, mid) for target, (line, mid) in errors.items() if f.path.endswith(target)
+                    or target.endswith(f.path)), None)
+        sources = (f.last_message_id,) + ((err[1],) if err else ())
+        out.append(_Candidate(FILES, _file_line(f, err[0] if err else None), sources, rel(f.path)))
+    return out
+
+
+def _excluded(view: LedgerView, rel: Relevance) -> list[_Candidate]:
+    out = [_Candidate(EXCLUDED, f"- {a.kind}: {_clip(a.text, SHRINK_CHARS)}", tuple(a.message_ids), rel(a.text))
+           for a in view.excluded_approaches()]
+    for e in view.tool_errors():
+        if e.transient:
+            continue
+        label = e.label or f"{e.tool} {e.target}".strip()
+        how = f" — {e.resolution}" if e.resolution else " — unresolved"
+        sources = (e.message_id,) + ((e.resolved_message_id,) if e.resolved_message_id else ())
+        out.append(_Candidate(EXCLUDED, f"- failed: {_clip(label, 160)}: {_clip(e.line, 200)}{how}", sources,
+                              rel(label, e.line, e.resolution or "")))
+    return out
+
+
+def _identifiers(view: LedgerView, rel: Relevance) -> list[_Candidate]:
+    ids = view.identifiers()
+    out: list[_Candidate] = []
+    # Where to work: always relevant (a sub-agent in the wrong worktree or branch undoes everything).
+    where = [f"cwd {ids.cwd}"] if ids.cwd else []
+    where += [f"branch {b}" for b in ids.branches[:1]] + [f"worktree {w}" for w in ids.worktrees[:2]]
+    if where:
+        out.append(_Candidate(IDENTIFIERS, "- " + "; ".join(where), (), 1.0, 0))
+    passed = [t for t in view.test_runs() if t.ok][::-1]
+    seen: set[str] = set()
+    for t in passed:
+        if t.command not in seen and len(seen) < MAX_COMMANDS:
+            seen.add(t.command)
+            out.append(_Candidate(IDENTIFIERS, f"- worked: `{_clip(t.command, 200)}` ({_clip(t.summary, 120)})",
+                                  (t.message_id,), 0.5 + rel(t.command)))
+    for cmd in ids.commands[:MAX_COMMANDS]:
+        if cmd not in seen:
+            seen.add(cmd)
+            out.append(_Candidate(IDENTIFIERS, f"- command: `{_clip(cmd, 200)}`", (), rel(cmd)))
+    for c in view.commits()[::-1][:MAX_COMMITS]:
+        out.append(_Candidate(IDENTIFIERS, f"- commit {c.hash[:12]} {_clip(c.subject, 120)}", (c.message_id,),
+                              0.5 + rel(c.subject)))
+    return out
+
+
+def _latest_request(view: LedgerView) -> tuple[str, str | None] | None:
+    for u in reversed(view.user_messages()):
+        text = u.text.strip()
+        if text and not text.startswith("<task-notification>"):
+            return text, u.message_id
+    return None
+
+
+def candidates(view: LedgerView, task: str) -> list[_Candidate]:
+    """Every line a brief for `task` could hold, scored."""
+    rel = Relevance(task)
+    out = [_Candidate(GOAL, task.strip(), (), 2.0, 0)]
+    request = _latest_request(view)
+    if request is not None:
+        out.append(_Candidate(GOAL, f"(Context, the user's latest request: {_clip(request[0], MAX_REQUEST_CHARS)})",
+                              (request[1],) if request[1] else (), 1.0, 0))
+    out += _rules(view, rel) + _files(view, rel) + _excluded(view, rel) + _identifiers(view, rel)
+    out.append(_Candidate(REPORT, REPORT_BACK, (), 2.0, 0))
+    return out
+
+
+# Sections in display order: (share of the budget, priority: 0 is filled first).
+SECTIONS = {GOAL: (0.25, 0), RULES: (0.3, 1), FILES: (0.15, 3), EXCLUDED: (0.15, 2), IDENTIFIERS: (0.1, 4),
+            REPORT: (0.05, 0)}
+
+
+def build_brief(view: LedgerView, task: str, budget_tokens: int = DEFAULT_BUDGET,
+                counter: TokenCounter | None = None) -> Brief:
+    """The brief for `task` from the ledger state `view`, at most `budget_tokens` tokens."""
+    if not task.strip():
+        raise BriefError("the task is empty: say what the sub-agent should do")
+    if budget_tokens < MIN_BUDGET:
+        raise BriefError(f"a brief needs a budget of at least {MIN_BUDGET} tokens, not {budget_tokens}")
+    counter = counter or TokenCounter()
+    pool = [c for c in candidates(view, task) if c.tier == 0 or c.relevance >= (
+        MIN_RELEVANCE_EXCLUDED if c.section == EXCLUDED else MIN_RELEVANCE)]
+    present = {c.section for c in pool}
+    sections = {name: Section(name, [], share, priority, empty="") for name, (share, priority) in SECTIONS.items()
+                if name in present}
+    keyed: dict[tuple[Any, ...], _Candidate] = {}
+    for n, c in enumerate(pool):
+        tokens = max(1, counter.text(c.text))
+        # Value per token within a tier; the tier and the position keep it total and deterministic.
+        order = (n,)
+        keyed[order] = c
+        item = Item(c.text, (c.tier, -c.relevance / tokens, n), order, group=c.group,
+                    shrinkable=len(c.text) > SHRINK_CHARS or c.section == GOAL)
+        sections[c.section].items.append(item)
+    text = pack(list(sections.values()), budget_tokens, counter)
+    lines = []
+    for name, section in sections.items():
+        for item in sorted(section.chosen, key=lambda it: it.order):
+            c = keyed[item.order]
+            lines.append(BriefLine(name, item.text, tuple(s for s in c.sources if s), c.relevance))
+    # Lines the final fit dropped are not in the text; keep only what the text shows.
+    lines = [x for x in lines if x.text in text]
+    return Brief(task, text, counter.text(text), budget_tokens, tuple(lines), len(pool))
+
+
+def render_sources(brief: Brief) -> Iterable[str]:
+    """`section: text  <- ids` lines, for a human reading where each line came from."""
+    for x in brief.lines:
+        yield f"[{x.section}] {x.text.splitlines()[0][:100]}  <- {', '.join(x.sources) or '(task)'}"
+
+
+__all__ = ["Brief", "BriefError", "BriefLine", "DEFAULT_BUDGET", "Relevance", "build_brief", "candidates",
+           "task_terms"]

@@ -1,0 +1,138 @@
+"""The report page in a real headless Chromium: loads with no console error and no request, one map
+cell per message with colour counts equal to the report's JSON, a click on a cleared message shows
+its artifact id, and a screenshot is not blank."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from worksurface.cli import app
+from worksurface.report.browser import BrowserUnavailable, find_chromium
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG = ROOT / "fixtures" / "long.jsonl"
+SMALL = ROOT / "fixtures" / "small.jsonl"
+# A blank or single-colour page has (almost) no variance; the map, legend and charts give plenty.
+MIN_PIXEL_VARIANCE = 200.0
+
+
+def _skip_reason() -> str | None:
+    try:
+        find_chromium()
+    except BrowserUnavailable as exc:
+        return str(exc)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[test]')"
+    return None
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")]
+
+
+def _report(tmp_path: Path, *args: str) -> tuple[Path, dict]:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", *args, "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    return out, json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium (fresh profile) for the module; each test opens its page in a new tab."""
+    from worksurface.report.browser import Chromium
+
+    with Chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def long_page(tmp_path_factory):
+    """One prepare of the long fixture: budgeted, snipped and cleared results, no compaction."""
+    return _report(tmp_path_factory.mktemp("report"), str(LONG))
+
+
+COLOURS_JS = """() => {
+  const legend = {};
+  document.querySelectorAll('#legend [data-fate]').forEach(s => {
+    legend[getComputedStyle(s.querySelector('.sw')).backgroundColor] = s.getAttribute('data-fate');
+  });
+  const counts = {};
+  const cells = document.querySelectorAll('#map > i');
+  cells.forEach(c => {
+    const fate = legend[getComputedStyle(c).backgroundColor] || 'unknown:' + getComputedStyle(c).backgroundColor;
+    counts[fate] = (counts[fate] || 0) + 1;
+  });
+  return {cells: cells.length, counts: counts, legend: Object.keys(legend).length};
+}"""
+
+
+def test_page_loads_offline_and_its_colours_count_like_the_json(chromium, long_page):
+    path, data = long_page
+    with chromium.open(path) as opened:
+        seen = opened.page.evaluate(COLOURS_JS)
+        assert opened.console_errors == []
+        assert opened.foreign_requests == [] and opened.requests == [opened.url]
+    assert seen["legend"] == len(data["fates"])  # every fate has its own colour
+    assert seen["cells"] == len(data["cells"])
+    assert seen["counts"] == {f: n for f, n in data["counts"].items() if n}
+    assert data["counts"]["cleared"] > 0 and data["counts"]["budgeted"] > 0
+
+
+def test_clicking_a_cleared_message_shows_its_artifact_id(chromium, long_page):
+    path, data = long_page
+    index = next(i for i, c in enumerate(data["cells"]) if c["fate"] == "cleared")
+    cell = data["cells"][index]
+    with chromium.open(path) as opened:
+        page = opened.page
+        page.click(f'#map > i[data-i="{index}"]')
+        detail = page.inner_text("#detail")
+        assert opened.console_errors == []
+    assert cell["artifact"] and cell["artifact"] in detail
+    assert cell["id"] in detail and "cleared by microcompact" in detail and "microcompact" in detail
+
+
+def test_screenshot_of_a_replay_with_probes_is_not_blank(chromium, tmp_path):
+    from PIL import Image, ImageStat
+
+    from worksurface.probes.derive import derive
+    from test_report_html import compacting_window
+    from worksurface.formats import read_transcript
+    from worksurface.tokens import TokenCounter
+
+    transcript = read_transcript(SMALL)
+    probes = derive(transcript.messages, SMALL.name, transcript.queued_inputs)
+    probe_file = tmp_path / "probes.json"
+    probes.save(probe_file)
+    window, target = compacting_window(TokenCounter().messages(transcript.messages))
+    path, data = _report(tmp_path, str(SMALL), "--replay", "--window", str(window), "--target", str(target),
+                         "--probes", str(probe_file))
+    shot = tmp_path / "report.png"
+    with chromium.open(path) as opened:
+        charts = opened.page.locator("svg.chart").count()
+        opened.page.click('#map > i[data-i="0"]')
+        opened.page.screenshot(path=str(shot), full_page=True)
+        assert opened.console_errors == [] and opened.foreign_requests == []
+    assert charts >= 4  # waterfall, sawtooth, cache share, retention curve
+    assert data["replay"]["summary"]["compactions"] >= 1
+    image = Image.open(shot).convert("L")
+    assert image.size[1] > 1500  # the whole page, not one screen
+    assert ImageStat.Stat(image).var[0] > MIN_PIXEL_VARIANCE
+    assert sum(1 for n in image.histogram() if n) > 20  # many grey levels, not two
+
+
+def test_the_harness_sees_console_errors_and_requests(chromium, tmp_path):
+    """The checks above can fail: a page that errors and fetches is caught (the fetch aborted)."""
+
+    page = tmp_path / "bad.html"
+    page.write_text('<html><body><img src="http://127.0.0.1:9/x.png"><script>undefinedFunction()</script>'
+                    "</body></html>", encoding="utf-8")
+    with chromium.open(page) as opened:
+        errors, foreign = list(opened.console_errors), opened.foreign_requests
+    assert foreign == ["http://127.0.0.1:9/x.png"]
+    assert any("undefinedFunction" in e for e in errors)
