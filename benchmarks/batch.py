@@ -1,7 +1,7 @@
 """`python -m benchmarks.batch [--transcripts 1000] [--task compact] [--workers 2] [--json OUT]`:
 `worksurface batch` serially against a local Dask cluster.
 
-Generates small sessions with the fixture generator (`worksurface.fixturegen`, 6,000 tokens each,
+Generates small sessions with the fixture generator (`fixturegen`, 6,000 tokens each,
 one seed per file) into a temp folder, then runs the same task on all of them:
 
 - serially, in a fresh subprocess (the `--workers 0` path): throughput and the process's peak RSS;
@@ -29,7 +29,7 @@ from typing import Any, Sequence
 from worksurface.batch.job import BatchOptions, plan
 from worksurface.batch.run import local_cluster, prepare_local, run_dask, run_local
 from worksurface.batch.tasks import TaskSpec
-from worksurface.fixturegen import MIN_TOKENS, write_session
+from fixturegen import MIN_TOKENS, write_session
 
 from .machine import describe, machine_info
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from worksurface import Config, Session
-from worksurface.fixturegen import write_session
+from fixturegen import write_session
 from worksurface.harnesses import default_harnesses
 from worksurface.pricing import PriceModel, PromptCache, price_model
 from worksurface.tokens import TokenCounter

@@ -14,7 +14,7 @@ from statistics import median
 from typing import Any, Iterator
 
 from worksurface.fileio import atomic_write
-from worksurface.fixturegen import write_session
+from fixturegen import write_session
 from worksurface.report import build_report, render_html
 
 from . import replay

@@ -3,7 +3,7 @@ worksurface and every baseline (given worksurface's view size), at each post-com
 
 Points: a Claude Code session's first real compact boundary; for a transcript without one, the first
 call at which the live transcript passes the autocompact threshold (where any harness must compact).
-Probes: derived mechanically at each point (`worksurface.probes.derive`), and the hand-labeled sets in
+Probes: derived mechanically at each point (`worksurface.probes.derivation`), and the hand-labeled sets in
 the shared probes folder, scored the same way.
 """
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from worksurface.fixturegen import write_session
+from fixturegen import write_session
 
 from .plan import SCALE_SEED, Plan
 from .replay import REPO
@@ -113,7 +113,7 @@ def render(result: dict[str, Any], caption: str) -> str:
     verdict = (f"Growth {'is' if result['near_linear'] else 'is NOT'} close to linear: time per token stays "
                f"within {result['linear_tolerance']}x of the smallest size's.")
     parts = ["## Scale: offline compact", caption,
-             f"Generated Claude Code sessions (`worksurface.fixturegen`, seed {result['seed']}); each size "
+             f"Generated Claude Code sessions (`fixturegen`, seed {result['seed']}); each size "
              "compacted by `worksurface.compact(transcript, force=True)` (default config) in its own "
              "subprocess. Times are medians over the runs; peak RSS is the process's high-water mark "
              "(Linux VmHWM, reset after imports), growth is that peak less the RSS after imports.",

@@ -1,7 +1,8 @@
 """worksurface: keeps an LLM agent's context healthy over long tasks.
 
 A harness calls `Session.prepare(transcript)` before every model call; `compact(messages)` is the
-one-shot form. See DESIGN.md for the stages, reinjectors and invariants.
+one-shot form. The stages (`worksurface.stages`) reduce the view in a fixed order; after a
+compaction the reinjectors (`worksurface.reinjectors`) restore the working surface.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -1,6 +1,6 @@
 """Configuration: one typed model per stage and reinjector, composed into `Config`.
 
-Thresholds derive from the window (DESIGN.md section 4): autocompact fires at
+Thresholds derive from the window (every default is for a 200k window): autocompact fires at
 window - max_output - autocompact_buffer, and the post-compact view aims at 20% of the window.
 Values come from keyword arguments, `worksurface.toml`, or `[tool.worksurface]` in pyproject.toml.
 """
@@ -31,7 +31,12 @@ class _Section(BaseModel):
 
 
 class BudgetConfig(_Section):
+    """Large tool results stored as artifacts and replaced by a preview (values at a 200k window)."""
+
+    # One result over this is replaced: Claude Code's own per-result cap is of this order, and a
+    # single result larger than this crowds out everything else the model needs.
     max_result_tokens: int = Field(12_000, ge=100)
+    # The results answering one assistant turn together: parallel calls can flood the view at once.
     max_turn_tokens: int = Field(50_000, ge=100)
     # Head and tail previews: an error's cause is usually at the end of the output.
     preview_head_tokens: int = Field(600, ge=0)
@@ -42,15 +47,26 @@ class SnipConfig(_Section):
     # Snipping edits the middle of the view and so breaks the provider's cache from that point;
     # it is applied in batches worth at least this much, or when the cache is cold anyway.
     min_gain_tokens: int = Field(4_000, ge=0)
+    # rapidfuzz ratio at which an earlier output counts as a near-duplicate of a later one (a
+    # re-run whose output changed in a timestamp or a count).
     near_duplicate_ratio: float = Field(97.0, ge=50, le=100)
+    # Outputs smaller than this are never snipped: the marker would cost about as much.
     min_result_tokens: int = Field(200, ge=0)
 
 
 class MicrocompactConfig(_Section):
+    """Clearing old results of tools whose output can be fetched again (values at a 200k window)."""
+
+    # Clearing starts once the view is this large: below it, the cache hit is worth more.
     trigger_tokens: int = Field(100_000, ge=0)
+    # Clear in batches at least this large, so the prefix changes rarely (each change re-bills it).
     clear_at_least: int = Field(20_000, ge=0)
+    # The newest results of compactable tools are kept whatever their size: the agent is using them.
     keep_recent: int = Field(5, ge=0)
+    # ... and so is the newest stretch of this many tokens.
     protect_tokens: int = Field(40_000, ge=0)
+    # Idle longer than this, the provider's cache has expired (Anthropic's default TTL is 5 minutes):
+    # the whole prefix is billed again anyway, so clearing costs nothing extra.
     cache_ttl_seconds: float = Field(300.0, ge=0)
     compactable_tools: tuple[str, ...] = DEFAULT_COMPACTABLE_TOOLS
     excluded_tools: tuple[str, ...] = DEFAULT_EXCLUDED_TOOLS
@@ -59,14 +75,23 @@ class MicrocompactConfig(_Section):
 class CollapseConfig(_Section):
     # Fraction of the autocompact threshold over which exploration spans are folded.
     trigger_fraction: float = Field(0.9, gt=0, le=1)
+    # A span shorter than this is not worth a digest.
     min_span_steps: int = Field(2, ge=1)
+    # The newest exploration steps stay as they are: the agent is still reading their results.
     keep_recent_steps: int = Field(10, ge=0)
 
 
 class AutocompactConfig(_Section):
+    """Summarizing everything before a kept tail; sizes are caps within the post-compact target."""
+
+    # The newest messages kept verbatim (the target's share decides below this cap).
     keep_tail_tokens: int = Field(12_000, ge=0)
+    # The summary's cap: beyond it a summary repeats what the reinjectors restore.
     summary_tokens: int = Field(8_000, ge=200)
+    # Of the summary, the room for the user's own earlier messages, quoted verbatim.
     user_messages_tokens: int = Field(4_000, ge=0)
+    # After this many failed compactions in a row the breaker opens (it retries once the view has
+    # grown by a tenth of the window), so a session that cannot be compacted does not loop.
     max_consecutive_failures: int = Field(3, ge=1)
     # "structured" needs no model; "llm" takes options such as provider, model, base_url,
     # api_key_env and timeout (see worksurface.summarizers.llm.LLMSummarizer).
@@ -75,15 +100,25 @@ class AutocompactConfig(_Section):
 
 
 class ReinjectConfig(_Section):
+    """What each reinjector may restore after a compaction (caps; the post-compact target decides)."""
+
+    # The status baseline: a few hundred tokens hold every section.
     status_tokens: int = Field(600, ge=0)
+    # Standing rules and tried-and-excluded approaches, verbatim: what agents lose first.
     constraints_tokens: int = Field(3_000, ge=0)
+    # The todo list and the latest plan (a long approved plan may take a quarter of the room left).
     plan_tokens: int = Field(3_000, ge=0)
+    # Files the agent was working on, newest first: at least this many (more when the target has
+    # room), each up to file_tokens, together up to files_tokens or three quarters of the room left.
     files_max: int = Field(5, ge=0)
     file_tokens: int = Field(4_000, ge=0)
     files_tokens: int = Field(16_000, ge=0)
+    # Skills invoked in the session, newest first (their instructions are not in the summary).
     skill_tokens: int = Field(4_000, ge=0)
     skills_tokens: int = Field(8_000, ge=0)
+    # Tools, MCP servers and agents announced mid-session.
     tools_tokens: int = Field(1_000, ge=0)
+    # rapidfuzz similarity at which the kept tail counts as already showing a file or a rule.
     visible_similarity: float = Field(90.0, ge=0, le=100)
 
 
@@ -155,6 +190,7 @@ DEFAULT_WINDOW = 200_000
 WINDOW_SHARES: tuple[tuple[str | None, str, float], ...] = (
     (None, "max_output", 0.10), (None, "autocompact_buffer", 0.065),
     ("budget", "max_result_tokens", 0.06), ("budget", "max_turn_tokens", 0.25),
+    ("budget", "preview_head_tokens", 0.003), ("budget", "preview_tail_tokens", 0.003),
     ("snip", "min_gain_tokens", 0.02),
     ("microcompact", "trigger_tokens", 0.5), ("microcompact", "clear_at_least", 0.10),
     ("microcompact", "protect_tokens", 0.20),
@@ -193,12 +229,24 @@ def _minimum(metadata: list[Any]) -> int:
 
 
 class Config(_Section):
+    """Everything configurable; values come from keyword arguments, `worksurface.toml` or
+    `[tool.worksurface]` in pyproject.toml (found from the current folder upwards)."""
+
+    # The model's context window in its provider's tokens.
     window: int = Field(200_000, ge=1_000)
+    # Kept free for the model's answer (and its thinking): 10% of the window, at most 20k.
     max_output: int = Field(20_000, ge=0)
+    # A margin under the window so a call never fails on a token-count difference: 6.5%, at most 13k
+    # (autocompact fires at window - max_output - autocompact_buffer, 167k of 200k, as Claude Code).
     autocompact_buffer: int = Field(13_000, ge=0)
+    # The post-compact view aims at this share of the window, so the agent gets most of it back.
     post_compact_fraction: float = Field(0.2, gt=0, le=1)
+    # An absolute post-compact target instead of the fraction.
     post_compact_target_tokens: int | None = Field(None, ge=500)
+    # Reinject current file contents from here (never from outside it); None: the transcript's copy.
     workspace_root: str | None = None
+    # How the status bar is published: a baseline then deltas (cache-friendly), every full bar
+    # appended, or the newest one replacing the previous.
     status_strategy: str = Field("delta", pattern="^(append|replace|delta)$")
     # Deltas accumulate at the tail; they are folded into one fresh baseline when a stage already
     # breaks the cache on this call and at least `status_fold_min` are in view, or in any case once

@@ -1,4 +1,4 @@
-"""The staged graph: budget -> snip -> microcompact -> collapse -> autocompact [-> reinject].
+"""The staged graph: ingest -> budget -> snip -> microcompact -> collapse -> autocompact [-> reinject].
 
 A LangGraph `StateGraph` with conditional edges: once the view is under every remaining trigger the
 reducing stages are skipped, and the reinjection node runs only when this call wrote a new compact
@@ -14,14 +14,15 @@ from typing import Any, Callable
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from worksurface.stages import autocompact, budget, collapse, microcompact, snip
+from worksurface.stages import autocompact, budget, collapse, ingest, microcompact, snip
 
 from .config import Config
 from .edits import Compact, Insert, apply_edits
 from .model import Message
-from .state import PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate
+from .state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
+                    tokenizer_ratio, view_offset)
 
-REDUCING_STAGES: tuple[Stage, ...] = (budget, snip, microcompact, collapse, autocompact)
+REDUCING_STAGES: tuple[Stage, ...] = (ingest, budget, snip, microcompact, collapse, autocompact)
 STAGE_NAMES = tuple(s.NAME for s in REDUCING_STAGES)
 REINJECT = "reinject"
 STATUS_REINJECTOR = "status"
@@ -38,11 +39,12 @@ def _node(stage: Stage) -> Callable[[PipelineState, Runtime[StageContext]], dict
         update: dict[str, Any] = {"reports": [result.report]}
         if result.edits:
             view = apply_edits(state["view"], result.edits)
-            tokens = ctx.counter.messages(view) + ctx.token_offset
+            compacted = state["compacted"] or any(isinstance(e, Compact) for e in result.edits)
+            counted = ctx.counter.messages(view)
+            tokens = counted + view_offset(ctx, counted, compacted)
             result.report.tokens_after = tokens
             update.update(view=view, tokens=tokens, edits=result.edits, cache_edits=result.cache_edits,
-                          compacted=state.get("compacted", False)
-                          or any(isinstance(e, Compact) for e in result.edits))
+                          compacted=compacted)
         return update
     node.__name__ = stage.NAME
     return node
@@ -64,8 +66,10 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
         if reinjector.NAME == STATUS_REINJECTOR:
             budget_left += reserved
         started = time.perf_counter()
-        result: Reinjection = reinjector.run(view + added, ctx.config.reinject, ctx, budget_left)
-        budget_left -= ctx.counter.messages(result.messages)
+        # Reinjectors count with worksurface's tokenizer; the budget is in the provider's tokens.
+        ratio = tokenizer_ratio(ctx)
+        result: Reinjection = reinjector.run(view + added, ctx.config.reinject, ctx, int(budget_left / ratio))
+        budget_left -= round(ctx.counter.messages(result.messages) * ratio)
         added.extend(result.messages)
         status = result.status or status
         result.report.ms = (time.perf_counter() - started) * 1000
@@ -84,7 +88,7 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
 def _min_remaining_trigger(ctx: StageContext, after: str) -> int:
     """The lowest token trigger among the stages after `after`."""
     # Snip has no token trigger (it batches by gain), so it always gets its turn.
-    triggers = {"snip": 0, "microcompact": ctx.config.microcompact.trigger_tokens,
+    triggers = {"budget": 0, "snip": 0, "microcompact": ctx.config.microcompact.trigger_tokens,
                 "collapse": ctx.config.collapse_trigger,
                 "autocompact": ctx.config.threshold}
     remaining = STAGE_NAMES[STAGE_NAMES.index(after) + 1:]

@@ -15,6 +15,7 @@ the TTL: the whole prefix is re-billed anyway) and an explicit `force` fire rega
 from __future__ import annotations
 
 import dataclasses
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -170,6 +171,7 @@ class BilledCall:
 class _Entry:
     view: Sequence[Message]
     last_used: float | None
+    tokens: int = 0
 
 
 @dataclass
@@ -185,14 +187,20 @@ class PromptCache:
     _entries: list[_Entry] = field(default_factory=list)
     _last_at: float | None = None
 
-    def send(self, view: Sequence[Message], at: float | None = None, output_tokens: int = 0) -> BilledCall:
+    def send(self, view: Sequence[Message], at: float | None = None, output_tokens: int = 0,
+             tokens: int | None = None) -> BilledCall:
+        """Bill one call. `tokens`: the view's size when the caller knows it (a session keeps a
+        running total), so a call that only appended messages costs no pass over the whole view."""
         at = self._last_at if at is None else at
         live = [e for e in self._entries if not self._expired(e, at)]
         cold = bool(self._entries) and not live
-        tokens = self.counter.messages(view)
+        tokens = self.counter.messages(view) if tokens is None else tokens
         cached, hit = 0, None
         for entry in live:
-            common = common_prefix_tokens(entry.view, view, self.counter)
+            if len(view) >= len(entry.view) and all(map(operator.is_, entry.view, view)):
+                common = entry.tokens  # the same messages, extended: C-speed check, no recount
+            else:
+                common = common_prefix_tokens(entry.view, view, self.counter)
             if common > cached:
                 cached, hit = common, entry
         if cached < self.prices.min_cache_tokens:
@@ -203,11 +211,27 @@ class PromptCache:
         self.total += cost
         if hit is not None:
             hit.last_used = at
-        self._entries = (live + [_Entry(list(view), at)])[-MAX_CACHE_ENTRIES:]
+        self._entries = (live + [_Entry(list(view), at, tokens)])[-MAX_CACHE_ENTRIES:]
         self._last_at = at
         billed = BilledCall(self.calls, tokens, cached, written, uncached, cold, cost, self.total)
         self.calls += 1
         return billed
+
+    def state_json(self) -> dict[str, Any]:
+        """What a session stores to go on billing after a reopen: the calls, the running total, and
+        when the cache was last used (the views themselves are the session's own to rebuild)."""
+        last = self._entries[-1].last_used if self._entries else None
+        return {"prices": self.prices.to_json(), "calls": self.calls, "total": self.total, "last_at": self._last_at,
+                "last_used": last}
+
+    def restore(self, data: dict[str, Any] | None, last_view: Sequence[Message] | None) -> None:
+        """Continue from `state_json()` with the last view sent in cache (older cached views are not
+        kept across a reopen: a slight over-estimate of the next call's cost at most)."""
+        if not data or data.get("prices") != self.prices.to_json():
+            return
+        self.calls, self.total, self._last_at = int(data["calls"]), float(data["total"]), data.get("last_at")
+        if last_view:
+            self._entries = [_Entry(list(last_view), data.get("last_used"), self.counter.messages(last_view))]
 
     def _expired(self, entry: _Entry, at: float | None) -> bool:
         if at is None or entry.last_used is None:

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from statistics import median
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from .model import Message
 from .pricing import PriceModel, PromptCache, price_model
@@ -20,13 +20,46 @@ from .tokens import TokenCounter
 from .usage import call_usage, find_usage, view_figures
 from .view import live_slice
 
-if TYPE_CHECKING:  # the session pulls in LangGraph; the probes import this module without it
+if TYPE_CHECKING:
+    from .config import Config
     from .harnesses import Harness
-    from .session import Session
+    from .state import StageReport
 
 # A call whose message has no timestamp comes this long after the previous one: well under the
 # 5-minute cache TTL, so a missing timestamp never fakes an idle gap.
 DEFAULT_GAP_SECONDS = 1.0
+
+
+class PreparedReport(Protocol):
+    """The parts of a `PrepareReport` a replay records."""
+
+    @property
+    def tokens_after(self) -> int: ...
+    @property
+    def stages(self) -> Sequence[StageReport]: ...
+    @property
+    def status(self) -> dict[str, Any] | None: ...
+
+
+class PreparedView(Protocol):
+    """The parts of a `Prepared` a replay records: the view and its report."""
+
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def report(self) -> PreparedReport: ...
+
+
+class Preparer(Protocol):
+    """What a replay drives: a `Session` fits. A Protocol rather than the class itself, so this module
+    (which the probes and the status replay import) stays below the session, which pulls in LangGraph."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def counter(self) -> TokenCounter: ...
+    def prepare(self, transcript: Sequence[Message], usage: int | tuple[str, int] | None = None,
+                now: float | None = None) -> PreparedView: ...
 
 
 def call_points(messages: Sequence[Message]) -> list[int]:
@@ -118,7 +151,7 @@ class ReplayResult:
                               for name, total in self.baseline_totals.items()}}
 
 
-def replay(messages: Sequence[Message], session: "Session", prices: PriceModel | None = None,
+def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | None = None,
            harnesses: Sequence[Harness] = (), *, use_usage: bool = True) -> ReplayResult:
     """One `prepare` per call point. Each call is billed at `prices` (default: the session config's
     pricing); each of `harnesses` (see `worksurface.harnesses`) is billed on the same calls and clock.

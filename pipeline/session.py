@@ -9,8 +9,11 @@ transaction, so a crash leaves the previous consistent state.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import itertools
 import logging
+import operator
 import os
 import time
 from dataclasses import dataclass, field
@@ -23,8 +26,10 @@ from .errors import ArtifactNotFoundError, ContextOverflowError, SessionError, W
 from .formats.base import Transcript
 from .graph import STAGE_NAMES, build_graph
 from .ledger import Ledger
+from .ledger.ledger import LEDGER_KEY
 from .model import Message, Origin, orphans
-from .state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs
+from .pricing import PromptCache, price_model
+from .state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
 from .status import PublisherState, event_to_json
 from .status.events import Event
 from .status.publish import Publication
@@ -32,7 +37,8 @@ from .statusbar import FIRST_EPOCH, StatusBar
 from .store import MemoryStore, SessionStore, Store
 from .summarizers.base import Summarizer
 from .tokens import TokenCounter
-from .view import check_no_duplicates, check_pairing, clean_recovered, close_interrupted, live_slice, protected_ids
+from .usage import calibrate
+from .view import IncrementalRecovery, check_no_duplicates, check_pairing, live_slice, protected_ids
 
 if TYPE_CHECKING:
     from .subagents.brief import Brief
@@ -62,9 +68,15 @@ class PrepareReport:
     rewound: int = 0
     # Things the harness should know that are not errors: a breaker that opened, a stage skipped.
     notices: list[str] = field(default_factory=list)
+    # What the provider bills for sending this view (USD, the session's price model and its prompt
+    # cache: the prefix still cached is read, the rest written), and the session's running total.
+    cost: float = 0.0
+    cost_total: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "cost": round(self.cost, 6),
+            "cost_total": round(self.cost_total, 6),
             "tokens_before": self.tokens_before,
             "view_tokens_before": self.view_tokens_before,
             "tokens_after": self.tokens_after,
@@ -117,13 +129,22 @@ class Session:
         self.counter.load_message_counts(store.token_cache())
         self._log: list[Message] = store.log_messages()
         self._digests: list[str] = [m.digest for m in self._log]
+        # Running token totals, so a call counts only its new messages: _log_tokens[i] is the tokens of
+        # the log's first i messages; _view_tokens is (the cached view object, its tokens).
+        self._log_tokens: list[int] = list(itertools.accumulate(map(self.counter.message, self._log), initial=0))
+        self._view_tokens: tuple[list[Message], int] | None = None
+        self._counted: tuple[list[Message], int] = ([], 0)  # the view this call counted, and its tokens
+        self._view_hash: tuple[list[Message], Any] | None = None  # (a view, its running digest state)
         self._edits: list[Edit] = store.edits()
+        self._recovery = IncrementalRecovery()
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
-        self.ledger = Ledger.from_json(store.get_meta("ledger"))
+        self.ledger = Ledger.load(store.get_meta)
         self.status_bar = StatusBar(self.config)
         self.status_bar.tokens_override = store.get_meta("status_tokens_override")
         self._verify_reopened()
+        self._billing = PromptCache(price_model(self.config.pricing), self.counter)
+        self._billing.restore(store.get_meta("billing"), self._cached[2] if self._cached else None)
 
     def _verify_reopened(self) -> None:
         """A reopened session must rebuild exactly the view it last returned."""
@@ -195,23 +216,28 @@ class Session:
             if self.store.get_meta("generation", 0) != self._generation:
                 self._load()  # another process (or Session object) committed since we last looked
             full = _as_messages(transcript)
-            recovered = clean_recovered(close_interrupted(live_slice(full)))
+            recovered = self._recovery(full)  # incremental live_slice, close_interrupted, clean_recovered
             live = recovered.messages
             keep, rewound = self._sync(live)
             repeat = self._repeat(live, keep, usage, force)
             if repeat is not None:
                 return repeat
-            self.ledger.update(full, rebuild=bool(rewound), queued=_queued(transcript))
+            self.ledger.update(full, rebuild=bool(rewound), queued=_queued(transcript),
+                               extras=transcript.extras if isinstance(transcript, Transcript) else ())
             view = self._current_view(live, keep)
-            raw_tokens = self.counter.messages(live)
-            counted = self.counter.messages(view)
+            raw_tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])
+            counted = self._count_view(view, keep, live)
             offset = self._usage_offset(view, counted, usage)
+            calibration = calibrate(live, self.counter) if usage is not None else None
             status_inputs, planned = self.status_bar.begin(
-                live, keep, self.store.get_meta("status_events", []), self.store.get_meta("status_publisher"), now)
+                live, keep, self.store.get_meta("status_events", []), self.store.get_meta("status_publisher"), now,
+                history=full[:self._recovery.start])
             # The status published after the graph counts against every trigger, so a view that the
             # stages leave under the threshold is still under it with its status.
             offset += self.counter.messages(planned[1].messages)
-            ctx = self._context(now, force, instructions, view, live, transcript, status_inputs, offset)
+            ctx = self._context(now, force, instructions, view, live, keep, transcript, status_inputs, offset)
+            if calibration is not None:
+                ctx = dataclasses.replace(ctx, calibration=calibration, anchor_counted=counted)
             final = self._run_graph(view, counted + offset, ctx)
             new_edits: list[Edit] = list(final["edits"])
             out_view = final["view"]
@@ -224,6 +250,8 @@ class Session:
                 self._check(live, out_view)  # an unedited view is the previous one plus the transcript's
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
             report.status = status_report
+            billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view))
+            report.cost, report.cost_total = billed.cost, billed.total
             report.notices += recovered.notes(self._noted)
             self._noted.update(mid for mid, _ in recovered.removed)
             self._notices(report, ctx)
@@ -285,6 +313,8 @@ class Session:
         removed messages and restarts the status bar."""
         n = min(len(self._log), len(live))
         keep = 0
+        if all(map(operator.is_, self._log[:n], live[:n])):
+            keep = n  # the same message objects as the previous call (C speed, no digest compared)
         while keep < n and self._digests[keep] == live[keep].digest:
             keep += 1
         rewound = len(self._log) - keep
@@ -310,6 +340,18 @@ class Session:
         stages = [StageReport(name, tokens, tokens, skipped=NOTHING_NEW) for name in STAGE_NAMES]
         return Prepared(list(view), PrepareReport(tokens, tokens, tokens, stages), [])
 
+    def _count_view(self, view: list[Message], keep: int, live: list[Message]) -> int:
+        """Tokens of `view`: the previous view's running total plus the new messages when `view`
+        extends it (see `_current_view`), else a count of every message (memoized per message)."""
+        cached, known = self._cached, self._view_tokens
+        if (cached is not None and known is not None and known[0] is cached[2] and cached[0] == keep
+                and cached[1] == len(self._edits) and keep == len(self._log)):
+            tokens = known[1] + self.counter.messages(live[keep:])
+        else:
+            tokens = self.counter.messages(view)
+        self._counted = (view, tokens)
+        return tokens
+
     def _current_view(self, live: list[Message], keep: int) -> list[Message]:
         """Stored edits applied to the live transcript; incremental when only messages were appended
         (edits only ever refer to messages that existed when they were made)."""
@@ -329,8 +371,8 @@ class Session:
         return self.counter.estimate(view, tuple(anchor)) - counted
 
     def _context(self, now: float, force: bool, instructions: str | None, view: list[Message],
-                 live: list[Message], transcript: Transcript | Sequence[Message], status: StatusInputs,
-                 offset: int) -> StageContext:
+                 live: list[Message], keep: int, transcript: Transcript | Sequence[Message],
+                 status: StatusInputs, offset: int) -> StageContext:
         store = self.store
         last = store.get_meta("last_prepare_at")
         snips = [(tuple(ids), reason) for ids, reason in store.get_meta("pending_snips", [])]
@@ -345,7 +387,10 @@ class Session:
             instructions=instructions, epoch=max(store.get_meta("epoch", FIRST_EPOCH), _transcript_epoch(live)),
             explicit_snips=snips, summarizer=self.summarizer, protected=protected_ids(view),
             consecutive_failures=failures, token_offset=offset, transcript=live,
-            queued_inputs=_queued(transcript), status=status, reinjectors=self.reinjectors, ledger=self.ledger)
+            queued_inputs=_queued(transcript), status=status, reinjectors=self.reinjectors, ledger=self.ledger,
+            # New since the previous call, so never sent; on a session's first call the transcript's
+            # own history was sent by the harness already (the stage then judges from its shape).
+            unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None)
 
     def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
         start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
@@ -378,6 +423,13 @@ class Session:
             report.notices.append(f"autocompact is paused after {ctx.consecutive_failures} failed compactions: the "
                                   f"view is {report.tokens_after} tokens, over the threshold of "
                                   f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
+        target = self.config.post_compact_target
+        size = report.tokens_after + view_offset(ctx, report.tokens_after, compacted=True)
+        if report.boundary and size > target:
+            over = size - target
+            report.notices.append(f"the compacted view is {over} tokens over the post-compact target of {target}: "
+                                  "what must stay (the system prompt and tools the harness sends, the newest "
+                                  "user message, the last turn) is larger than the target")
         fallback = (report.boundary or {}).get("fallback")
         if fallback:
             report.notices.append(f"summarizer {fallback['from']} failed ({fallback['error']}); "
@@ -388,7 +440,7 @@ class Session:
     def _report(self, final: PipelineState, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
         by_name = {r.name: r for r in final["reports"]}
         reinjected = [r for r in final["reports"] if r.name not in STAGE_NAMES]
-        tokens_after = self.counter.messages(final["view"])
+        tokens_after = self._known_tokens(final["view"])
         stages, running = [], before
         for name in STAGE_NAMES:
             r = by_name.get(name) or StageReport(name, running, running, skipped="under target")
@@ -398,6 +450,14 @@ class Session:
         boundary = auto.details if auto is not None and not auto.skipped else None
         return PrepareReport(raw, before, tokens_after, stages, reinjected, boundary,
                              ms=(time.perf_counter() - started) * 1000, rewound=rewound)
+
+    def _known_tokens(self, view: list[Message]) -> int:
+        """Tokens of a view: from the running total when it starts with the view this call counted
+        (the same message objects: nothing fired, or only messages were added at its end)."""
+        base, tokens = self._counted
+        if len(view) >= len(base) and all(map(operator.is_, base, view)):
+            return tokens + self.counter.messages(view[len(base):])
+        return self.counter.messages(view)
 
     def _commit(self, live: list[Message], keep: int, new_edits: list[Edit], view: list[Message],
                 now: float, report: PrepareReport, status: PublisherState,
@@ -429,17 +489,42 @@ class Session:
                 store.set_meta("breaker_retry_tokens", report.tokens_after + self.config.window // 10)
             elif report.tokens_after <= self.config.threshold:
                 store.set_meta("consecutive_failures", 0)
-            if self.ledger.dirty:
-                store.set_meta("ledger", self.ledger.to_json())
+            ledger_save = self.ledger.save() if self.ledger.dirty else None
+            if ledger_save is not None:
+                # Only the parts of the ledger this call changed (DESIGN.md 12).
+                for key, value in ledger_save.parts.items():
+                    store.set_meta(key, value)
+                store.set_meta(LEDGER_KEY, ledger_save.head)
             store.set_meta("last_view_tail", view[-1].id if view else None)
-            store.set_meta("view_digest", view_digest(view))
+            store.set_meta("view_digest", self._digest_of(view))
             store.update_token_cache(self.counter.take_unsaved())
+            store.set_meta("billing", self._billing.state_json())
             self._bump_generation()
-        self.ledger.dirty = False
+        if ledger_save is not None:
+            self.ledger.saved(ledger_save)
         self._log = self._log[:keep] + list(live[keep:])
         self._digests = self._digests[:keep] + [m.digest for m in live[keep:]]
+        del self._log_tokens[keep + 1:]
+        self._log_tokens.extend(itertools.accumulate(map(self.counter.message, live[keep:]),
+                                                     initial=self._log_tokens[keep]))
+        del self._log_tokens[keep + 1]  # accumulate repeated the starting total
         self._edits = self._edits + list(new_edits)
         self._cached = (len(self._log), len(self._edits), view)
+        self._view_tokens = (view, self._known_tokens(view))
+
+    def _digest_of(self, view: list[Message]) -> str:
+        """`view_digest(view)`, hashing only the messages after the previous view when `view` starts
+        with it (the same message objects), as on a call that only appended."""
+        previous = self._view_hash
+        if previous is not None and len(view) >= len(previous[0]) and all(map(operator.is_, previous[0], view)):
+            h = previous[1].copy()
+            tail = view[len(previous[0]):]
+        else:
+            h, tail = hashlib.blake2b(digest_size=16), view
+        for m in tail:
+            h.update(m.digest.encode())
+        self._view_hash = (view, h.copy())
+        return h.hexdigest()
 
     def _bump_generation(self) -> None:
         self._generation = self.store.get_meta("generation", 0) + 1

@@ -21,6 +21,7 @@ from .tokens import TokenCounter
 if TYPE_CHECKING:
     from .ledger import Ledger
     from .pricing import CallStats
+    from .usage import Calibration
     from .status.publish import PublisherState
     from .status.snapshot import Snapshot
     from .summarizers.base import Summarizer
@@ -101,6 +102,11 @@ class StageContext:
     # Tokens the view costs beyond its counted text: the harness's measured usage anchor and the
     # status publication planned after the graph. Every trigger compares against the sum.
     token_offset: int = 0
+    # How the harness's measured size relates to the counted one (fixed part + tokenizer ratio), when
+    # the call is anchored on measured usage: after a compaction the offset is this, not the constant
+    # taken at the old, longer context (whose tokenizer difference alone can exceed the target).
+    calibration: Calibration | None = None
+    anchor_counted: int = 0  # the counted size the call's offset was taken at
     # The live transcript as the harness sent it (original content, before any clearing).
     transcript: Sequence[Message] = ()
     # User text typed while the agent was busy, as (after message id, text): user input too.
@@ -115,6 +121,29 @@ class StageContext:
     # Transcript ids no earlier call sent (new since the previous view): ingestion reduces only
     # these, and an edit re-bills only the others. None: the transcript's last assistant turn on.
     unsent_ids: frozenset[str] | None = None
+
+
+def tokenizer_ratio(ctx: StageContext) -> float:
+    """Measured tokens per counted token (1.0 without a calibration): budgets in the provider's
+    tokens are divided by it to get counted tokens."""
+    return ctx.calibration.ratio if ctx.calibration is not None else 1.0
+
+
+def counted_target(ctx: StageContext) -> int:
+    """The post-compact target in counted tokens: the measured target less what the harness sends
+    beyond the messages, over the tokenizer ratio."""
+    target = ctx.config.post_compact_target
+    if ctx.calibration is None:
+        return target
+    return max(0, int((target - ctx.calibration.fixed) / ctx.calibration.ratio))
+
+
+def view_offset(ctx: StageContext, counted: int, compacted: bool) -> int:
+    """Tokens to add to a view's counted size: the call's offset, or after a compaction the
+    calibrated one for the new, smaller view."""
+    if compacted and ctx.calibration is not None:
+        return ctx.calibration.offset(counted) + (ctx.token_offset - ctx.calibration.offset(ctx.anchor_counted))
+    return ctx.token_offset
 
 
 @dataclass

@@ -20,11 +20,20 @@ from .status import PublisherState, StatusReducer, event_from_json, publish
 from .status.derive import EventDeriver
 from .status.events import ResourcesChanged
 from .status.publish import Publication
+from .status.replay import transcript_epoch
 from .status.snapshot import Snapshot
 
 # Epoch numbers match the status bar's: the session before any compaction is epoch 1.
 FIRST_EPOCH = 1
 STAGE = "status"
+
+
+def history_before(messages: Sequence[Message]) -> Sequence[Message]:
+    """The messages before the transcript's last compact boundary (what `live_slice` leaves out)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].meta.get("compact_boundary") or messages[i].origin is Origin.BOUNDARY:
+            return messages[:i]
+    return ()
 
 
 class StatusBar:
@@ -46,10 +55,14 @@ class StatusBar:
         self.reset_pending = True
 
     def begin(self, live: Sequence[Message], keep: int, emitted: Sequence[dict[str, Any]],
-              stored: dict[str, Any] | None, now: float) -> tuple[StatusInputs, tuple[PublisherState, Publication]]:
-        """The status inputs for this call and the publication planned if no compaction happens."""
-        snapshot = self._snapshot(live, keep, emitted)
-        publisher = self._publisher_state(live, snapshot, None if self.reset_pending else stored)
+              stored: dict[str, Any] | None, now: float,
+              history: Sequence[Message] = ()) -> tuple[StatusInputs, tuple[PublisherState, Publication]]:
+        """The status inputs for this call and the publication planned if no compaction happens.
+        `history` is what the transcript holds before its last compact boundary: the model no longer
+        sees it, but the goal, tool counts and todo list it established still stand (and each of its
+        boundaries is an epoch), so `worksurface status` and the session agree on one file."""
+        snapshot = self._snapshot(live, keep, emitted, history)
+        publisher = self._publisher_state(live, snapshot, None if self.reset_pending else stored, history)
         planned = publish(publisher, snapshot, strategy=publisher.strategy, now=now)
         return StatusInputs(snapshot, publisher, lambda tokens: self._resized(emitted, tokens)), planned
 
@@ -83,12 +96,17 @@ class StatusBar:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _snapshot(self, live: Sequence[Message], keep: int, emitted: Sequence[dict[str, Any]]) -> Snapshot:
+    def _snapshot(self, live: Sequence[Message], keep: int, emitted: Sequence[dict[str, Any]],
+                  history: Sequence[Message] = ()) -> Snapshot:
         """Events derived from the transcript (incrementally: the deriver is fed only messages it has
-        not seen), the view's size after a compaction, then the harness's events."""
+        not seen, the history before the live slice once when it starts), the view's size after a
+        compaction, then the harness's events."""
         if self._deriver is None or keep < self._seen:
             self._deriver, self._seen = EventDeriver(self.config.window), 0
             self._reducer = StatusReducer()
+            for m in history:
+                for event in self._deriver.derive(m):
+                    self._reducer.apply(event)
         for m in live[self._seen:]:
             for event in self._deriver.derive(m):
                 self._reducer.apply(event)
@@ -114,7 +132,7 @@ class StatusBar:
         return reducer.snapshot()
 
     def _publisher_state(self, live: Sequence[Message], snapshot: Snapshot,
-                         stored: dict[str, Any] | None) -> PublisherState:
+                         stored: dict[str, Any] | None, history: Sequence[Message] = ()) -> PublisherState:
         if stored is not None and stored.get("strategy") == self.config.status_strategy:
             return PublisherState.from_json(stored)
         fed_back = [m for m in live if m.origin is Origin.STATUS]
@@ -124,7 +142,9 @@ class StatusBar:
             last = fed_back[-1].meta
             return PublisherState(self.config.status_strategy, int(last.get("epoch", FIRST_EPOCH)),
                                   int(last.get("seq", 0)), snapshot, tuple(m.id for m in fed_back))
-        return PublisherState(strategy=self.config.status_strategy)
+        # A transcript that already holds compactions starts in the epoch its boundaries reached.
+        return PublisherState(strategy=self.config.status_strategy,
+                              epoch=transcript_epoch(list(history) + list(live[:1])))
 
     def _should_fold(self, state: PublisherState, cache_breaks: bool) -> bool:
         if state.strategy == "replace":

@@ -139,7 +139,7 @@ class Store(ABC):
     # --- copying (fork) ---------------------------------------------------------------------------
 
     def copy_to(self, other: "Store") -> None:
-        """Copy everything this store holds (log, edits, decisions, artifacts, metadata, ledger, token
+        """Copy everything this store holds (log, edits, artifacts, metadata, ledger, token
         counts) into the empty store `other`, as one snapshot: under this store's lock, in one
         transaction of `other`. Artifact files are written where `other` keeps them; their recorded
         path becomes the new one (the texts already in the view keep naming the old path, so the
@@ -173,17 +173,6 @@ class Store(ABC):
         """Number of messages in the log."""
         return int(self._load("log:len", 0))
 
-    def _log_index(self) -> list[dict[str, str]]:
-        return [self._load(f"log:{i}") for i in range(self.log_length())]
-
-    def log_ids(self) -> list[str]:
-        """Message ids of the log, in order."""
-        return [e["id"] for e in self._log_index()]
-
-    def log_digests(self) -> list[str]:
-        """`Message.digest` of each log entry, in order (what sync compares against a transcript)."""
-        return [e["digest"] for e in self._log_index()]
-
     def log_messages(self) -> list[Message]:
         """The logged messages, in order."""
         return [message_from_json(self._load(f"logmsg:{i}")) for i in range(self.log_length())]
@@ -201,8 +190,8 @@ class Store(ABC):
             self._save("log:len", n, "log length")
 
     def truncate_log(self, n: int) -> int:
-        """Keep the first `n` messages; drop the edits (and their decisions) that refer to a removed
-        message, by its id or by a tool-call id it calls or answers. Returns how many were dropped."""
+        """Keep the first `n` messages; drop the edits that refer to a removed message, by its id or by
+        a tool-call id it calls or answers. Returns how many were dropped."""
         if n < 0:
             raise ValueError(f"truncate_log: n must be >= 0, not {n}")
         with self.transaction():
@@ -223,7 +212,7 @@ class Store(ABC):
                 self._rewrite_edits(kept)
             return dropped
 
-    # --- edits and decisions ----------------------------------------------------------------------
+    # --- edits ------------------------------------------------------------------------------------
 
     def _edit_count(self) -> int:
         return int(self._load("edits:len", 0))
@@ -236,24 +225,13 @@ class Store(ABC):
         return [edit_from_json(e) for e in self._edit_jsons()]
 
     def add_edits(self, edits: Iterable[Edit]) -> None:
-        """Append edits; each becomes the current decision of its stage for every id it refers to."""
+        """Append edits, after the stored ones (the core applies them in this order)."""
         with self.transaction():
             n = self._edit_count()
             for edit in edits:
                 self._save(f"edit:{n}", edit_to_json(edit), f"{edit.stage} edit")
-                for ref in edit.refs:
-                    self._save(self._decision_key(edit.stage, ref), n, "decision")
                 n += 1
             self._save("edits:len", n, "edit count")
-
-    def decision(self, stage: str, id: str) -> dict[str, Any] | None:
-        """The JSON (`edit_to_json`) of the latest edit by `stage` referring to message or call `id`."""
-        index = self._load(self._decision_key(stage, id))
-        return None if index is None else self._load(f"edit:{index}")
-
-    @staticmethod
-    def _decision_key(stage: str, id: str) -> str:
-        return f"decision:{stage}\x00{id}"
 
     def drop_edits(self, stage: str) -> int:
         """Remove every edit a stage made (the status bar starts over after a rewind); returns how many."""
@@ -265,9 +243,7 @@ class Store(ABC):
             return dropped
 
     def _rewrite_edits(self, kept: Sequence[dict[str, Any]]) -> None:
-        for i, e in enumerate(self._edit_jsons()):
-            for ref in _edit_refs(e):
-                self._delete(self._decision_key(e["stage"], ref))
+        for i in range(self._edit_count()):
             self._delete(f"edit:{i}")
         self._save("edits:len", 0, "edit count")
         self.add_edits(edit_from_json(e) for e in kept)

@@ -5,8 +5,9 @@ Stages share these so that none of them needs to import another.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .edits import stable_prefix_length
 from .model import Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn, orphans
@@ -47,6 +48,45 @@ def protected_ids(view: Sequence[Message]) -> frozenset[str]:
 
 def calls_by_id(view: Sequence[Message]) -> dict[str, ToolCall]:
     return {c.id: c for m in view for c in m.tool_calls}
+
+
+def calls_for(view: Sequence[Message], call_ids: Iterable[str], end: int | None = None) -> dict[str, ToolCall]:
+    """The tool calls with these ids, looked up walking back from `end` and stopping once all are found:
+    results answer recent calls, so a call about new results reads only the end of the view."""
+    wanted = set(call_ids)
+    found: dict[str, ToolCall] = {}
+    i = len(view) if end is None else end
+    while wanted and i > 0:
+        i -= 1
+        for c in view[i].tool_calls:
+            if c.id in wanted:
+                found[c.id] = c
+                wanted.discard(c.id)
+    return found
+
+
+def new_messages_start(view: Sequence[Message], unsent: frozenset[str] | None) -> int:
+    """Where the messages no earlier call sent begin: they sit at the end of the view, after
+    worksurface's own messages of the previous view. 0 when unknown (`unsent` None: a first call)."""
+    if unsent is None:
+        return 0
+    i = len(view)
+    while i > 0 and (view[i - 1].id in unsent or view[i - 1].origin is not Origin.CONVERSATION):
+        i -= 1
+    while i < len(view) and view[i].id not in unsent:
+        i += 1  # worksurface's own messages before the first new one are not new
+    return i
+
+
+def turn_start(view: Sequence[Message], index: int) -> int:
+    """The start of the assistant turn that messages from `index` on may still answer: the first
+    message of the last run of assistant messages before `index` (0 when there is none)."""
+    i = min(index, len(view))
+    while i > 0 and view[i - 1].role != "assistant":
+        i -= 1
+    while i > 0 and view[i - 1].role == "assistant":
+        i -= 1
+    return i
 
 
 def is_safe_cut(view: Sequence[Message], index: int) -> bool:
@@ -240,3 +280,74 @@ def clean_recovered(messages: Sequence[Message]) -> Recovered:
         if kept:
             out.append(m.with_blocks(kept))
     return Recovered(out, tuple(removed))
+
+
+def _is_boundary(m: Message) -> bool:
+    return bool(m.meta.get("compact_boundary")) or m.origin is Origin.BOUNDARY
+
+
+class IncrementalRecovery:
+    """`clean_recovered(close_interrupted(live_slice(full)))` for a transcript that grows by appends
+    between calls: only the messages from the last assistant turn of the previous call on are read
+    again, and the result is the one the whole transcript gives. Anything else (a rewind, a new
+    boundary, a late result or response record about an earlier turn) recomputes from the start."""
+
+    def __init__(self) -> None:
+        self._full: list[Message] = []  # the previous call's transcript (its message objects)
+        self._reset(0)
+
+    def _reset(self, start: int) -> None:
+        self.start = start  # where the live slice begins in the transcript
+        self._stable = 0  # live messages before this index have their final recovered form in _out
+        self._out: list[Message] = []
+        self._removed: list[tuple[str, str]] = []
+        self._open: set[str] = set()  # calls before _stable with no result before _stable
+        self._api: set[str] = set()  # response ids of the records before _stable
+        self.recomputed = 0  # messages read by the last call (tests and benchmarks)
+
+    def __call__(self, full: Sequence[Message]) -> Recovered:
+        previous = self._full
+        extends = len(full) >= len(previous) > 0 and (
+            all(map(operator.is_, previous, full))  # the same objects: C speed
+            or all(a.digest == b.digest for a, b in zip(previous, full)))  # a harness that parses again
+        start = self.start if extends else 0
+        for i in range(len(full) - 1, len(previous) - 1 if extends else -1, -1):
+            if _is_boundary(full[i]):
+                start = i
+                break
+        if not extends or start != self.start:
+            self._reset(start)
+        self._full = list(full)
+        live = full[self.start:]
+        window = live[self._stable:]
+        results = {r.call_id for m in window for r in m.tool_results}
+        apis = {m.meta.get("api_message_id") for m in window} - {None}
+        if not self._open.isdisjoint(results) or not self._api.isdisjoint(apis):
+            self._reset(self.start)
+            window = live
+        done = clean_recovered(close_interrupted(window))
+        self.recomputed = len(window)
+        out = Recovered(self._out + done.messages, tuple(self._removed) + done.removed)
+        self._advance(live)
+        return out
+
+    def _advance(self, live: Sequence[Message]) -> None:
+        """Fix the output up to the start of the last assistant turn, when nothing after it can change it."""
+        stable = turn_start(live, len(live))
+        if stable <= self._stable:
+            return
+        segment = live[self._stable:stable]
+        later = live[stable:]
+        calls = {c.id for m in segment for c in m.tool_calls}
+        answered = {r.call_id for m in segment for r in m.tool_results}
+        apis = {m.meta.get("api_message_id") for m in segment} - {None}
+        if not (calls - answered).isdisjoint(r.call_id for m in later for r in m.tool_results):
+            return
+        if not apis.isdisjoint(m.meta.get("api_message_id") for m in later):
+            return
+        fixed = clean_recovered(close_interrupted(segment))
+        self._out += fixed.messages
+        self._removed += fixed.removed
+        self._open = (self._open | calls) - answered
+        self._api |= apis
+        self._stable = stable

@@ -35,7 +35,8 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     rule_lines: list[str] = []
     approach_lines: list[str] = []
     restored, skipped, dropped = [], [], []
-    for item in [*rules, *approaches]:
+    items: list[Constraint | Approach] = [*rules, *approaches]
+    for item in items:
         if is_shown(item.text, shown):
             skipped.append(item.text[:80])
             continue

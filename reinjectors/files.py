@@ -28,6 +28,9 @@ NAME = "files"
 MAX_FILE_BYTES = 1_000_000
 # Bytes sniffed for a NUL to call a file binary (what git and grep do).
 BINARY_SNIFF_BYTES = 8_192
+# Of the post-compact room still free when files run, the share they may take (skills and tools,
+# which run after them, keep the rest).
+SHARE_OF_ROOM_LEFT = 0.75
 TRUNCATION_MARKER = "\n[... truncated to fit the reinjection budget; read the file for the rest]"
 
 
@@ -37,11 +40,16 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     facts = sorted((f for f in src.file_activity() if f.actions & {"read", "edited", "created"}),
                    key=lambda f: f.last_index, reverse=True)
     tail = tail_of(view)
-    left = min(budget, config.files_tokens)
+    # Configured caps are for a crowded view; when the summary and tail leave more of the target
+    # unused, files grow into it (most facts a probe asks about live in file contents).
+    left = max(min(budget, config.files_tokens), int(budget * SHARE_OF_ROOM_LEFT))
+    max_files = max(config.files_max, left // max(1, config.file_tokens))
     out: list[Message] = []
-    restored, skipped, dropped = [], [], []
+    restored: list[dict[str, object]] = []
+    skipped: list[dict[str, str]] = []
+    dropped: list[str] = []
     for fact in facts:
-        if len(restored) >= config.files_max:
+        if len(restored) >= max_files:
             break
         content, source, note = _content(fact, ctx.config.workspace_root)
         if content is None:
@@ -96,9 +104,10 @@ def _visible_in_tail(path: str, content: str, tail: list[Message], similarity: f
     calls = calls_by_id(tail)
     for _, result in uncleared_results(tail):
         call = calls.get(result.call_id)
-        if call is None or call_path(call) is None:
+        called = call_path(call) if call is not None else None
+        if called is None:
             continue
-        if not (call_path(call) == path or path.endswith("/" + call_path(call).lstrip("./"))):
+        if not (called == path or path.endswith("/" + called.lstrip("./"))):
             continue
         lines = numbered_lines(result.content)  # Claude Code's Read prefixes line numbers
         shown = "\n".join(lines[k] for k in sorted(lines)) if lines else result.content

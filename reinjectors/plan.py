@@ -38,7 +38,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
                 else "Approved plan (the user approved it with the state below; follow it):" if mode.approved
                 else "Last proposed plan (not approved yet):")
         plan_text = mode.plan or ""
-        if plan_text and is_shown(plan_text[:200], shown):
+        if plan_text and is_shown(plan_text, shown):  # whole: a summary may quote only its start
             skipped.append({"what": "plan", "why": "the view already shows it"})
         else:
             lines.append(head)
@@ -49,7 +49,8 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
             restored.append({"what": "plan mode" if mode.active else "plan"})
     if not lines:
         return Reinjection([], report(NAME, before, 0, [], skipped, [], "no plan or todo list in the session"))
-    limit = min(budget, config.plan_tokens)
+    # A long approved plan may take a quarter of the room left when that is more than the cap.
+    limit = min(budget, max(config.plan_tokens, budget // 4))
     body = truncate_to_tokens("\n".join(lines), max(0, limit - 20), marker="\n[... plan truncated]")
     if not body:
         return Reinjection([], report(NAME, before, 0, [], skipped, [r["what"] for r in restored]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from worksurface.config import ReinjectConfig
 from worksurface.model import Message
 from worksurface.reinject import report
-from worksurface.state import Reinjection, StageContext, StatusUpdate
+from worksurface.state import Reinjection, StageContext, StatusUpdate, view_offset
 from worksurface.status import PublisherState, publish
 
 NAME = "status"
@@ -21,7 +21,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     if ctx.status is None:
         return Reinjection([], report(NAME, before, 0, [], [], [], "status bar not available in this session"))
     # The baseline reports the compacted view's size, not the usage measured before the compaction.
-    tokens = before + ctx.token_offset
+    tokens = before + view_offset(ctx, before, compacted=True)
     snapshot, state = ctx.status.resized(tokens), ctx.status.publisher
     new_state, publication = publish(state, snapshot, strategy=state.strategy, now=ctx.now, new_epoch=True)
     cost = ctx.counter.messages(publication.messages)

@@ -1,46 +1,76 @@
-"""Tools: tools, MCP servers and sub-agents announced mid-session, re-announced once as the new
-baseline (the announcement itself sat in the part the summary replaced)."""
+"""Tools: tools, MCP servers and sub-agent types announced mid-session, re-announced once as the new
+baseline (the announcement itself sat in the part the summary replaced).
+
+Each item carries what the model needs to use it again: its name, a one-line purpose, and where its
+schema comes from (a deferred tool is loaded with ToolSearch; an MCP tool comes from its server,
+whose instructions are restored with it). Items the kept tail already shows, and items a later
+announcement removed, are skipped.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from worksurface.config import ReinjectConfig
+from worksurface.facts.tools import ToolEntry
 from worksurface.model import Message
 from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
 from worksurface.state import Reinjection, StageContext
 from worksurface.tokens import truncate_to_tokens
 
 NAME = "tools"
+# Headings per announcement kind, in the order they are rendered.
+SECTIONS = (("tools", "Tools"), ("mcp", "MCP servers (instructions)"), ("agents", "Sub-agent types"))
+# Tokens kept for the wrapper's closing tag and the truncation marker.
+WRAPPER_TOKENS = 12
+
+
+def _line(entry: ToolEntry) -> str:
+    line = f"- {entry.name}"
+    if entry.purpose:
+        line += f": {entry.purpose}"
+    if entry.schema:
+        line += f" ({entry.schema})"
+    return line
 
 
 def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
     src = facts_of(ctx, view)
     before = ctx.counter.messages(view)
     shown = shown_text(view)
+    entries: dict[str, dict[str, ToolEntry]] = {kind: {} for kind, _ in SECTIONS}
+    for a in src.announced_tools():
+        bucket = entries.setdefault(a.kind, {})
+        for name in a.removed:
+            bucket.pop(name, None)  # no longer available: never re-announce it
+        known = {e.name: e for e in a.entries}
+        for name in a.names:
+            old = bucket.get(name)
+            new = known.get(name) or ToolEntry(name)
+            # A later bare mention keeps the purpose an earlier listing gave.
+            bucket[name] = new if (new.purpose or old is None) else old
+    for server in src.mcp_servers():
+        entries["mcp"].setdefault(server, ToolEntry(server, "", f"tools named mcp__{server}__*"))
+    for use in src.agents_used():
+        if use.agent_type:
+            entries["agents"].setdefault(use.agent_type, ToolEntry(
+                use.agent_type, use.description, "launch with the Task or Agent tool as subagent_type"))
     lines: list[str] = []
     restored, skipped = [], []
-    for a in src.announced_tools():
-        names = [n for n in a.names if not is_shown(n, shown)]
-        if not names:
-            skipped.extend(a.names)
-            continue
-        lines.append(f"- {a.kind}: {', '.join(names)}")
-        restored.extend(names)
-    servers = [s for s in src.mcp_servers() if not is_shown(s, shown)]
-    if servers:
-        lines.append(f"- MCP servers in use: {', '.join(servers)}")
-        restored.extend(servers)
-    agents = {a.agent_type for a in src.agents_used()}
-    agents = sorted(a for a in agents if a and not is_shown(a, shown))
-    if agents:
-        lines.append(f"- sub-agents used: {', '.join(agents)}")
-        restored.extend(agents)
+    for kind, heading in SECTIONS:
+        items = []
+        for name, entry in entries.get(kind, {}).items():
+            if is_shown(name, shown):
+                skipped.append(name)
+                continue
+            items.append(_line(entry))
+            restored.append(name)
+        if items:
+            lines.append(f"{heading}:")
+            lines.extend(items)
     if not lines:
         return Reinjection([], report(NAME, before, 0, [], skipped, [], "no tool announced mid-session"))
     text = "<tools-available>\nAnnounced earlier in this session and still available:\n" + escape_wrapped(
         "\n".join(lines), "tools-available")
-    body = truncate_to_tokens(text, max(0, min(budget, config.tools_tokens) - 12), marker="\n[...]")
+    body = truncate_to_tokens(text, max(0, min(budget, config.tools_tokens) - WRAPPER_TOKENS), marker="\n[...]")
     if not body:
         return Reinjection([], report(NAME, before, 0, [], skipped, restored))
     msg = reinjected(NAME, "0", body + "\n</tools-available>")

@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import time
 
+from worksurface.artifacts import FETCH_TOOL_NAME
 from worksurface.config import AutocompactConfig
 from worksurface.edits import Compact, stable_prefix_length
 from worksurface.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
 from worksurface.model import Message, Origin, Text, is_user_turn
-from worksurface.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.state import PipelineState, StageContext, StageReport, StageResult, counted_target
 from worksurface.summarizers.base import Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
 from worksurface.view import last_user_turn_index, tail_start
@@ -32,6 +33,8 @@ SUMMARY_PREFIX = (
 SMALL_TARGET, LARGE_TARGET = 10_000, 30_000
 TAIL_SHARE = (0.1, 0.3)      # at SMALL_TARGET, at LARGE_TARGET (linear between)
 SUMMARY_SHARE = (0.7, 0.45)
+# From the second compaction on, the summary says how many there were (accuracy degrades with each).
+REPEATED_NOTICE_FROM = 2
 # The smallest summary worth writing: the active request and a few rules.
 MIN_SUMMARY_TOKENS = 200
 # Boundary text, summary prefix and message framing.
@@ -50,7 +53,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     counter = ctx.counter
     floor = stable_prefix_length(view)
     prefix_tokens = counter.messages(view[:floor])
-    available = max(0, ctx.config.post_compact_target - prefix_tokens - OVERHEAD_TOKENS)
+    available = max(0, counted_target(ctx) - prefix_tokens - OVERHEAD_TOKENS)
     tail_share, summary_share = _shares(available)
     tail_budget = min(config.keep_tail_tokens, int(available * tail_share))
     start = tail_start(view, counter, tail_budget, floor)
@@ -80,8 +83,11 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     epoch = ctx.epoch + 1
     trigger = "manual" if ctx.forced else "auto"
     covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION)
-    summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user", (Text(SUMMARY_PREFIX + summary.text),),
-                          Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer})
+    compactions = epoch - 1
+    summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user",
+                          (Text(SUMMARY_PREFIX + repeated_notice(compactions) + summary.text),),
+                          Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer,
+                                           "compactions": compactions})
     post = prefix_tokens + counter.messages(tail) + counter.message(summary_msg)
     boundary = Message(
         f"boundary-{epoch}-{_span_id(head)}", "system",
@@ -92,6 +98,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
          "covered": len(covered), "summarizer": summary.summarizer})
     post += counter.message(boundary)
     info = {"trigger": trigger, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
+            "compactions": compactions,
             "covered_ids": list(covered), "summarizer": summary.summarizer,
             "summary_tokens": summary.tokens, "tail_messages": len(tail),
             "latest_user_in_tail": any(is_user_turn(m) for m in tail)}
@@ -103,6 +110,17 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
                          details=info)
     return StageResult([edit], report)
+
+
+def repeated_notice(compactions: int) -> str:
+    """What the model is told once a session has been compacted more than once (as Codex warns):
+    the working state carries over, but details outside it may be gone, and where originals are."""
+    if compactions < REPEATED_NOTICE_FROM:
+        return ""
+    return (f"Note: this session has now been compacted {compactions} times. The working state below is "
+            "carried over whole, but details outside it may be lost; content that was replaced by a marker "
+            f"can be fetched back by its artifact id (the file the marker names, or the {FETCH_TOOL_NAME} "
+            "tool when the harness offers it).\n\n")
 
 
 def _summarize(primary, head: list[Message], tail: list[Message], budget: int, config: AutocompactConfig,

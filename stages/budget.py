@@ -16,7 +16,7 @@ from worksurface.model import Message, Origin, ToolResult
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
 from worksurface.tokens import get_encoding
 from worksurface.toolkinds import call_target
-from worksurface.view import calls_by_id
+from worksurface.view import calls_for, new_messages_start, turn_start
 
 NAME = "budget"
 # Results this small are never worth an artifact even when a turn is over its cap.
@@ -28,12 +28,14 @@ def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageR
     view = state["view"]
     tokens = state["tokens"]
     counter = ctx.counter
-    calls = calls_by_id(view)
     chosen: dict[str, int] = {}
+    # Results before the turn that new messages answer were judged on earlier calls, and their turns
+    # are closed: only that turn on can change (per-call work follows what is new, DESIGN.md 12).
+    scan_from = turn_start(view, new_messages_start(view, ctx.unsent_ids))
 
     # Per result: anything over the cap that no stage has decided about yet.
     candidates: dict[str, ToolResult] = {}
-    for m in view:
+    for m in view[scan_from:]:
         if m.origin is not Origin.CONVERSATION:
             continue
         for r in m.tool_results:
@@ -44,7 +46,7 @@ def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageR
                     chosen[r.call_id] = counter.block(r)
 
     # Per turn: results answering one assistant turn together over the turn cap, largest first.
-    for group in _turn_groups(view, candidates):
+    for group in _turn_groups(view[scan_from:], candidates):
         sizes = [(counter.block(r), r.call_id) for r in group if r.call_id not in chosen]
         total = sum(s for s, _ in sizes) + sum(chosen.get(r.call_id, 0) for r in group)
         kept = sum(s for s, _ in sizes)
@@ -58,6 +60,7 @@ def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageR
 
     edits = []
     freed = 0
+    calls = calls_for(view, chosen)
     for call_id, size in chosen.items():
         result = candidates[call_id]
         call = calls.get(call_id)
@@ -66,7 +69,9 @@ def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageR
         preview = _preview(result.content, size, artifact.id, artifact.path,
                            call.name if call else "tool", call_target(call) if call else "", config)
         new_size = counter.text(preview)
-        freed += max(0, size - new_size)
+        if new_size >= size:
+            continue  # a preview no smaller than the result saves nothing (a tiny cap in a tiny window)
+        freed += size - new_size
         edits.append(ReplaceResult(NAME, call_id, preview, artifact=artifact.id,
                                    tokens_freed=max(0, size - new_size)))
     report = StageReport(NAME, tokens, tokens - freed, items=len(edits),

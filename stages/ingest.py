@@ -19,7 +19,7 @@ from worksurface.pricing import unsent_ids
 from worksurface.reduce_output import reduce_output
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
 from worksurface.toolkinds import call_target, effective_kind
-from worksurface.view import calls_by_id
+from worksurface.view import calls_for, new_messages_start
 
 NAME = "ingest"
 
@@ -31,7 +31,9 @@ def run(state: PipelineState, config: IngestConfig, ctx: StageContext) -> StageR
         return _skip(tokens, started, "disabled")
     unsent = ctx.unsent_ids if ctx.unsent_ids is not None else unsent_ids(ctx.transcript or view)
     counter = ctx.counter
-    calls = calls_by_id(view)
+    # Only the calls the new results answer, found walking back from the end of the view.
+    new_results = [r.call_id for m in view[new_messages_start(view, unsent):] for r in m.tool_results]
+    calls = calls_for(view, new_results)
     edits: list[ReplaceResult] = []
     freed = 0
     reduced_by: dict[str, list[str]] = {}

@@ -5,8 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# Test helper modules (builders, shared, ...) import by plain name.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Test helper modules (builders, shared, ...) import by plain name; the synthetic-session generator
+# (`fixturegen`) and `benchmarks` live at the repository root, outside the installed package.
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+if str(HERE.parent) not in sys.path:
+    sys.path.insert(1, str(HERE.parent))
 
 
 def pytest_configure(config) -> None:

@@ -219,3 +219,14 @@ def test_cli_serial_batch_writes_the_table_and_prints_the_summary(corpus: Path, 
     bad_targets = CliRunner().invoke(app, ["batch", str(corpus), "--task", "compact", "--targets", "4k",
                                            "-o", str(tmp_path / "x")])
     assert bad_targets.exit_code == 2 and "--targets" in bad_targets.output
+
+
+def test_report_batch_renders_a_results_folder(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "res"
+    run_batch(BatchOptions([str(corpus)], "compact", out, targets=(4_000, 20_000), workers=0))
+    result = CliRunner().invoke(app, ["report", "--batch", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "worksurface batch: compact" in page and "<svg" in page and "one.jsonl" in page
+    missing = CliRunner().invoke(app, ["report", "--batch", str(tmp_path / "nothing")])
+    assert missing.exit_code == 2 and "no batch results" in missing.output

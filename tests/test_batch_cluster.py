@@ -37,6 +37,7 @@ GENERATED = 60
 # The command imports worksurface and starts 2 worker processes: seconds on an idle machine, far more
 # on a loaded one.
 STARTUP_WAIT = 180.0
+INTERRUPT_EVERY = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +196,7 @@ def test_a_task_that_kills_its_worker_twice_becomes_an_error_row(scheduler: str,
 
 def _children(pid: int) -> list[int]:
     """The worker processes the command started (multiprocessing children running a Dask worker)."""
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return [int(line.split()[0]) for line in out.splitlines() if "spawn_main" in line]
 
 
@@ -214,13 +215,13 @@ def _alive(pids: list[int]) -> list[int]:
 def test_ctrl_c_stops_the_local_workers_and_keeps_the_rows(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    from worksurface.fixturegen import write_session
+    from fixturegen import write_session
 
     for i in range(GENERATED):
         write_session(corpus / f"g{i:02d}.jsonl", 6_000, seed=i)
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "worksurface.cli", "batch", str(corpus), "--task", "probe", "--workers", "2",
-               "-o", str(out)]
+    command = [sys.executable, "-m", "worksurface.cli", "batch", str(corpus), "--task", "probe", "--targets", "4000",
+               "--workers", "2", "-o", str(out)]
     # A new process group with SIGINT at its default, as a terminal's Ctrl-C reaches a foreground job.
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True,
@@ -230,9 +231,16 @@ def test_ctrl_c_stops_the_local_workers_and_keeps_the_rows(tmp_path: Path) -> No
         time.sleep(0.1)
     workers = _children(proc.pid)
     assert len(workers) >= 2, f"no local workers after {STARTUP_WAIT} s: {proc.poll()=}"
-    time.sleep(4)  # the workers import worksurface and start on the transcripts
-    os.killpg(proc.pid, signal.SIGINT)
-    output, _ = proc.communicate(timeout=60)
+    time.sleep(2)
+    # Ctrl-C, again every few seconds as a user would while the cluster is still starting (when it
+    # is ignored) until the command stops.
+    while proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=INTERRUPT_EVERY)
+        except subprocess.TimeoutExpired:
+            pass
+    output = proc.stdout.read() if proc.stdout else ""
     assert proc.returncode == 130, output
     assert "interrupted" in output and "--resume" in output and "Traceback" not in output
     gone_by = time.monotonic() + 10
@@ -241,5 +249,5 @@ def test_ctrl_c_stops_the_local_workers_and_keeps_the_rows(tmp_path: Path) -> No
     assert not _alive(workers)
     done = {r["path"] for r in load(out)[1]}
     assert len(done) < GENERATED
-    resumed = run_batch(BatchOptions([str(corpus)], "probe", out, workers=0, resume=True))
+    resumed = run_batch(BatchOptions([str(corpus)], "probe", out, targets=(4_000,), workers=0, resume=True))
     assert resumed.skipped_done == len(done) and {r["path"] for r in resumed.rows} == set(discover([str(corpus)]).transcripts)

@@ -16,7 +16,7 @@ from benchmarks import cache, overhead, plot, prefix, replay, retention, scale  
 from benchmarks.plan import Plan  # noqa: E402
 from benchmarks.report import dumps  # noqa: E402
 from benchmarks.stats import percentile  # noqa: E402
-from worksurface.fixturegen import write_session  # noqa: E402
+from fixturegen import write_session  # noqa: E402
 from worksurface.model import Message, Text  # noqa: E402
 from worksurface.tokens import TokenCounter  # noqa: E402
 

@@ -27,7 +27,7 @@ def test_compact_json_report_and_output_file(tmp_path):
     out = tmp_path / "small.out.jsonl"
     data = _compact(str(FIXTURES / "small.jsonl"), "-o", str(out), "--force")
     assert {"tokens_before", "tokens_after", "stages", "boundary"} <= set(data)
-    assert [s["name"] for s in data["stages"]] == ["budget", "snip", "microcompact", "collapse", "autocompact"]
+    assert [s["name"] for s in data["stages"]] == ["ingest", "budget", "snip", "microcompact", "collapse", "autocompact"]
     assert set(data["stages"][0]) == {"name", "tokens_before", "tokens_after", "items", "ms", "skipped"}
     assert data["boundary"]["trigger"] == "manual"
     written = read_transcript(out)

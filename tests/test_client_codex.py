@@ -75,8 +75,10 @@ def describe(requests: list[Recorded]) -> list[dict[str, Any]]:
 
 def test_resume_of_a_worksurface_compacted_rollout_sends_its_summary_and_kept_items(tmp_path: Path) -> None:
     compacted = tmp_path / "session.compacted.jsonl"
+    # Sized on the text (--no-usage): Codex's own instructions and tool schemas, which the anchored
+    # size counts, are larger than this small target on their own.
     res = runner.invoke(app, ["compact", str(FIXTURES / "session.jsonl"), "--force", "--target", TARGET,
-                              "-o", str(compacted), "--json"])
+                              "--no-usage", "-o", str(compacted), "--json"])
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     assert report["format"] == "codex" and report["boundary"]["trigger"] == "manual"

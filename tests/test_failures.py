@@ -9,7 +9,10 @@ from worksurface import ContextOverflowError, Session
 from worksurface.errors import SummarizerError
 from worksurface.model import Message, Text
 
-SMALL = dict(window=24_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=8_000)
+# Microcompact stays out of the way (a 24k window would scale its trigger down to 12k): these tests
+# are about autocompact.
+SMALL = dict(window=24_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=8_000,
+             microcompact={"trigger_tokens": 100_000})
 
 
 class Broken:

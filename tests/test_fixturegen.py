@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from worksurface.fixturegen import MIN_TOKENS, generate_jsonl, generate_records
+from fixturegen import MIN_TOKENS, generate_jsonl, generate_records
 from worksurface.formats import loads
 from worksurface.model import Message, Text, Thinking, ToolCall, ToolResult
 from worksurface.tokens import TokenCounter

@@ -22,7 +22,7 @@ TRANSCRIPTS = _TRANSCRIPTS
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 NOT_TRANSCRIPTS = ("README.md", "manifest.json")
 KEYS = {"path", "format", "messages", "tokens", "by_role", "by_category", "by_tool", "largest_results",
-        "compaction", "live", "unanswered_calls", "orphan_results", "queued_inputs"}
+        "compaction", "live", "unanswered_calls", "orphan_results", "queued_inputs", "subagents"}
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("langchain_core")
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import (AIMessage, BaseMessage, FunctionMessage, HumanMessage, SystemMessage,
+from langchain_core.messages import (AIMessage, BaseMessage, ChatMessage, FunctionMessage, HumanMessage, SystemMessage,
                                      ToolMessage)
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -258,6 +258,12 @@ def test_conversion_cache_reuses_equal_messages_only() -> None:
 def test_unknown_message_type_names_its_index() -> None:
     with pytest.raises(FormatError, match=r"record 1.*'function'"):
         to_worksurface([HumanMessage("hi"), FunctionMessage(content="x", name="f")])
+
+
+def test_a_chat_message_in_the_tool_role_without_a_call_id_is_a_format_error() -> None:
+    # A ChatMessage may claim the "tool" role but has no tool_call_id to pair its result with.
+    with pytest.raises(FormatError, match=r"record 1.*tool_call_id"):
+        to_worksurface([HumanMessage("hi"), ChatMessage(content="done", role="tool")])
 
 
 # --- session pool -----------------------------------------------------------------------------------

@@ -1,4 +1,14 @@
-"""DESIGN.md section 9 invariants, property-tested over generated transcripts in every writable format.
+"""The view invariants, property-tested over generated transcripts in every writable format (the
+numbers are the ones the checks below cite):
+
+1. every tool call in the view has its result, and no result lacks its call;
+2. system messages are never altered, order is kept, nothing is duplicated;
+3. the latest user message and everything after the last assistant message are untouched (except
+   the budget of a new oversized tool result);
+4. the view fits under the threshold (or `ContextOverflowError` says why);
+5. idempotent (preparing again changes nothing) and deterministic (same input, same bytes);
+6. nothing is lost: removed or replaced content can be fetched back by id from the session;
+7. worksurface's own messages are known by metadata alone.
 
 Small windows make every stage fire on modest inputs; each example goes through an adapter (write
 then read), one `prepare`, a second `prepare` (idempotence), a fresh session (determinism), and an
@@ -13,6 +23,7 @@ from hypothesis import strategies as st
 from builders import words
 from worksurface import Session
 from worksurface.formats import WRITABLE_FORMATS, Transcript, dumps, loads
+from worksurface.formats.convert import TOOL_CALL_FORMATS
 from worksurface.facts.requests import is_user_message
 from worksurface.model import Message, Origin, Text, ToolCall, ToolResult, view_text
 from worksurface.view import check_no_duplicates, check_pairing
@@ -78,7 +89,8 @@ def _check_view(live: list[Message], view: list[Message], threshold: int, sessio
     for m in live[last_assistant + 1:]:
         assert m.id in shown
         if shown[m.id] != m:
-            assert set(shown[m.id].meta.get("edited_calls", {}).values()) == {"budget"}
+            # Only a new result's reduction at ingestion or its budget may touch the last turn.
+            assert set(shown[m.id].meta.get("edited_calls", {}).values()) <= {"ingest", "budget"}
     # 4. Under the threshold.
     assert session.counter.messages(view) <= threshold
     # 6. Nothing lost; 7. worksurface's messages known by origin alone.
@@ -118,7 +130,10 @@ def _make(fmt: str):
     return test
 
 
-for _fmt in WRITABLE_FORMATS:
+# Formats that hold any tool call as a call: in aider (no calls) and mini-swe-agent (bash only) the
+# generated Read/Grep/Edit calls become text, which no stage may clear, so the property is not theirs;
+# their round trips are tested in test_formats_write_logs.py.
+for _fmt in (f for f in WRITABLE_FORMATS if f in TOOL_CALL_FORMATS):
     globals()[f"test_invariants_hold_for_{_fmt.replace('-', '_')}"] = _make(_fmt)
 
 

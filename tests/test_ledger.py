@@ -35,6 +35,14 @@ def _session() -> Convo:
     return c
 
 
+# Tests of repeated compactions keep microcompact out of the way (a small window scales its trigger
+# down, and clearing alone would keep the view under the threshold).
+NO_MICROCOMPACT = {"trigger_tokens": 10**6}
+# ... and budgeting of single results too: only autocompact reduces, so it fires again and again.
+REPEATED = dict(window=12_000, post_compact_target_tokens=4_000, microcompact=NO_MICROCOMPACT,
+                budget={"max_result_tokens": 10**6, "max_turn_tokens": 10**6})
+
+
 def _fold_one_by_one(messages: list[Message]) -> Ledger:
     ledger = Ledger()
     for n in range(1, len(messages) + 1):
@@ -138,7 +146,7 @@ def _long_convo(rounds: int, seed: int = 0) -> Convo:
     c = Convo()
     c.user("Port the parser to the new API. Do not change the public function names.")
     for i in range(rounds):
-        c.tool("Read", {"file_path": f"/repo/mod{i % 5}.py"}, words(1_200, seed=seed + i))
+        c.tool("Read", {"file_path": f"/repo/part{i}.py"}, words(1_200, seed=seed + i))
         c.tool("Edit", {"file_path": f"/repo/mod{i % 5}.py", "old_string": f"old_{i}",
                         "new_string": f"new_name_{i} = compute_{i}()"}, "ok")
         if i % 6 == 5:
@@ -152,7 +160,7 @@ def _long_convo(rounds: int, seed: int = 0) -> Convo:
 def test_facts_survive_many_compactions_in_one_session():
     """Ten compactions later the first request, the rule and the earliest edit are still there."""
     c = _long_convo(60)
-    session = Session.open(None, window=12_000, post_compact_target_tokens=4_000)
+    session = Session.open(None, **REPEATED)
     compactions = 0
     for n in range(2, len(c.messages) + 1):
         if c.messages[n - 1].role != "assistant":
@@ -206,3 +214,18 @@ def test_any_batching_of_the_messages_gives_the_same_ledger(steps):
         ledger.update(messages[:n])
     ledger.update(messages)
     assert _state(ledger) == _state(_fold_at_once(messages))
+
+
+def test_repeated_compactions_say_so_in_the_view():
+    c = _long_convo(60)
+    session = Session.open(None, **REPEATED)
+    boundaries = []
+    for n in range(2, len(c.messages) + 1):
+        if c.messages[n - 1].role == "assistant":
+            prepared = session.prepare(c.messages[:n], now=float(n))
+            if prepared.report.boundary:
+                boundaries.append(prepared.report.boundary)
+                summary = next(m for m in prepared.messages if m.origin is Origin.SUMMARY)
+                count = prepared.report.boundary["compactions"]
+                assert (f"compacted {count} times" in summary.text) == (count >= 2)
+    assert [b["compactions"] for b in boundaries] == list(range(1, len(boundaries) + 1))

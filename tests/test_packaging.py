@@ -14,9 +14,17 @@ def _run(code: str, cwd) -> subprocess.CompletedProcess:
 def test_installed_names(tmp_path):
     ok = _run("import worksurface, worksurface.stages, worksurface.reinjectors, worksurface.formats", tmp_path)
     assert ok.returncode == 0, ok.stderr
-    for generic in ("pipeline", "stages", "reinjectors"):
+    # The synthetic-session generator is a repository tool (tests, benchmarks), not part of the package.
+    for generic in ("pipeline", "stages", "reinjectors", "fixturegen", "worksurface.fixturegen"):
         res = _run(f"import {generic}", tmp_path)
         assert res.returncode != 0 and "ModuleNotFoundError" in res.stderr
+
+
+def test_ships_its_type_hints(tmp_path):
+    res = _run("from importlib.resources import files; print(files('worksurface').joinpath('py.typed').is_file())",
+               tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "True"
 
 
 def test_console_script_help(tmp_path):

@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks` liv
 
 from benchmarks import cost, replay  # noqa: E402
 from benchmarks.plan import Plan  # noqa: E402
-from worksurface.fixturegen import write_session  # noqa: E402
+from fixturegen import write_session  # noqa: E402
 
 METHODS = {"worksurface", "unmanaged transcript", "summarize at threshold", "sliding window (40k)",
            "LangChain ClearToolUsesEdit (100k, keep 3)", "OpenCode prune (protect 40k, min 20k)",

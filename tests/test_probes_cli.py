@@ -42,11 +42,11 @@ def test_check_json_and_table(tmp_path):
 
 
 def test_curve_json(tmp_path):
-    # 15,500 tokens; a 40,000 window leaves a 7,000-token threshold, so the replay compacts.
+    # 15,500 tokens; a 12,000 window leaves a 10,020-token threshold, so the replay compacts.
     path = TRANSCRIPTS / "claude-code" / "subagent.jsonl"
     out = tmp_path / "probes.json"
     runner.invoke(app, ["probe", "derive", str(path), "-o", str(out)])
-    result = runner.invoke(app, ["probe", "curve", str(path), "--probes", str(out), "--window", "40000",
+    result = runner.invoke(app, ["probe", "curve", str(path), "--probes", str(out), "--window", "12000",
                                  "--target", "3000", "--json"])
     assert result.exit_code == 0, result.output
     points = json.loads(result.stdout)

@@ -1,4 +1,4 @@
-"""Provenance decides authority (DESIGN.md section 11, issue 12): text inside a tool result never
+"""Provenance decides authority (issue 12): text inside a tool result never
 becomes a constraint, rejection, file activity, tool announcement, status field or boundary.
 
 Property-based: adversarial tool outputs carrying every marker worksurface emits or reads, written

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks` liv
 
 from benchmarks import report_page, replay  # noqa: E402
 from benchmarks.plan import Plan  # noqa: E402
-from worksurface.fixturegen import write_session  # noqa: E402
+from fixturegen import write_session  # noqa: E402
 
 
 @pytest.mark.slow

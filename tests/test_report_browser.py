@@ -100,7 +100,7 @@ def test_clicking_a_cleared_message_shows_its_artifact_id(chromium, long_page):
 def test_screenshot_of_a_replay_with_probes_is_not_blank(chromium, tmp_path):
     from PIL import Image, ImageStat
 
-    from worksurface.probes.derive import derive
+    from worksurface.probes.derivation import derive
     from test_report_html import compacting_window
     from worksurface.formats import read_transcript
     from worksurface.tokens import TokenCounter

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from worksurface.cli import app
 from worksurface.formats import read_transcript
-from worksurface.probes.derive import derive
+from worksurface.probes.derivation import derive
 from worksurface.report import build_report, render_html
 from worksurface.report.data import TEXT_BUDGET_CHARS, text_chars
 from worksurface.report.fates import Fate

@@ -41,9 +41,9 @@ def test_log_append_and_read(store):
     store.append_messages(msgs[:4])
     store.append_messages(msgs[4:])
     assert store.log_length() == 7
-    assert store.log_ids() == [m.id for m in msgs]
-    assert store.log_digests() == [m.digest for m in msgs]
     back = store.log_messages()
+    assert [m.id for m in back] == [m.id for m in msgs]
+    assert [m.digest for m in back] == [m.digest for m in msgs]  # what sync compares against a transcript
     assert back == msgs
     assert [dict(m.meta) for m in back] == [dict(m.meta) for m in msgs]
     assert list(back[2].meta["record"]) == ["z", "a"]  # key order kept for lossless round trips
@@ -61,12 +61,8 @@ def test_truncate_drops_edits_referring_to_removed_ids(store):
 
     dropped = store.truncate_log(6)  # removes m6, m7 (calls c7), m8 (answers c7)
     assert dropped == 2
-    assert store.log_ids() == [f"m{i}" for i in range(6)]
+    assert [m.id for m in store.log_messages()] == [f"m{i}" for i in range(6)]
     assert store.edits() == [early, span, status]
-    assert store.decision("microcompact", "c7") is None
-    assert store.decision("collapse", "m5") is None
-    assert store.decision("snip", "m4")["ids"] == ["m3", "m4"]
-    assert store.decision("budget", "c1")["artifact"] == "abc"
     assert store.truncate_log(10) == 0
     with pytest.raises(ValueError):
         store.truncate_log(-1)
@@ -79,10 +75,13 @@ def test_truncate_dropping_only_a_result_drops_its_edit(store):
     assert [e.call_id for e in store.edits()] == ["c4"]
 
 
-def test_decision_is_latest_edit_of_stage(store):
-    store.add_edits([ReplaceResult("snip", "c1", "first"), ReplaceResult("snip", "c1", "second")])
-    assert store.decision("snip", "c1")["content"] == "second"
-    assert store.decision("budget", "c1") is None
+def test_edits_keep_their_order_across_appends_and_drops(store):
+    store.add_edits([ReplaceResult("snip", "c1", "first"), ReplaceResult("status", "c2", "x")])
+    store.add_edits([ReplaceResult("snip", "c1", "second")])
+    assert [e.content for e in store.edits()] == ["first", "x", "second"]  # a later edit wins when applied
+    assert store.drop_edits("status") == 1
+    assert [e.content for e in store.edits()] == ["first", "second"]
+    assert store.drop_edits("status") == 0
 
 
 def test_transaction_rolls_back_everything(store):
@@ -96,7 +95,7 @@ def test_transaction_rolls_back_everything(store):
             store.update_token_cache({"d1": 5})
             store.truncate_log(1)
             raise RuntimeError("crash")
-    assert store.log_ids() == ["m0", "m1", "m2"]
+    assert [m.id for m in store.log_messages()] == ["m0", "m1", "m2"]
     assert store.edits() == []
     assert store.get_meta("epoch") == 1
     assert store.token_cache() == {}
@@ -143,9 +142,9 @@ def test_reopen_reproduces_everything(tmp_path):
         s.set_meta("epoch", 3)
         s.update_token_cache({"abc": 12})
     with SessionStore.open(path) as s:
-        assert s.log_ids() == [f"m{i}" for i in range(6)]
+        assert [m.id for m in s.log_messages()] == [f"m{i}" for i in range(6)]
         assert s.edits()[0].head == (view[-1],)
-        assert s.decision("autocompact", "m4")["covered"] == ["m0", "m1"]
+        assert s.edits()[0].covered == ("m0", "m1") and s.edits()[0].tail_start == "m4"
         assert s.get_artifact(art.id) == "stored"
         assert s.get_meta("epoch") == 3
         assert s.token_cache() == {"abc": 12}

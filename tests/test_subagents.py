@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from shared import TRANSCRIPTS, needs_shared
-from worksurface import Session
 from worksurface.cli.app import app
 from worksurface.facts.subagents import SubagentTask, notifications, subagent_tasks
 from worksurface.formats import read_transcript

@@ -93,12 +93,23 @@ def test_queued_inputs_and_newer_user_turns_in_the_tail():
     assert "Newer user messages follow in the kept recent conversation" in text
 
 
-def test_huge_user_message_is_elided_and_budget_holds():
+def test_huge_earlier_user_message_is_elided_and_budget_holds():
+    c = Chat()
+    c.user("start " + "word " * 6000 + "THE END")
+    c.say("ok")
+    c.user("now the tests")
+    c.say("ok")
+    text = summarize(c.messages, budget=1_000)
+    assert "start word" in text and "THE END" in text and " […] " in text
+
+
+def test_the_latest_user_message_is_quoted_whole_or_not_at_all():
+    """Never cut in the middle: when it does not fit, the kept tail starts at it instead."""
     c = Chat()
     c.user("start " + "word " * 6000 + "THE END")
     c.say("ok")
     text = summarize(c.messages, budget=1_000)
-    assert "start word" in text and "THE END" in text and " […] " in text
+    assert " […] " not in text and "THE END" not in text
 
 
 def test_deterministic_same_bytes():

@@ -14,11 +14,10 @@ from typing import Any, Callable, Sequence
 
 from ..config import Config
 from ..errors import WorksurfaceError
-from .discover import Discovery, discover
+from .discover import Discovery, discover, write_manifest
 from .results import MANIFEST_FILE, ResultStore, ResultsError
-from .run import RunStats, TaskFn, run_dask, run_local
+from .run import RunStats, TaskFn, run_dask, run_local, sigint_ignored
 from .tasks import DEFAULT_MAX_BYTES, DERIVE, TASKS, Row, TaskSpec, content_hash, run_task
-from .discover import write_manifest
 
 DEFAULT_TARGETS: tuple[int, ...] = (4_000, 10_000, 20_000, 40_000)
 # Rows are flushed to a part file after this many transcripts or seconds, whichever comes first:
@@ -140,13 +139,15 @@ def execute(p: Plan, on_rows: Callable[[TaskSpec, list[Row]], None] | None = Non
     else:
         stats = run_dask(p.specs, deliver, scheduler=options.scheduler, workers=options.workers, fn=fn,
                          on_start=on_start)
-    store.write_part(pending)
-    rows = store.combine()
-    store.record_run(options.record(), {
-        "started": started_at, "seconds": round(stats.seconds, 2), "inputs": list(options.inputs),
-        "transcripts": len(p.discovery.transcripts), "skipped_files": len(p.discovery.skipped),
-        "skipped_done": p.skipped_done, "submitted": len(p.specs), "done": stats.done, "failed": stats.failed,
-        "interrupted": stats.interrupted, "scheduler": stats.scheduler, "workers": stats.workers})
+    with sigint_ignored():  # saving is short and must not be cut by a second Ctrl-C
+        store.write_part(pending)
+        rows = store.combine()
+        store.record_run(options.record(), {
+            "started": started_at, "seconds": round(stats.seconds, 2), "inputs": list(options.inputs),
+            "transcripts": len(p.discovery.transcripts), "skipped_files": len(p.discovery.skipped),
+            "skipped_done": p.skipped_done, "submitted": len(p.specs), "done": stats.done,
+            "failed": stats.failed, "interrupted": stats.interrupted, "scheduler": stats.scheduler,
+            "workers": stats.workers})
     return BatchOutcome(p.discovery, p.specs, p.skipped_done, stats, rows, store)
 
 

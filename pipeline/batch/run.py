@@ -80,25 +80,26 @@ def local_cluster(workers: int) -> Any:
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}), _sigint_blocked():
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}), sigint_ignored():
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                             silence_logs=logging.CRITICAL)
 
 
 @contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """Block SIGINT in this thread while the cluster starts: the cluster's event-loop thread and the
-    worker processes it spawns inherit the mask, so a terminal's Ctrl-C (sent to the whole process
-    group) never interrupts a worker mid-import or mid-task; the driver gets a Ctrl-C pressed during
-    start-up as soon as the mask is lifted, and stops the workers itself."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+def sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while the cluster starts. A terminal's Ctrl-C goes to the whole process group,
+    and the worker processes spawned now inherit the ignored disposition (it survives exec, whichever
+    thread spawns them), so a Ctrl-C never kills a worker mid-import or mid-task: the driver catches
+    it and stops the workers itself. A Ctrl-C during these seconds of start-up is dropped (press it
+    again once the progress bar moves); one while the workers stop is dropped too."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.signal(signal.SIGINT, previous)
 
 
 def prepare_local(client: Any) -> None:
@@ -149,17 +150,19 @@ def run_dask(specs: Sequence[TaskSpec], on_rows: RowsCallback, *, scheduler: str
             on_rows(spec, rows)
     except KeyboardInterrupt:
         stats.interrupted = True
-        if client is not None and futures:
-            try:
-                client.cancel(futures)
-            except Exception:  # the cluster may already be going down with the interrupt
-                pass
     finally:
         stats.seconds = time.perf_counter() - started
-        if client is not None:
-            client.close(timeout=CLOSE_TIMEOUT)
-        if cluster is not None:
-            cluster.close(timeout=CLOSE_TIMEOUT)
+        # A second Ctrl-C while the workers stop would leave them running and the rows unsaved.
+        with sigint_ignored():
+            if stats.interrupted and client is not None and futures:
+                try:
+                    client.cancel(futures)
+                except Exception:  # the cluster may already be going down with the interrupt
+                    pass
+            if client is not None:
+                client.close(timeout=CLOSE_TIMEOUT)
+            if cluster is not None:
+                cluster.close(timeout=CLOSE_TIMEOUT)
     return stats
 
 

@@ -168,7 +168,7 @@ def _compact(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
 def _probe(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
     from ..probes.check import check
     from ..probes.cut import cut
-    from ..probes.derive import derive
+    from ..probes.derivation import derive
     from ..probes.model import ProbeSet
 
     if spec.probes is None:

@@ -75,7 +75,7 @@ app = typer.Typer(
 
 def choices(name: str, values: Iterable[str]) -> Any:
     """A str Enum for a typer option, so help lists the values and a typo is a usage error."""
-    return Enum(name, {v: v for v in values}, type=str)  # type: ignore[misc]
+    return Enum(name, {v: v for v in values}, type=str)
 
 
 if TYPE_CHECKING:     # members come from the registered adapters at run time; to mypy, str Enums
@@ -150,3 +150,7 @@ def run(args: list[str] | None = None) -> NoReturn:
     """Run the command line (the `worksurface` script and `python -m worksurface`)."""
     app(args=args, prog_name="worksurface")
     sys.exit(0)     # pragma: no cover - app() always exits in standalone mode
+
+
+MAX_OUTPUT_HELP = "Tokens kept free for the model's answer (default: 10% of the window, at most 20000)."
+BUFFER_HELP = "Safety margin under the window (default: 6.5% of the window, at most 13000)."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -101,7 +102,13 @@ def batch(
             outcome = execute(p, on_rows=on_rows)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
-    _print_summary(summarize(outcome.rows), outcome.rows, task, Console())
+    except KeyboardInterrupt:  # before the run started: nothing was written
+        console.print("[yellow]interrupted[/yellow] before the batch started; nothing written")
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    try:
+        _print_summary(summarize(outcome.rows), outcome.rows, task, Console())
+    except KeyboardInterrupt:  # the results are saved; only the printout is cut short
+        outcome.stats.interrupted = True
     store = outcome.store
     assert store is not None
     stats = outcome.stats
@@ -110,6 +117,7 @@ def batch(
     if stats.interrupted:
         console.print(f"[yellow]interrupted[/yellow]: {stats.done} of {len(p.specs)} transcripts done and kept; "
                       "run the same command with --resume to continue", highlight=False)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # exit with our status, not from another Ctrl-C
         raise typer.Exit(INTERRUPTED_EXIT)
 
 

@@ -20,7 +20,7 @@ from ..formats.claude_code_projects import session_id as claude_projects_session
 from ..usage import find_usage, usage_report
 from ..view import live_slice
 from ..probes.cut import cut, cut_transcript
-from .app import InputFormat, OutputFormat, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, app, fail
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -43,6 +43,8 @@ def compact(
                                              help="Output format (default: the input's). Another format than the "
                                                   "input's is converted; the report says what it dropped."),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
+    buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would."),
@@ -71,7 +73,8 @@ def compact(
             before = cut_transcript(transcript, cut(transcript.messages, at).before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
             transcript = before
-        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target)
+        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
+                                              max_output=max_output, autocompact_buffer=buffer)
         fmt = out_format.value if out_format is not None else (
             transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
         if in_place and out is None:

@@ -17,10 +17,10 @@ from ..formats import read_transcript
 from ..probes.check import DEFAULT_BASELINES, CheckResult, check
 from ..probes.curve import CurvePoint, curve
 from ..probes.cut import cut
-from ..probes.derive import derive
+from ..probes.derivation import derive
 from ..probes.match import Score
 from ..probes.model import CATEGORIES, ProbeSet
-from .app import InputFormat, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, app, fail
 
 probe_app = typer.Typer(help="Forgetting probes: derive them, check a compaction, replay a curve.",
                         no_args_is_help=True)
@@ -92,6 +92,8 @@ def curve_cmd(
     window: int = typer.Option(..., "--window", help="A window small enough to force several compactions."),
     target: Optional[int] = typer.Option(None, "--target", help="Post-compact target tokens "
                                          "(default: configured post_compact_target)."),
+    max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
+    buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     one_shot: bool = typer.Option(False, "--one-shot",
                                   help="Also score one forced compaction of the same messages at each point "
                                        "(what the repeated compactions should keep up with)."),
@@ -101,7 +103,8 @@ def curve_cmd(
     """Replay the whole transcript and report retention after each compaction (a compaction that
     overflows is marked and the replay goes on)."""
     with _errors():
-        overrides = {"post_compact_target_tokens": target} if target is not None else {}
+        given = {"post_compact_target_tokens": target, "max_output": max_output, "autocompact_buffer": buffer}
+        overrides = {k: v for k, v in given.items() if v is not None}
         points = curve(read_transcript(path, format.value), ProbeSet.load(probes), window=window,
                        one_shot=one_shot, **overrides)
     if as_json:

@@ -14,7 +14,7 @@ from rich.table import Table
 from ..config import Config
 from ..errors import WorksurfaceError
 from ..formats import read_transcript
-from .app import app, fail
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail
 
 
 @app.command("replay")
@@ -24,6 +24,8 @@ def replay_command(
                                                help="Session directory (default: a fresh temporary one)."),
     format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
+    buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Status strategy: append, replace or delta."),
     as_json: bool = typer.Option(False, "--json", help="Print every call and the summary as JSON."),
     no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default each call is "
@@ -49,7 +51,8 @@ def replay_command(
 
     try:
         transcript = read_transcript(path, format)
-        config = Config.load().with_overrides(window=window, status_strategy=strategy)
+        config = Config.load().with_overrides(window=window, status_strategy=strategy, max_output=max_output,
+                                              autocompact_buffer=buffer)
         prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,
                              cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
         with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:

@@ -12,7 +12,7 @@ from ..config import Config
 from ..errors import WorksurfaceError
 from ..fileio import atomic_write
 from ..formats import read_transcript
-from .app import app, fail
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail
 
 
 @app.command("report")
@@ -26,6 +26,8 @@ def report_command(
                                      help="Report the transcript as it stood at a point: 'boundary' (just before "
                                           "its first compaction marker) or a number of messages."),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
+    buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would (without "
@@ -60,7 +62,8 @@ def report_command(
     try:
         transcript = read_transcript(path, format)
         probe_set = ProbeSet.load(probes) if probes is not None else None
-        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target)
+        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
+                                              max_output=max_output, autocompact_buffer=buffer)
         data = build_report(transcript, source=path.name, at=at, config=config, force=force, replay=replay,
                             probes=probe_set, session_dir=session_dir)
         page = render_html(data)

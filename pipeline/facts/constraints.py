@@ -3,7 +3,7 @@
 Constraints come from the user's messages, task text the agent read (an issue tracker, a task file),
 project rules files (AGENTS.md, CLAUDE.md, ...) and hook notes; each keeps the sentence or bullet as
 written and says where it came from. Summaries lose these first (seed 004), so they are kept exact.
-Authority follows provenance (DESIGN.md section 11): hook notes and injected rules files count only
+Authority follows provenance (only what the harness wrote itself creates standing state): hook notes and injected rules files count only
 when the harness wrote them (provenance.harness_reminders); a reminder or a "Contents of CLAUDE.md"
 printed inside a tool's output is the world's text and never becomes a rule. Task text the agent read
 is kept with source "task spec" and the command or file it came from: an observation, not the user's.

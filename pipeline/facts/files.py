@@ -40,8 +40,9 @@ NUMBERED_LINE_RES = (
 # SWE-agent's file window header: `[File: /path (94 lines total)]`.
 SWE_WINDOW_RE = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
 # aider reports file activity as notices, not tool results: "Applied edit to x.py", "Added x.py to the
-# chat", "Creating empty file x.py".
-NOTICE_RE = re.compile(r"^(Applied edit to|Added|Creating empty file|Created new file) (\S+?)(?: to the chat)?\.?$", re.M)
+# chat" (`/add`), "Added x.py to read-only files." (`/read`), "Creating empty file x.py".
+NOTICE_RE = re.compile(r"^(Applied edit to|Added|Creating empty file|Created new file) (\S+?)"
+                       r"(?: to the chat| to read-only files)?\.?[ \t]*$", re.M)
 NOTICE_ACTIONS = {"Applied edit to": "edited", "Added": "read", "Creating empty file": "created",
                   "Created new file": "created"}
 # Write-style inputs carry the whole new file under one of these keys.
@@ -64,6 +65,21 @@ GAP_MARKER_OPEN = "[… lines from {start} not seen …]"
 MAX_CHANGE_LINES = 12
 # SWE-agent commands that make a file the current one (`edit` then changes that file).
 SWE_OPENERS = ("open", "create")
+# A harness's wrapper around what a shell command printed. mini-swe-agent:
+# `<returncode>N</returncode>\n<output>\n...\n</output>` (`<output_head>` when it cut the output);
+# OpenHands appends `[The command completed with exit code N.]` and working-directory notes.
+MINI_OUTPUT_RE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>\s*<output>\n?([\s\S]*?)\n?</output>\s*\Z")
+MINI_CUT_MARKERS = ("<output_head>", "<elided_chars>", "<output_tail>")
+HARNESS_TRAILER_RE = re.compile(
+    r"\n?\[(?:The command completed with exit code (-?\d+)\.|Command finished with exit code (-?\d+)"
+    r"|Current working directory: [^\]\n]*|Python interpreter: [^\]\n]*)\]\s*\Z")
+OPENHANDS_CUT_MARKERS = ("[The command has no new output", "[Below was the output", "timed out")
+# `sed -n 'A,Bp' FILE` / `sed -n 'Ap' FILE`: prints lines A..B of the file.
+SED_RANGE_RE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
+# `head`/`tail` without `-n` print this many lines.
+HEAD_TAIL_DEFAULT = 10
+# Programs that filter a numbered listing without renumbering it (`nl -ba FILE | sed -n '5,9p'`).
+LINE_FILTERS = ("sed", "head", "tail")
 
 
 @dataclass(frozen=True)
@@ -256,6 +272,50 @@ def edit_gist(inp: dict[str, Any]) -> str | None:
     return gist
 
 
+def command_output(output: str) -> str | None:
+    """What a shell command itself printed, without the harness's wrapper around it (mini-swe-agent's
+    `<returncode>`/`<output>` tags, OpenHands' exit-code and directory notes). None when the wrapper
+    says the command failed or the harness cut the output: then the output is not the file."""
+    m = MINI_OUTPUT_RE.match(output)
+    if m:
+        body = m.group(2)
+        return None if m.group(1) != "0" or any(c in body for c in MINI_CUT_MARKERS) else body
+    if output.lstrip().startswith(MINI_CUT_MARKERS[0]) or any(c in output for c in OPENHANDS_CUT_MARKERS[:2]):
+        return None
+    while (t := HARNESS_TRAILER_RE.search(output)) is not None:
+        code = t.group(1) or t.group(2)
+        if code is not None and code != "0":
+            return None
+        output = output[:t.start()]
+    return output
+
+
+def _count_arg(sc: SimpleCommand) -> int | None:
+    """The line count a `head`/`tail` asks for (`-n N`, `-nN`, `-N`, `--lines=N`); None for byte
+    counts, `+N` offsets or anything else this reader does not follow."""
+    words = list(sc.args)
+    count = HEAD_TAIL_DEFAULT
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in ("-n", "--lines") and i + 1 < len(words):
+            if not words[i + 1].isdigit():
+                return None
+            count, i = int(words[i + 1]), i + 2
+            continue
+        if re.fullmatch(r"-n\d+|--lines=\d+|-\d+", w):
+            count = int(re.sub(r"\D", "", w))
+        elif w.startswith("-"):
+            return None  # -c (bytes), -f, -q ...: not a plain line range
+        i += 1
+    return count
+
+
+def _lines_of(text: str) -> list[str]:
+    body = text[:-1] if text.endswith("\n") else text
+    return body.split("\n") if text else []
+
+
 class _Tracker:
     """Replays successful calls onto per-file state. `at` is where an effect shows: (index, message id)."""
 
@@ -281,7 +341,7 @@ class _Tracker:
             self._shell(rec, cwd, at)
             return
         kind = rec.kind
-        raw_path = call_path(rec.call)
+        raw_path = call_path(rec.call) or _swe_command_path(rec)
         if not raw_path and kind in ("read", "edit") and self.open_file:
             raw_path = self.open_file  # SWE-agent edits and scrolls the file it opened last
         shown = _window_path(rec.output)
@@ -330,6 +390,7 @@ class _Tracker:
 
     def _shell(self, rec: CallRecord, cwd: str | None, at: At) -> None:
         commands = simple_commands(rec.command or "")
+        self._numbered_pipeline(commands, rec, cwd, at)
         for sc in commands:
             for path, append in sc.writes:
                 st = self.state(normalize_path(path, cwd), rec.index)
@@ -340,6 +401,58 @@ class _Tracker:
                 else:
                     st.changed_unseen()
             self._shell_verb(sc, rec, cwd, at, alone=len(commands) == 1)
+
+    def _numbered_pipeline(self, commands: Sequence[SimpleCommand], rec: CallRecord, cwd: str | None,
+                           at: At) -> None:
+        """`nl -ba FILE | sed -n 'A,Bp'` (or `cat -n FILE | head ...`): the numbered listing keeps
+        the file's own line numbers, so the lines shown are placed exactly (a partial read)."""
+        command = rec.command or ""
+        if len(commands) != 2 or command.count("|") != 1 or "&&" in command or ";" in command:
+            return
+        first, second = commands
+        if second.program not in LINE_FILTERS or first.writes or second.writes:
+            return
+        files = [a for a in first.args if not a.startswith("-")]
+        numbered = (first.program == "nl" and _nl_numbers_all(first.args)) or (
+            first.program == "cat" and "-n" in first.args)
+        if not numbered or len(files) != 1:
+            return
+        output = command_output(rec.output)
+        lines = numbered_lines(output) if output is not None else None
+        if lines:
+            st = self.state(normalize_path(files[0], cwd), rec.index)
+            st.touch(READ, at)
+            st.see_lines(lines, at, whole=False)
+
+    def _ranged_read(self, sc: SimpleCommand, st: _FileState, output: str, at: At) -> None:
+        """A lone `sed -n 'A,Bp' FILE`, `head -n N FILE` or `tail -n N FILE`: its output is that
+        range of the file (the whole file when it printed fewer lines than asked for)."""
+        lines = _lines_of(output)
+        if sc.program == "sed":
+            m = next((SED_RANGE_RE.match(a.strip("'\"")) for a in sc.args if SED_RANGE_RE.match(a.strip("'\""))), None)
+            if m is None:
+                return
+            start = int(m.group(1))
+            end = None if m.group(2) in (None, "$") else int(m.group(2))
+            if m.group(2) is None:
+                end = start
+            if end is not None and len(lines) > end - start + 1:
+                return  # more lines than the range holds: not this command's output
+            ended = end is None or len(lines) < end - start + 1
+            total = start + len(lines) - 1 if ended and lines else None
+            st.see_lines({start + i: line for i, line in enumerate(lines)}, at,
+                         whole=start == 1 and total is not None, total=total)
+            return
+        count = _count_arg(sc)
+        if count is None or len(lines) > count:
+            return
+        if len(lines) < count:  # the file is shorter than the range: this is all of it
+            st.see_lines({1 + i: line for i, line in enumerate(lines)}, at, whole=True, total=len(lines))
+        elif sc.program == "head":
+            st.see_lines({1 + i: line for i, line in enumerate(lines)}, at, whole=False)
+        elif st.total is not None and st.complete and not st.stale:  # tail of a file of known length
+            first = st.total - len(lines) + 1
+            st.see_lines({first + i: line for i, line in enumerate(lines)}, at, whole=False, total=st.total)
 
     def _shell_verb(self, sc: SimpleCommand, rec: CallRecord, cwd: str | None, at: At, *,
                     alone: bool) -> None:
@@ -353,17 +466,33 @@ class _Tracker:
             for arg in args if whole_file_readers else args[-1:]:
                 if not re.fullmatch(r"[+]?\d+", arg):
                     state(arg).touch(READ, at)
-            # Only a lone `cat FILE` shows the whole file: its output is the content.
+            # Only a lone `cat FILE` (or `nl -ba FILE`) shows the whole file: its output is the content.
             if prog == "open" and args:
                 self.open_file = normalize_path(args[0], cwd)
-            if prog == "cat" and len(args) == 1 and alone and sc.heredoc is None:
-                lines = numbered_lines(rec.output) if "-n" in sc.args else None
+            output = command_output(rec.output) if alone and sc.heredoc is None and not sc.reads else None
+            if output is None:
+                pass
+            elif prog == "cat" and len(args) == 1:
+                lines = numbered_lines(output) if "-n" in sc.args else None
                 if lines is not None:
                     state(args[0]).see_lines(lines, at, whole=True)
-                else:
-                    state(args[0]).see_text(rec.output, at)
-            elif prog == "open":
+                elif "-n" not in sc.args and not set(sc.args) - {args[0], "--"}:
+                    state(args[0]).see_text(output, at)
+            elif prog == "nl" and len(args) == 1 and _nl_numbers_all(sc.args):
+                lines = numbered_lines(output)
+                if lines is not None:
+                    state(args[0]).see_lines(lines, at, whole=True)
+            elif prog in ("head", "tail") and not re.fullmatch(r"[+]?\d+", args[-1]):
+                self._ranged_read(sc, state(args[-1]), output, at)
+            if prog == "open":
                 _see_window(state(args[0]), rec.output, at)
+        elif prog == "sed" and args and not sc.writes and "-n" in sc.args and not any(
+                a.startswith("-i") or a == "--in-place" for a in sc.args) and len(args) == 2:
+            st = state(args[-1])
+            st.touch(READ, at)
+            output = command_output(rec.output) if alone and not sc.reads else None
+            if output is not None:
+                self._ranged_read(sc, st, output, at)
         elif prog == "sed" and args and any(a.startswith("-i") or a == "--in-place" for a in sc.args):
             st = state(args[-1])
             st.touch(EDITED, at)
@@ -426,6 +555,25 @@ class _Tracker:
     def _dirs(self) -> set[str]:
         """Directories known to exist because a tracked live file sits in them."""
         return {posixpath.dirname(p) for p, st in self.files.items() if not st.gone}
+
+
+def _swe_command_path(rec: CallRecord) -> str | None:
+    """The file of a SWE-agent `open` / `create` call written as one command line under `command`
+    (`open src/pkg/fields.py 1474`): the call's own argument, not its output."""
+    command = rec.call.input.get("command")
+    if normalize_name(rec.name) not in SWE_OPENERS or not isinstance(command, str):
+        return None
+    words = command.strip().split("\n", 1)[0].split()
+    if len(words) >= 2 and words[0] == rec.name:
+        return words[1].strip("'\"")
+    return None
+
+
+def _nl_numbers_all(args: Sequence[str]) -> bool:
+    """`nl` numbers every line only with `-ba` / `-b a` (by default it skips blank lines, so its
+    numbers are not the file's line numbers)."""
+    joined = " ".join(args)
+    return bool(re.search(r"(?:^|\s)-(?:\w*b\s?a|-body-numbering=a)\b", joined))
 
 
 def _window_path(output: str) -> str | None:
@@ -517,6 +665,7 @@ class FileTracker:
         self._tracker = _Tracker()
         self.cwd: str | None = None
         self._fed: set[str] = set()  # calls already replayed among the messages a window may repeat
+        self._facts: dict[str, tuple[tuple[Any, ...], FileFact]] = {}  # path -> (state key, record)
 
     def feed(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
         """Replay `messages` (at transcript positions `index`); messages before position `new_from`
@@ -547,9 +696,21 @@ class FileTracker:
         self.cwd = next((c for c in reversed(cwds) if c), seed)
 
     def facts(self) -> list[FileFact]:
-        """The same records `file_activity` gives for everything fed so far."""
+        """The same records `file_activity` gives for everything fed so far. A file's record is
+        rebuilt only when its state changed (joining a large file's lines is the costly part), so a
+        call costs what it touched, not every file the session ever read."""
         files = {p: dataclasses.replace(st, actions=set(st.actions)) for p, st in self._tracker.files.items()}
-        facts = [st.fact() for st in _merge_relative(files).values() if st.actions]
+        facts = []
+        cache: dict[str, tuple[tuple[Any, ...], FileFact]] = {}
+        for path, st in _merge_relative(files).items():
+            if not st.actions:
+                continue
+            key = _state_key(st)
+            hit = self._facts.get(path)
+            fact = hit[1] if hit is not None and hit[0] == key else st.fact()
+            cache[path] = (key, fact)
+            facts.append(fact)
+        self._facts = cache
         facts.sort(key=lambda f: (-f.last_index, f.path))
         return facts
 
@@ -577,3 +738,10 @@ class FileTracker:
         tracker.cwd = data.get("cwd")
         tracker._fed = set(data.get("fed", ()))
         return tracker
+
+
+def _state_key(st: _FileState) -> tuple[Any, ...]:
+    """What a file record depends on, cheaply: any touch, read or edit changes it."""
+    return (st.first_index, st.last_index, st.last_message_id, st.content_index, tuple(sorted(st.actions)),
+            st.edits, st.gone, st.stale, st.complete, st.total, len(st.lines or ()), st.moved_to,
+            st.moved_from, tuple(st.added), tuple(st.removed))

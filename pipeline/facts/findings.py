@@ -4,7 +4,7 @@ that drops them makes the agent re-investigate. Kept verbatim (a sentence, or tw
 completes it), with the message they came from.
 
 Only assistant text is read (never tool output: a page saying "the cause is" is not a finding of
-the agent's, DESIGN.md section 11), and code fences are skipped.
+the agent's: tool output is an observation, never promoted), and code fences are skipped.
 """
 
 from __future__ import annotations

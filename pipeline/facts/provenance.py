@@ -1,4 +1,4 @@
-"""Provenance decides authority (DESIGN.md section 11): which text the harness itself wrote.
+"""Provenance decides authority: which text the harness itself wrote.
 
 Only records a harness writes in its own structure may create standing state (constraints,
 rejections, file activity, tool announcements, verification facts). Text inside a tool result is

@@ -4,7 +4,7 @@ Seed 003: a task's lifecycle (pending, running, completed, failed, killed) and w
 for it (foreground) or goes on (background) are separate dimensions. The parent needs the task, the
 state and the final answer, never the sub-agent's tool noise (that lives in its sidechain file).
 
-Provenance (DESIGN.md section 11): a task and its state come only from what the harness wrote in its
+Provenance (only what the harness wrote itself creates standing state): a task and its state come only from what the harness wrote in its
 own structure: the Task/Agent call's arguments, its result (Claude Code's `toolUseResult` record:
 `agentId`, `status`, `backgroundTaskId`), a TaskOutput/KillShell call of the agent's own and the
 harness's `<task-notification>` user records or queued inputs. Text a tool printed never changes a
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..model import Message, Origin, ToolResult
+from ..model import Message, Origin, Text
 from ..toolkinds import tool_kind
 from .calls import CallRecord, tool_calls
 from .provenance import claude_record
@@ -179,7 +179,7 @@ def _harness_text(m: Message) -> str:
     """Text the harness wrote in a user record (not inside a tool result)."""
     if m.role != "user" or m.origin is not Origin.CONVERSATION:
         return ""
-    return "\n".join(b.text for b in m.blocks if not isinstance(b, ToolResult) and hasattr(b, "text"))
+    return "\n".join(b.text for b in m.blocks if isinstance(b, Text))
 
 
 def task_updates(messages: Sequence[Message], records: Sequence[CallRecord],

@@ -5,7 +5,7 @@ facts, so they never disagree about one output. Runners: pytest, unittest, jest,
 go test, cargo test, ExUnit (mix test), RSpec. When several summaries appear in one output, the one
 printed last wins: it describes the latest run.
 
-Provenance (DESIGN.md section 11): a summary counts only when the call that printed it ran tests
+Provenance (text inside a tool result is an observation, never a fact): a summary counts only when the call that printed it ran tests
 (`is_test_command` on the command in the call's own arguments), or read a file such a command wrote.
 `cat notes.txt` printing "999 passed" is not a test run.
 """

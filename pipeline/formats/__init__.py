@@ -22,7 +22,7 @@ from .convert import Dropped, convert
 # JSON; a Codex record needs `type` + object `payload` + `timestamp`, which no Claude Code record has).
 ADAPTERS: dict[str, FormatAdapter] = {
     a.NAME: a for a in (codex, claude_code, swe_agent, openhands, mini_swe_agent, anthropic_messages,
-                        openai_chat, aider)  # type: ignore[misc]
+                        openai_chat, aider)
 }
 FORMAT_NAMES = tuple(ADAPTERS)
 WRITABLE_FORMATS = tuple(n for n, a in ADAPTERS.items() if a.WRITABLE)

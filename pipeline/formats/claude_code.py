@@ -603,7 +603,7 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any]]:
         for k in group:
             same = same and k < len(original) and live[k][1] == original[k] and \
                 records[live[k][0]] is _own_raw(original[k])
-        size = sum(counter.message(live[k][1]) for k in group)  # type: ignore[misc]
+        size = sum(counter.message(live[k][1]) for k in group)
         if records[index].get("type") == "assistant" and not same:
             before = fitted.size(counted)
             output = fitted.size(counted + size) - before

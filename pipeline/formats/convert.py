@@ -13,10 +13,11 @@ Where the target has no field for something the model saw, it goes into the text
 - tool calls in aider (which has none) and calls other than a shell command in mini-swe-agent (whose
   one tool is bash): the call becomes a line of the assistant's text (CALL_AS_TEXT, name, JSON input)
   and its result the harness's output shown to the model (counted under `carried_as_text`).
-Dropped where the target has no place (counted): thinking blocks (only Claude Code and Anthropic
-hold them; between those two only, as their signatures are Anthropic's), images (not in SWE-agent,
-mini-swe-agent, aider, nor in OpenHands tool results), opaque blocks (another API's JSON: kept within
-a format, and between Claude Code and Anthropic, which share block shapes).
+Dropped where the target has no place (counted): thinking blocks (kept within a format, and between
+Claude Code and Anthropic, whose signatures are Anthropic's), images (not in SWE-agent, mini-swe-agent,
+aider, nor in OpenHands tool results), opaque blocks (another API's JSON: kept within a format, and
+between Claude Code and Anthropic, which share block shapes), the source's non-message records, and
+its fields no writer of the target reads (counted by name).
 
 Also here: how a JSON format marks worksurface's own messages (ORIGIN_FIELD) so they read back with
 their origin, as Claude Code's `worksurfaceOrigin` does.
@@ -45,12 +46,12 @@ TOOL_OUTPUT_KIND = "tool_output"
 # Formats whose thinking and opaque blocks are the same API's (Anthropic's): they pass between them.
 # Elsewhere both stay only within their own format (a Codex reasoning item is OpenAI's, encrypted).
 _ANTHROPIC_FAMILY = frozenset({"claude-code", "anthropic"})
-# Formats that can hold each kind of block / field.
+# Formats that can hold each kind of block / field (TOOL_CALL_FORMATS: any tool call, as a call).
 _THINKING = _ANTHROPIC_FAMILY | {"codex"}  # Codex rollouts hold reasoning items
 _IMAGES = frozenset({"claude-code", "anthropic", "openai", "openhands", "codex"})
 _TOOL_RESULT_IMAGES = frozenset({"claude-code", "anthropic", "openai", "codex"})
 _ERROR_FLAG = frozenset({"claude-code", "anthropic", "openhands", "codex"})
-_TOOL_CALLS = frozenset({"claude-code", "anthropic", "openai", "swe-agent", "openhands", "codex"})
+TOOL_CALL_FORMATS = frozenset({"claude-code", "anthropic", "openai", "swe-agent", "openhands", "codex"})
 # Formats whose only tool is a shell: other calls are written as text.
 _SHELL_ONLY = frozenset({"mini-swe-agent"})
 # Tool names that run one shell command line (Claude Code, SWE-agent, OpenHands, Codex, generic).
@@ -149,7 +150,7 @@ def shell_command(call: ToolCall) -> str | None:
 
 def _calls_as_text(messages: Sequence[Message], target: str) -> set[str]:
     """Ids of the calls the target cannot hold as calls: all in aider, non-shell ones in mini-swe-agent."""
-    if target in _TOOL_CALLS:
+    if target in TOOL_CALL_FORMATS:
         return set()
     calls = [c for m in messages for c in m.tool_calls]
     if target in _SHELL_ONLY:

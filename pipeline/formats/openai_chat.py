@@ -168,7 +168,7 @@ def _tool_calls(raw: dict[str, Any], role: str, raws: dict[str, list[Any]], path
             raise FormatError('expected a tool call {"id", "function": {"name", "arguments"}}',
                               path=path, record=f"{record}.tool_calls[{k}]")
         call = ToolCall(tc["id"], fn["name"], _arguments(fn.get("arguments", "")))
-        remember(raws, call, tc, lambda _, c=call: _call_json(c))
+        remember(raws, call, tc, _call_json)
         out.append(call)
     return out
 
@@ -226,7 +226,7 @@ def _message_dict(m: Message, path: str | None) -> dict[str, Any] | None:
         role = "developer"
     else:
         role = m.role
-    content_blocks = [b for b in m.blocks if not isinstance(b, (ToolCall, ToolResult, Thinking))]
+    content_blocks: list[Block] = [b for b in m.blocks if not isinstance(b, (ToolCall, ToolResult, Thinking))]
     if m.tool_calls and role != "assistant":
         raise FormatError(f"tool call in a {role} message cannot be written", path=path, record=m.id)
     if not content_blocks and not m.tool_calls and m.blocks:
@@ -239,7 +239,7 @@ def _message_dict(m: Message, path: str | None) -> dict[str, Any] | None:
     if content is not _ABSENT:
         d["content"] = content
     if m.tool_calls:
-        d["tool_calls"] = [recall.get(c, lambda _, c=c: _call_json(c)) for c in m.tool_calls]
+        d["tool_calls"] = [recall.get(c, _call_json) for c in m.tool_calls]
     return d
 
 

@@ -142,7 +142,12 @@ def _check_event(ev: dict[str, Any], path: str | None, record: str) -> None:
         message = (expect(choice, dict, path, record, where) or {}).get("message")
         message = expect(message, dict, path, record, f"{where}.message") or {}
         expect(message.get("content"), (str, list), path, record, f"{where}.message.content")
-        expect(message.get("tool_calls"), list, path, record, f"{where}.message.tool_calls")
+        calls = expect(message.get("tool_calls"), list, path, record, f"{where}.message.tool_calls")
+        for j, tc in enumerate(calls or ()):
+            call_where = f"{where}.message.tool_calls[{j}]"
+            function = (expect(tc, dict, path, record, call_where) or {}).get("function")
+            function = expect(function, dict, path, record, f"{call_where}.function") or {}
+            expect(function.get("arguments"), (str, dict), path, record, f"{call_where}.function.arguments")
 
 
 def _tool_call_id(tcm: Any) -> str | None:

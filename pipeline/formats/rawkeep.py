@@ -10,9 +10,12 @@ Keyed by content rather than position, so it survives stages that drop or insert
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from ..model import Block, Message, block_key
+
+# The writer for a block kind takes that kind: `make(block)` is always handed the block it writes.
+B = TypeVar("B", bound=Block)
 
 
 def raw_meta_key(format_name: str) -> str:
@@ -20,7 +23,7 @@ def raw_meta_key(format_name: str) -> str:
     return f"{format_name}.raw"
 
 
-def remember(raws: dict[str, list[Any]], block: Block, raw: Any, make: Callable[[Block], Any]) -> None:
+def remember(raws: dict[str, list[Any]], block: B, raw: Any, make: Callable[[B], Any]) -> None:
     """Record `raw` as the provider JSON of `block` unless `make` (the writer) gives it back anyway,
     so the meta stays small. A list per key: identical blocks may differ in their raw JSON."""
     if raw != make(block):
@@ -34,7 +37,7 @@ class Recall:
         self._raws: Mapping[str, list[Any]] = message.meta.get(raw_meta_key(format_name)) or {}
         self._used: dict[str, int] = {}
 
-    def get(self, block: Block, make: Callable[[Block], Any]) -> Any:
+    def get(self, block: B, make: Callable[[B], Any]) -> Any:
         """The remembered JSON for `block`, or `make(block)` when there is none (left)."""
         key = block_key(block)
         options = self._raws.get(key, ())

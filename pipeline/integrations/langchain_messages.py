@@ -79,7 +79,7 @@ def _to_message(lc: "BaseMessage", index: int) -> Message:
     mid = message_id(lc, index)
     blocks = list(_content_blocks(lc.content, _tool_use_ids(lc)))
     if role == "tool":
-        blocks = [_tool_result(lc, blocks)]
+        blocks = [_tool_result(lc, blocks, index)]
     for k, call in enumerate(getattr(lc, "tool_calls", None) or ()):
         blocks.append(ToolCall(call.get("id") or f"{mid}:call{k}", call["name"], call.get("args") or {}))
     message = Message(mid, role, tuple(blocks), origin)
@@ -145,12 +145,15 @@ def _image(part: dict[str, Any]) -> Image | None:
     return None
 
 
-def _tool_result(lc: "BaseMessage", blocks: list[Block]) -> ToolResult:
+def _tool_result(lc: "BaseMessage", blocks: list[Block], index: int) -> ToolResult:
+    # A ToolMessage always has its call id; a ChatMessage with role "tool" has none to pair it with.
+    call_id = getattr(lc, "tool_call_id", None)
+    if not isinstance(call_id, str):
+        raise FormatError("a tool message needs the tool_call_id of the call it answers", record=str(index))
     texts = [b.text if isinstance(b, Text) else b.json_text
              for b in blocks if isinstance(b, (Text, Opaque))]
     images = tuple(b for b in blocks if isinstance(b, Image))
-    return ToolResult(lc.tool_call_id, "\n".join(texts), getattr(lc, "status", "success") == "error",
-                      images)
+    return ToolResult(call_id, "\n".join(texts), getattr(lc, "status", "success") == "error", images)
 
 
 def _json_fields(lc: "BaseMessage") -> dict[str, Any]:

@@ -9,7 +9,7 @@ so the provider's prompt cache keeps hitting.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from .sessions import SessionPool, SessionSource, agent_id_of, prepare_view, thread_id_of
 
@@ -17,7 +17,12 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.graph.state import CompiledStateGraph
 
-PreModelHook = Callable[[Any, "RunnableConfig"], dict[str, Any]]
+
+class PreModelHook(Protocol):
+    """A LangGraph node: (state, config) -> {"llm_input_messages": view}. A Protocol rather than a
+    Callable so LangGraph's `add_node` sees the parameter names it dispatches on."""
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]: ...
 
 
 def make_pre_model_hook(sessions: SessionSource = None, **config: Any) -> PreModelHook:

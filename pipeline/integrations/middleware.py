@@ -8,7 +8,7 @@ worksurface's sticky decisions keep that view's prefix stable from call to call.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, cast
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -17,6 +17,9 @@ except ImportError as exc:  # langchain is an optional extra
                       "pip install 'worksurface[langchain]'") from exc
 
 from .sessions import SessionPool, SessionSource, agent_id_of, prepare_view, thread_id_of
+
+if TYPE_CHECKING:
+    from langchain_core.messages import AnyMessage, BaseMessage
 
 
 class WorksurfaceMiddleware(AgentMiddleware):
@@ -32,13 +35,19 @@ class WorksurfaceMiddleware(AgentMiddleware):
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         view = prepare_view(self.sessions, request.messages, *_session_of(request))
-        return handler(request.override(messages=view))
+        return handler(request.override(messages=_as_any(view)))
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
         # prepare may summarize (an HTTP call) or touch disk: keep it off the event loop.
         view = await asyncio.to_thread(prepare_view, self.sessions, request.messages, *_session_of(request))
-        return await handler(request.override(messages=view))
+        return await handler(request.override(messages=_as_any(view)))
+
+
+def _as_any(view: Sequence[BaseMessage]) -> list[AnyMessage]:
+    """The view as the request's message type: `from_worksurface` builds only the concrete LangChain
+    classes (or returns the agent's own messages), all members of `AnyMessage`."""
+    return cast("list[AnyMessage]", list(view))
 
 
 def _session_of(request: ModelRequest) -> tuple[str, str | None]:

@@ -7,9 +7,12 @@ import dataclasses
 import types
 import typing
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 
 def to_json(record: Any) -> Any:
@@ -29,7 +32,7 @@ def from_json(cls: type[T], data: Any) -> T:
     """Rebuild a dataclass of type `cls` written by `to_json` (unknown fields are ignored, so a record
     written by an older version still loads when fields were only added)."""
     hints = _hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(cls)}
     kwargs = {k: _value(hints[k], v) for k, v in data.items() if k in names}
     return cls(**kwargs)
 
@@ -54,6 +57,6 @@ def _value(hint: Any, value: Any) -> Any:
         return frozenset(_value(args[0], v) for v in value)
     if origin is list:
         return [_value(args[0], v) for v in value]
-    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and isinstance(value, dict):
         return from_json(hint, value)
     return value

@@ -20,6 +20,8 @@ from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, Error
                      PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.errors import RESOLUTION_WINDOW
 from ..facts.files import FileTracker
+from ..facts.tools import attachment_announcements
+from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
 from ..model import Message, Origin
@@ -46,6 +48,10 @@ MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
 # Edit gists kept (newest): a summary offers at most a few dozen.
 MAX_EDIT_GISTS = 60
 LEDGER_VERSION = 1
+# Session meta keys: the head of the ledger, each larger part, each tracked file.
+LEDGER_KEY = "ledger"
+PART_PREFIX = "ledger."
+FILE_PREFIX = "ledger.file:"
 
 
 def _fold_text(text: str) -> str:
@@ -71,6 +77,10 @@ class _Records:
     agents: dict[str, AgentUse] = dataclasses.field(default_factory=dict)
     subagents: dict[str, SubagentTask] = dataclasses.field(default_factory=dict)  # by call id
     mcp: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Messages per working directory they report: the session's main cwd is the most reported one.
+    cwds: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Calls per tool name (each call counted once, when its message is first folded).
+    tools: dict[str, int] = dataclasses.field(default_factory=dict)
     todo: TodoState | None = None
     plan: PlanMode | None = None
     plan_index: int = -1
@@ -100,16 +110,25 @@ class Ledger:
         self.carry_from = 0       # where the next fold window starts (open calls)
         self.files = FileTracker()
         self.errors_from = 0      # where the errors window starts: the oldest error still unresolved
+        self.extras_seen = 0      # the transcript's non-message records folded so far
         self.dirty = False        # changed since the store last saved it
         self.saved_count = 0      # `count` when the store last saved it
         self._positions: dict[str, int] = {}  # message id -> index in the transcript (not persisted)
+        # Marks of what the store holds (see `save`), and of the tracked files when `records.files`
+        # was last rendered from them.
+        self._saved: tuple[dict[str, Any], dict[str, tuple[Any, ...]]] = ({}, {})
+        self._files_rendered: dict[str, tuple[Any, ...]] | None = None
+        self.last_window = 0  # messages the last `update` read (new ones and the carry window)
 
     # --- folding ----------------------------------------------------------------------------------
 
     def update(self, transcript: Sequence[Message], *, rebuild: bool = False,
-               queued: Sequence[tuple[str | None, str]] = ()) -> None:
+               queued: Sequence[tuple[str | None, str]] = (),
+               extras: Sequence[tuple[str | None, Any]] = ()) -> None:
         """Fold the messages not seen yet. A transcript that no longer extends what was folded
-        (rewound or edited history) is folded again from the start."""
+        (rewound or edited history) is folded again from the start. `extras` are the transcript's
+        non-message records (`Transcript.extras`): the harness's attachment records among them
+        announce tools, MCP servers and agent types."""
         n = len(transcript)
         diverged = self.count > n or (self.count and transcript[self.count - 1].digest != self.last_digest)
         if rebuild or diverged:
@@ -117,14 +136,28 @@ class Ledger:
         if len(self._positions) < min(self.count, n):
             self._positions = {m.id: i for i, m in enumerate(transcript[: self.count])}
         if self.count >= n:
+            self._fold_extras(extras)
             return
         for i in range(self.count, n):
             self._positions.setdefault(transcript[i].id, i)
+        self._fold_extras(extras)
         start = min(self.carry_from, self.count)
+        self.last_window = n - start
         self._fold(transcript[start:], start, queued, self.count)
         self._fold_errors(transcript, max(min(self.errors_from, start), n - MAX_ERROR_WINDOW_MESSAGES), n)
         self.count, self.last_digest = n, transcript[-1].digest
         self.carry_from = _open_call_start(transcript, start, n)
+        self.dirty = True
+
+    def _fold_extras(self, extras: Sequence[tuple[str | None, Any]]) -> None:
+        """Announcements in the harness's attachment records, each record once (they only grow)."""
+        if len(extras) <= self.extras_seen:
+            return
+        new = [(self._positions.get(anchor, 0) if anchor else 0, record)
+               for anchor, record in extras[self.extras_seen:]]
+        for a in attachment_announcements(new):
+            self.records.announcements[f"{a.kind}:{a.message_id}"] = a
+        self.extras_seen = len(extras)
         self.dirty = True
 
     def _fold_errors(self, transcript: Sequence[Message], start: int, end: int) -> None:
@@ -181,7 +214,11 @@ class Ledger:
             newest = sorted(r.edits.items(), key=lambda kv: kv[1].index)[-MAX_EDIT_GISTS:]
             r.edits = dict(newest)
         self.files.feed(messages, index, new_from)
-        r.files = _with_newest_contents(self.files.facts())
+        # Rendering every file's facts reads every line held; only when a tracked file changed.
+        marks = self._file_marks()
+        if marks != self._files_rendered:
+            r.files = _with_newest_contents(self.files.facts())
+            self._files_rendered = marks
         for t in facts.test_runs(messages):
             r.tests[f"{t.message_id}:{t.command}"] = dataclasses.replace(t, index=at(t.index))
         for c2 in facts.commits(messages):
@@ -195,6 +232,13 @@ class Ledger:
         r.subagents = subagent_facts.fold(r.subagents, messages, at, queued)
         for g in facts.agents_used(messages):
             r.agents[f"{g.agent_type}:{g.message_id}"] = dataclasses.replace(g, index=at(g.index))
+        for g_index, m in zip(index, messages):
+            if g_index >= new_from:
+                where = message_cwd(m)
+                if where:
+                    r.cwds[where] = r.cwds.get(where, 0) + 1
+                for call in m.tool_calls:
+                    r.tools[call.name] = r.tools.get(call.name, 0) + 1
         for name in facts.mcp_servers(messages):
             r.mcp[name] = max(r.mcp.get(name, -1), index[-1])
         todo = facts.todo_state(messages)
@@ -243,16 +287,78 @@ class Ledger:
     # --- persistence --------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        r = self.records
-        data: dict[str, Any] = {"version": LEDGER_VERSION, "count": self.count, "last_digest": self.last_digest,
-                                "carry_from": self.carry_from, "file_tracker": self.files.to_json()}
-        for name in _RECORD_TYPES:
-            data[name] = {k: codec.to_json(v) for k, v in getattr(r, name).items()}
-        data.update(errors_from=self.errors_from, mcp=dict(r.mcp), todo=codec.to_json(r.todo), plan=codec.to_json(r.plan),
-                    plan_index=r.plan_index, identifiers=codec.to_json(r.identifiers),
-                    earlier=dict(r.earlier), own_summaries=dict(r.own_summaries),
-                    conversation_seen=r.conversation_seen)
+        data = self._small_json()
+        data.update({name: make() for name, (_, make) in self._part_sources().items()})
+        data["file_tracker"] = self.files.to_json()
         return data
+
+    def _small_json(self) -> dict[str, Any]:
+        """The fields that change on most calls and stay small: written at every save."""
+        r = self.records
+        return {"version": LEDGER_VERSION, "count": self.count, "last_digest": self.last_digest,
+                "carry_from": self.carry_from, "errors_from": self.errors_from, "extras_seen": self.extras_seen,
+                "mcp": dict(r.mcp),
+                "tools": dict(r.tools), "cwds": dict(r.cwds), "plan_index": r.plan_index,
+                "conversation_seen": r.conversation_seen}
+
+    def _part_sources(self) -> dict[str, tuple[Any, Callable[[], Any]]]:
+        """The larger parts, each saved under its own key: name -> (a mark equal to the previous one
+        exactly when the part did not change, its JSON). Record dicts hold frozen records, so a shallow
+        copy is a mark that compares by identity first (C speed on an unchanged dict)."""
+        r = self.records
+
+        def kind(name: str) -> tuple[Any, Callable[[], Any]]:
+            d = getattr(r, name)
+            return dict(d), lambda: {k: codec.to_json(v) for k, v in d.items()}
+
+        parts = {name: kind(name) for name in _RECORD_TYPES}
+        parts.update(todo=(r.todo, lambda: codec.to_json(r.todo)), plan=(r.plan, lambda: codec.to_json(r.plan)),
+                     identifiers=(r.identifiers, lambda: codec.to_json(r.identifiers)),
+                     earlier=(dict(r.earlier), lambda: dict(r.earlier)),
+                     own_summaries=(dict(r.own_summaries), lambda: dict(r.own_summaries)))
+        return parts
+
+    def _file_marks(self) -> dict[str, tuple[Any, ...]]:
+        return {path: _file_mark(st) for path, st in _tracker_files(self.files).items()}
+
+    def save(self) -> "LedgerSave":
+        """What to write so the store holds this ledger: the small head always, and only the parts and
+        tracked files that changed since the last `saved` (DESIGN.md 12: a call's work follows what is
+        new, not the size of the session). Call `saved(result)` once the store committed it."""
+        sources = self._part_sources()
+        marks = {name: mark for name, (mark, _) in sources.items()}
+        files = self._file_marks()
+        old, old_files = self._saved
+        parts = {PART_PREFIX + name: make() for name, (mark, make) in sources.items()
+                 if name not in old or old[name] != mark}
+        tracked = _tracker_files(self.files)
+        parts.update({FILE_PREFIX + path: _file_json(tracked[path]) for path, mark in files.items()
+                      if old_files.get(path) != mark})
+        head = self._small_json()
+        head.update(parts=list(sources), file_tracker=_tracker_head(self.files, list(files)))
+        return LedgerSave(head, parts, (marks, files))
+
+    def saved(self, save: "LedgerSave") -> None:
+        """The store committed `save`: later saves write only what changes after it."""
+        self._saved = save.marks
+        self.dirty = False
+
+    @classmethod
+    def load(cls, get: Callable[[str], Any]) -> "Ledger":
+        """The ledger a store holds (`get` reads a session meta key): written in parts by `save`, or
+        whole by an earlier version."""
+        head = get(LEDGER_KEY)
+        if not head or "parts" not in head:
+            return cls.from_json(head)
+        data = dict(head)
+        for name in head["parts"]:
+            data[name] = get(PART_PREFIX + name)
+        tracker = dict(head["file_tracker"])
+        tracker["files"] = {path: get(FILE_PREFIX + path) for path in tracker.pop("paths")}
+        data["file_tracker"] = tracker
+        ledger = cls.from_json(data)
+        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()}, ledger._file_marks())
+        return ledger
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> "Ledger":
@@ -267,7 +373,10 @@ class Ledger:
         for name, kind in _RECORD_TYPES.items():
             setattr(r, name, {k: codec.from_json(kind, v) for k, v in data.get(name, {}).items()})
         ledger.errors_from = int(data.get("errors_from", ledger.count))
+        ledger.extras_seen = int(data.get("extras_seen", 0))
         r.mcp = {k: int(v) for k, v in data.get("mcp", {}).items()}
+        r.tools = {k: int(v) for k, v in data.get("tools", {}).items()}
+        r.cwds = {k: int(v) for k, v in data.get("cwds", {}).items()}
         r.todo = codec.from_json(TodoState, data["todo"]) if data.get("todo") else None
         r.plan = codec.from_json(PlanMode, data["plan"]) if data.get("plan") else None
         r.plan_index = int(data.get("plan_index", -1))
@@ -275,7 +384,17 @@ class Ledger:
         r.earlier = dict(data.get("earlier", {}))
         r.own_summaries = dict(data.get("own_summaries", {}))
         r.conversation_seen = int(data.get("conversation_seen", 0))
+        ledger._files_rendered = ledger._file_marks()
         return ledger
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerSave:
+    """The meta values a commit writes for the ledger: `head` under LEDGER_KEY, `parts` by key."""
+
+    head: dict[str, Any]
+    parts: dict[str, Any]
+    marks: tuple[dict[str, Any], dict[str, tuple[Any, ...]]]
 
 
 class LedgerView:
@@ -342,7 +461,8 @@ class LedgerView:
         return self._before(self.r.announcements.values(), lambda a: a.index)
 
     def subagent_tasks(self) -> list[SubagentTask]:
-        """Sub-agent and background tasks launched before the cut, with their latest state."""
+        """Sub-agent and background tasks launched before the cut, with the latest state folded (a
+        state reported after the cut shows too: the ledger keeps one state per task, not its history)."""
         return self._before(self.r.subagents.values(), lambda t: t.index)
 
     def agents_used(self) -> list[AgentUse]:
@@ -350,6 +470,16 @@ class LedgerView:
 
     def mcp_servers(self) -> list[str]:
         return sorted(self.r.mcp, key=lambda n: self.r.mcp[n])
+
+    def tools_used(self) -> dict[str, int]:
+        return dict(self.r.tools)
+
+    def main_cwd(self) -> str | None:
+        """The working directory most messages report (ties: the newest known)."""
+        if not self.r.cwds:
+            return self.identifiers().cwd
+        newest = self.identifiers().cwd
+        return max(self.r.cwds, key=lambda c: (self.r.cwds[c], c == newest))
 
     def earlier_summaries(self) -> list[str]:
         return list(self.r.earlier.values())
@@ -382,3 +512,33 @@ def _open_call_start(transcript: Sequence[Message], start: int, end: int) -> int
         if any(c.id not in answered for c in transcript[i].tool_calls):
             return i
     return end
+
+
+def _tracker_files(tracker: FileTracker) -> dict[str, Any]:
+    """The tracker's per-file states (path -> its mutable state). Read here, beside the tracker's own
+    `to_json`, so the ledger saves and re-renders only the files a call changed."""
+    files: dict[str, Any] = tracker._tracker.files
+    return files
+
+
+def _file_mark(st: Any) -> tuple[Any, ...]:
+    """Changes whenever a file's state does: every change touches the file at a newer message or
+    counts an edit, replaces or grows its lines, or sets one of these flags."""
+    lines = st.lines
+    return (st.first_index, st.last_index, st.last_message_id, len(st.actions), st.content_index,
+            st.content_message_id, st.edits, st.stale, st.complete, st.total, st.gone, st.moved_to,
+            st.moved_from, len(st.added), len(st.removed), id(lines), -1 if lines is None else len(lines))
+
+
+def _file_json(st: Any) -> dict[str, Any]:
+    """One file of `FileTracker.to_json()["files"]`."""
+    data = dataclasses.asdict(st)
+    data["actions"] = sorted(data["actions"])
+    if data["lines"] is not None:
+        data["lines"] = {str(k): v for k, v in data["lines"].items()}
+    return data
+
+
+def _tracker_head(tracker: FileTracker, paths: list[str]) -> dict[str, Any]:
+    """`FileTracker.to_json()` without its files, which are saved one per key."""
+    return {"open_file": tracker._tracker.open_file, "cwd": tracker.cwd, "fed": sorted(tracker._fed), "paths": paths}

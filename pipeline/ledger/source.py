@@ -4,12 +4,14 @@ with the same record types, so a rendering never knows which one it reads."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Identifiers,
                      PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
+from ..facts.meta import message_cwd
 from ..model import Message, Origin
 
 
@@ -57,6 +59,12 @@ class FactSource(Protocol):
     def announced_tools(self) -> list[Announcement]: ...
     def agents_used(self) -> list[AgentUse]: ...
     def mcp_servers(self) -> list[str]: ...
+    def tools_used(self) -> dict[str, int]:
+        """Calls per tool name."""
+        ...
+    def main_cwd(self) -> str | None:
+        """The working directory most messages report."""
+        ...
     def earlier_summaries(self) -> list[str]:
         """Another harness's summaries (Claude Code's own compactions), verbatim, oldest first."""
         ...
@@ -122,6 +130,20 @@ class MessageFacts:
 
     def mcp_servers(self) -> list[str]:
         return facts.mcp_servers(self.messages)
+
+    def main_cwd(self) -> str | None:
+        counts = Counter(c for c in (message_cwd(m) for m in self.messages) if c)
+        if not counts:
+            return None
+        last = {message_cwd(m): i for i, m in enumerate(self.messages)}
+        return max(counts, key=lambda c: (counts[c], last.get(c, -1)))
+
+    def tools_used(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for m in self.messages:
+            for call in m.tool_calls:
+                counts[call.name] = counts.get(call.name, 0) + 1
+        return counts
 
     def earlier_summaries(self) -> list[str]:
         return [m.text.strip() for m in self.messages

@@ -1,4 +1,4 @@
-"""Forgetting probes: what a compaction made the agent forget (DESIGN.md section 8).
+"""Forgetting probes: what a compaction made the agent forget, per category, against baselines.
 
 Light imports only: `check` and `curve` (which run the pipeline) are imported from their modules.
 """
@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .assertions import assert_retains
-    from .derive import derive
+    from .derivation import derive
     from .match import Score, retained, score
     from .model import CATEGORIES, Probe, ProbeError, ProbeSet
 
 # Imported on first use (PEP 562): the pytest plugin lives in this package and pytest loads it in
 # every test run of every project that installs worksurface, so the package imports nothing heavy.
-_LAZY = {"assert_retains": "assertions", "derive": "derive", "Score": "match", "retained": "match",
+_LAZY = {"assert_retains": "assertions", "derive": "derivation", "Score": "match", "retained": "match",
          "score": "match", **dict.fromkeys(("CATEGORIES", "Probe", "ProbeError", "ProbeSet"), "model")}
 
 

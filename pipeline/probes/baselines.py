@@ -105,7 +105,8 @@ def trim(messages: Sequence[Message], budget_tokens: int, counter: TokenCounter)
     kept = trim_messages([to_langchain(i, m) for i, m in enumerate(rest)], max_tokens=room,
                          token_counter=count, strategy="last", start_on=("human", "ai"),
                          allow_partial=False)
-    start = int(kept[0].id) if kept else len(rest)
+    first_id = kept[0].id if kept else None  # set by to_langchain: the position in `rest`
+    start = int(first_id) if first_id is not None else len(rest)
     clean = clean_starts(rest)
     while not clean[start]:
         start += 1

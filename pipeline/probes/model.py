@@ -1,7 +1,7 @@
 """Forgetting probes: facts that mattered before a compaction, and the JSON file that holds them.
 
 A probe file is `{"transcript": optional path, "probes": [{"id", "category", "needles", "match",
-"established_at", "note"}]}` (DESIGN.md section 8). Loading validates every probe and names the file
+"established_at", "note"}]}`. Loading validates every probe and names the file
 and the probe's index in any error, so a hand-edited file is easy to fix.
 """
 

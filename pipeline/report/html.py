@@ -307,8 +307,9 @@ def probes_section(probes: dict[str, Any]) -> str:
                              y_min=0, y_max=1, y_format=percent, title="retention versus budget"))
     out = ["<h2>Forgetting probes</h2>",
            f"<p>{probes['probes']} probes, scored at post-compact targets "
-           f"{', '.join(compact_number(t) for t in probes['targets'])} (every baseline gets as many tokens as "
-           "worksurface's view).</p>", chart]
+           f"{', '.join(compact_number(t) for t in probes['targets'])}: a forced compaction at the cut, as "
+           "<code>worksurface probe check</code> makes it, and every baseline gets as many tokens as "
+           "worksurface's view.</p>", chart]
     at = probes["at_target"]
     cats = list(dict.fromkeys(c for m in at.values() for c in m["by_category"]))
     rows = []

@@ -1,4 +1,4 @@
-"""The status bar (DESIGN.md section 6): events -> reduce -> validate -> diff -> render -> publish.
+"""The status bar: events -> reduce -> validate -> diff -> render -> publish.
 
 Harnesses emit events (`session.emit(event)`); saved transcripts yield them through
 `derive_events`. The snapshot is a pure function of the event log, and publishing decides what
@@ -12,9 +12,9 @@ from .events import (Cleared, EnvironmentChanged, Event, FilesTouched, Permissio
                      TodoItem, ToolFinished, ToolStarted, VerificationFinished, event_from_json,
                      event_to_json)
 from .publish import DEFAULT_STRATEGY, KINDS, STRATEGIES, Publication, PublisherState, publish
-from .reducer import StatusReducer
+from .reducer import StatusReducer, reduce
 from .render import render, render_cleared, render_delta
-from .snapshot import EMPTY, Field, Snapshot, reduce, validate
+from .snapshot import EMPTY, Field, Snapshot, validate
 
 __all__ = [
     "Cleared", "DEFAULT_STRATEGY", "Diff", "EMPTY", "EnvironmentChanged", "Event", "Field",

@@ -11,14 +11,16 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..model import Message, Origin, ToolCall, ToolResult, is_user_turn
 from ..toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
 from .display import one_line
-from .events import (EnvironmentChanged, Event, FilesTouched, PermissionsChanged, RepositoryChanged,
-                     ResourcesChanged, TaskUpdated, TodoItem, ToolFinished, ToolStarted,
+from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
+                     RepositoryChanged, ResourcesChanged, TaskUpdated, TodoItem, ToolFinished, ToolStarted,
                      VerificationFinished)
+from ..facts import subagents as subagent_facts
+from ..facts.subagents import SubagentTask
 from ..facts.provenance import CONVERTED_CALL
 from ..facts.testsummary import TestRunWatcher
 from ..facts.todos import TodoItem as FactTodo
@@ -41,6 +43,10 @@ _CD = re.compile(r"""^\s*cd\s+("[^"]+"|'[^']+'|[^\s;&|]+)\s*(?:&&|;|$)""")
 _HARNESS_TEXT = ("<", "[")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _STAGE_TOOLS = {"enterplanmode": "planning", "exitplanmode": "implementing"}
+# Jobs listed on the bar: every running one, then the most recently finished up to this many in all
+# (a finished job matters until the agent has read its result; older ones only lengthen the bar).
+MAX_JOBS_SHOWN = 6
+JOB_LABEL_CHARS = 60
 
 
 def short_hash(text: str) -> str:
@@ -83,6 +89,11 @@ class EventDeriver:
         self._tracked: dict[str, tuple[str, str]] = {}  # issue id -> (title, todo status)
         self._last: dict[str, Any] = {}
         self._message_id: str | None = None
+        # Background jobs and sub-agents (facts.subagents keeps their lifecycle), by call id, and
+        # the messages whose calls may start or update one, until their results arrive.
+        self._jobs: dict[str, SubagentTask] = {}
+        self._job_calls: dict[str, Message] = {}
+        self._seen = 0
 
     def _emit(self, event_type: type, **fields: Any) -> None:
         self._events.append(event_type(source="transcript", message_id=self._message_id, **fields))
@@ -122,6 +133,27 @@ class EventDeriver:
                 self._call(block)
             elif isinstance(block, ToolResult):
                 self._result(block)
+        self._jobs_of(m)
+
+    def _jobs_of(self, m: Message) -> None:
+        """Sub-agents and background jobs this message starts or updates (a Task/Agent call, a
+        background command's result, TaskOutput/KillShell, a harness `<task-notification>`)."""
+        self._seen += 1
+        window = [self._job_calls.pop(r.call_id) for r in m.tool_results if r.call_id in self._job_calls]
+        window = list({id(w): w for w in window}.values()) + [m]
+        if any(c.name not in _NOT_JOBS for c in m.tool_calls):
+            for c in m.tool_calls:
+                self._job_calls[c.id] = m
+        if len(window) == 1 and not m.tool_calls and not (m.role == "user" and "<task-notification>" in m.text):
+            return
+        at = self._seen
+        jobs = subagent_facts.fold(self._jobs, window, lambda _i: at)
+        if jobs == self._jobs:
+            return
+        self._jobs = jobs
+        lines = _job_lines(jobs.values())
+        if self._changed("jobs", lines):
+            self._emit(JobsChanged, jobs=lines)
 
     def _context(self, meta: Mapping[str, Any]) -> None:
         """Per-message harness fields: cwd, branch, date, permission mode, usage, todo snapshot."""
@@ -215,6 +247,29 @@ class EventDeriver:
         if cwd and path.startswith(cwd.rstrip("/") + "/"):
             return path[len(cwd.rstrip("/")) + 1:]
         return path
+
+
+# Tools whose calls never start or update a job (the common ones: no need to hold their messages).
+_NOT_JOBS = frozenset({"Read", "Edit", "Write", "MultiEdit", "Grep", "Glob", "TodoWrite", "WebFetch",
+                       "WebSearch", "NotebookEdit"})
+
+
+def _job_lines(tasks: Iterable[SubagentTask]) -> tuple[str, ...]:
+    """One line per job: state, kind, id and what it is; running ones first, then the newest finished."""
+    ordered = sorted(tasks, key=lambda t: (t.finished, -t.updated_index, t.index))
+    lines = []
+    for t in ordered[:MAX_JOBS_SHOWN]:
+        what = t.description or t.prompt
+        name = t.agent_type if t.kind == subagent_facts.AGENT else "shell"
+        label = f"{'agent' if t.kind == subagent_facts.AGENT else 'job'} {name}"
+        if t.task_id:
+            label += f" [{one_line(t.task_id, 24)}]"
+        if what:
+            label += f" {one_line(what, JOB_LABEL_CHARS)}"
+        # The state leads: the bar cuts long items at the end, and the state is what changes.
+        background = " (background)" if t.background and t.kind == subagent_facts.AGENT else ""
+        lines.append(f"{t.state}{background}: {label}")
+    return tuple(lines)
 
 
 def derive_events(messages: Sequence[Message], *, window: int | None = None) -> list[Event]:

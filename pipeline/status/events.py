@@ -261,6 +261,20 @@ class PermissionsChanged(_Event):
 
 
 @dataclass(frozen=True)
+class JobsChanged(_Event):
+    """Background jobs and sub-agents with their state (seed 000: background tasks wait on
+    something the model cannot see), one line each: `agent Explore "find the parser": running`.
+    The list replaces the previous one; an empty list removes the field."""
+
+    type: ClassVar[str] = "jobs_changed"
+    jobs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _str_tuple(self, "jobs", self.type, optional=False)
+
+
+@dataclass(frozen=True)
 class Cleared(_Event):
     """Removes fields of a section (all of them when `fields` is empty): they no longer apply."""
 
@@ -276,10 +290,10 @@ class Cleared(_Event):
 
 
 Event = Union[ToolStarted, ToolFinished, EnvironmentChanged, RepositoryChanged, FilesTouched,
-              VerificationFinished, TaskUpdated, ResourcesChanged, PermissionsChanged, Cleared]
+              VerificationFinished, TaskUpdated, ResourcesChanged, PermissionsChanged, JobsChanged, Cleared]
 EVENT_TYPES: dict[str, type] = {cls.type: cls for cls in (
     ToolStarted, ToolFinished, EnvironmentChanged, RepositoryChanged, FilesTouched,
-    VerificationFinished, TaskUpdated, ResourcesChanged, PermissionsChanged, Cleared)}
+    VerificationFinished, TaskUpdated, ResourcesChanged, PermissionsChanged, JobsChanged, Cleared)}
 
 
 def event_to_json(event: Event) -> dict[str, Any]:

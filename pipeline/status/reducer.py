@@ -1,4 +1,4 @@
-"""The incremental reducer behind `reduce`: applies events one by one, builds snapshots on demand.
+"""The status reducer: applies events one by one, builds snapshots on demand; `reduce` folds a whole log.
 
 A harness session keeps one `StatusReducer` and applies each new event; replaying the same log
 into a fresh reducer gives an equal snapshot.
@@ -7,9 +7,9 @@ into a fresh reducer gives an equal snapshot.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
-from .events import (SECTIONS, Cleared, EnvironmentChanged, Event, FilesTouched, PermissionsChanged,
+from .events import (SECTIONS, Cleared, EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
                      RepositoryChanged, ResourcesChanged, TaskUpdated, ToolFinished, ToolStarted,
                      VerificationFinished)
 from .signals import compute_signals
@@ -146,6 +146,11 @@ class StatusReducer:
             for n in ("approved", "writable_dirs"):
                 if getattr(e, n) is not None:
                     self._fields["permissions"][n] = _field(e, list(getattr(e, n)))
+        elif isinstance(e, JobsChanged):
+            if e.jobs:
+                self._fields["tools"]["jobs"] = _field(e, list(e.jobs))
+            else:
+                self._fields["tools"].pop("jobs", None)
         elif isinstance(e, Cleared):
             self._clear(e)
         else:
@@ -165,6 +170,7 @@ class StatusReducer:
     def _clear(self, e: Cleared) -> None:
         if e.section == "tools":  # counters only make sense together: the section resets whole
             self._tools = _ToolStats()
+            self._fields["tools"].clear()
         elif not e.fields:
             self._fields[e.section].clear()
         else:
@@ -175,7 +181,7 @@ class StatusReducer:
         sections: dict[str, dict[str, Field]] = {}
         for section in SECTIONS[:-1]:  # signals are computed last, from the others
             if section == "tools":
-                fields = self._tools.fields()
+                fields = {**self._tools.fields(), **self._fields["tools"]}
             elif section == "verification":
                 fields = dict(sorted(self._fields[section].items()))
             elif section == "resources":
@@ -202,3 +208,15 @@ class StatusReducer:
             stored["tool_calls_left"] = Field(max(call_limit.value - len(self._tools.names), 0),
                                               call_limit.source, call_limit.message_id)
         return {n: stored[n] for n in SCHEMA["resources"] if n in stored}
+
+
+def reduce(events: Iterable[Event]) -> Snapshot:
+    """The snapshot a log of events leads to. Pure: equal logs give equal snapshots.
+
+    Counts (calls, failures, repeated results) do not depend on event order; scalar fields are
+    last-write-wins; streaks (failures, searches with nothing new) count from the end of the log.
+    """
+    reducer = StatusReducer()
+    for event in events:
+        reducer.apply(event)
+    return reducer.snapshot()

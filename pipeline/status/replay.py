@@ -7,6 +7,7 @@ says what each strategy would have cost and what would be in view at the end.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -41,6 +42,23 @@ def _is_compaction(message: Message) -> bool:
     return message.origin is Origin.BOUNDARY or bool(message.meta.get("compact_boundary"))
 
 
+def epoch_after(message: Message, epoch: int) -> int:
+    """The status epoch once `message` is read: a worksurface boundary names its epoch (meta
+    `epoch`); any other compaction (Claude Code's compact_boundary) starts the next one."""
+    if not _is_compaction(message):
+        return epoch
+    named = message.meta.get("epoch") if message.origin is Origin.BOUNDARY else None
+    return named if isinstance(named, int) and not isinstance(named, bool) and named > epoch else epoch + 1
+
+
+def transcript_epoch(messages: Sequence[Message]) -> int:
+    """The epoch the transcript's compact boundaries reached (1 when it holds none)."""
+    epoch = 1
+    for m in messages:
+        epoch = epoch_after(m, epoch)
+    return epoch
+
+
 def replay(messages: Sequence[Message], *, strategy: str, window: int | None = None) -> Replay:
     """Publish before each assistant turn and once after the last message; deterministic (the
     clock is the messages' own timestamps)."""
@@ -48,10 +66,13 @@ def replay(messages: Sequence[Message], *, strategy: str, window: int | None = N
     state = PublisherState(strategy=strategy)
     out = Replay(reducer.snapshot(), state)
     sizes: dict[str, int] = {}
-    new_epoch, now = False, 0.0
+    new_epoch, epoch, now = False, 1, 0.0
 
     def point() -> None:
         nonlocal state, new_epoch
+        if new_epoch:
+            # publish() starts epoch + 1: land on the epoch the boundaries named.
+            state = dataclasses.replace(state, epoch=epoch - 1)
         state, pub = publish(state, reducer.snapshot(), strategy=strategy, now=now, new_epoch=new_epoch)
         new_epoch = False
         for m in pub.messages:
@@ -63,7 +84,8 @@ def replay(messages: Sequence[Message], *, strategy: str, window: int | None = N
     for m in messages:
         if m.role == "assistant" and (previous is None or previous.role != "assistant"):
             point()
-        new_epoch = new_epoch or _is_compaction(m)
+        if _is_compaction(m):
+            new_epoch, epoch = True, epoch_after(m, epoch)
         now = message_time(m) or now
         for event in deriver.derive(m):
             reducer.apply(event)

@@ -1,6 +1,6 @@
 """The status snapshot: what the bar shows, each field with its source and freshness.
 
-`reduce(events)` is a pure function of the event log (the incremental form is `StatusReducer`).
+`reducer.reduce(events)` is a pure function of the event log (the incremental form is `StatusReducer`).
 `validate` checks a snapshot against the schema below; a persisted snapshot that fails it is
 refused on load rather than shown to the model.
 """
@@ -8,7 +8,7 @@ refused on load rather than shown to the model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from .events import FRESHNESS, SECTIONS, TODO_STATUSES, Event, StatusError
 
@@ -60,7 +60,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "environment": {"cwd": "str", "platform": "str", "shell": "str", "time": "str"},
     "repository": {"branch": "str", "changed_files": "strs", "last_commit": "str"},
     "tools": {"calls": "count", "by_tool": "tally", "failures": "count", "failure_streak": "count",
-              "last_failure": "str", "repeated": "count", "search_streak": "count"},
+              "last_failure": "str", "repeated": "count", "search_streak": "count", "jobs": "strs"},
     "verification": {},
     "resources": {"tokens_used": "count", "token_limit": "count", "tokens_left": "count",
                   "tool_call_limit": "count", "tool_calls_left": "count", "cost_usd": "amount",
@@ -161,17 +161,3 @@ def validate(snapshot: Snapshot) -> tuple[str, ...]:
             if f.message_id is not None and not isinstance(f.message_id, str):
                 problems.append(f"{where}: message_id must be a string")
     return tuple(problems)
-
-
-def reduce(events: Iterable[Event]) -> Snapshot:
-    """The snapshot a log of events leads to. Pure: equal logs give equal snapshots.
-
-    Counts (calls, failures, repeated results) do not depend on event order; scalar fields are
-    last-write-wins; streaks (failures, searches with nothing new) count from the end of the log.
-    """
-    from .reducer import StatusReducer  # the reducer builds Snapshots, so it imports this module
-
-    reducer = StatusReducer()
-    for event in events:
-        reducer.apply(event)
-    return reducer.snapshot()

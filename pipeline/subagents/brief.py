@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from rapidfuzz import fuzz
 
@@ -305,12 +305,6 @@ def build_brief(view: LedgerView, task: str, budget_tokens: int = DEFAULT_BUDGET
     # Lines the final fit dropped are not in the text; keep only what the text shows.
     lines = [x for x in lines if x.text in text]
     return Brief(task, text, counter.text(text), budget_tokens, tuple(lines), len(pool))
-
-
-def render_sources(brief: Brief) -> Iterable[str]:
-    """`section: text  <- ids` lines, for a human reading where each line came from."""
-    for x in brief.lines:
-        yield f"[{x.section}] {x.text.splitlines()[0][:100]}  <- {', '.join(x.sources) or '(task)'}"
 
 
 __all__ = ["Brief", "BriefError", "BriefLine", "DEFAULT_BUDGET", "Relevance", "build_brief", "candidates",

@@ -1,4 +1,4 @@
-"""Summarizers: turn the messages before a kept tail into summary text (DESIGN.md section 4).
+"""Summarizers: turn the messages before autocompact's kept tail into summary text.
 
 `structured` (deterministic, no model) is the default; other summarizers live in a module of this
 package named after them and are loaded only when asked for.

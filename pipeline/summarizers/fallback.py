@@ -1,4 +1,4 @@
-"""A summarizer that falls back to another when the first fails (DESIGN.md section 4).
+"""A summarizer that falls back to another when the first fails (after its own retries).
 
 The usual pair is `llm` then `structured`: the model's summary when it can be had, and a
 deterministic one otherwise, with the failure recorded in the summary's details for the report.

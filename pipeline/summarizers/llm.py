@@ -26,7 +26,8 @@ from .prompt import (assemble, build_prompt, extract_summary, fit_to_budget, ren
 from .providers import error_message, get_provider, is_prompt_too_long, token_gap
 from .retry import RETRY_AFTER_CAP_SECONDS, RetryPolicy, TransientError, parse_retry_after
 
-# Dropping old rounds to fit the summarizing model's window: at most this many times (DESIGN.md 4).
+# Dropping the oldest whole rounds to fit the summarizing model's window: at most this many tries, so
+# a request that cannot fit fails over to the fallback instead of looping.
 MAX_ROUND_DROPS = 3
 # When the error does not say by how much the prompt is over, drop this share of the rounds.
 DROP_FRACTION = 0.2

@@ -1,6 +1,6 @@
 """The LLM summarizer's prompt and the handling of what the model writes back.
 
-The model is asked for the structured summarizer's sections (DESIGN.md section 4) as headings, so
+The model is asked for the structured summarizer's sections (`sections.HEADINGS`) as headings, so
 a summary reads the same whichever summarizer wrote it. The user's own messages are never left to
 the model: worksurface writes them verbatim into their section, so a paraphrase cannot lose a
 constraint. The model may think in an `<analysis>` scratchpad first; only `<summary>` is kept.

@@ -9,13 +9,11 @@ messages, current work) and the least important items are trimmed first (see pac
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
 from .. import facts
 from ..errors import SummarizerError
-from ..facts.meta import message_cwd
 from ..facts.shell import first_line
 from ..model import Message, Origin, is_user_turn
 from ..tokens import PER_MESSAGE_OVERHEAD, TokenCounter
@@ -48,6 +46,8 @@ RECENT_CALLS = 6
 RECENT_EDITS = 3
 # Edit gists worth offering when the budget has room: what an edit added often exists nowhere else.
 MAX_EDITS = 20
+# A tracker command longer than this is cut where its result repeats it.
+MAX_TRACKER_COMMAND_CHARS = 80
 # A tracker command that claims an issue (so finishing it is the next step).
 IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
@@ -78,7 +78,7 @@ class _Builder:
         self.queued = tuple(request.queued_inputs)
         self.src = fact_source(request)
         # The session's working directory: the ledger's (all history), else the summarized span's.
-        self.cwd = _main_cwd(self.messages) if request.ledger is None else self.src.identifiers().cwd
+        self.cwd = self.src.main_cwd()
         self.carried = _carried(self.src.own_summaries())
         self.earlier = self.src.earlier_summaries()
         # Facts used by more than one section, read once.
@@ -232,8 +232,8 @@ class _Builder:
             items.append(Item(f"- {c.hash} {c.subject}{pushed}", (1 if n == 0 else 2, n), (3, n),
                               "Commits (newest first):"))
         for n, u in enumerate(reversed(self.tracker)):
-            items.append(Item(f"- `{u.command}` -> {u.result}", (1 if n == 0 else 2, n), (4, n),
-                              "Issue tracker updates (newest first):"))
+            items.append(Item(f"- `{_short_command(u.command, u.result)}` -> {u.result}", (1 if n == 0 else 2, n),
+                              (4, n), "Issue tracker updates (newest first):"))
         return items + self.carried_items(PROGRESS, group=CARRIED_GROUP)
 
     def current_work(self) -> list[Item]:
@@ -299,8 +299,12 @@ class _Builder:
         add("test results", ids.test_counts, 1)
         add("commands", ids.commands, 2, "`{}`")
         add("urls", ids.urls, 2)
-        add("paths", [self.rel(p) for p in ids.paths], 3)
-        add("names defined in edits", ids.symbols, 3)
+        # Paths are listed under Files and artifacts; repeating them here carries nothing new.
+        add("names defined in edits", ids.symbols, 1)
+        # Tools in use, busiest first: after a compaction the model should still know what it has
+        # been working with (deferred and plan-mode tools especially).
+        used = sorted(self.src.tools_used().items(), key=lambda kv: (-kv[1], kv[0]))
+        add("tools used", [f"{name} ({calls})" for name, calls in used], 2)
         for n, line in enumerate(self.carried.get(IDENTIFIERS, [])):
             kind, _, values = line.partition(": ")
             items.append(Item(values, (4, n), (len(items), n), f"{kind} (earlier):"))
@@ -314,15 +318,6 @@ class _Builder:
         if not self.cwd:
             return text
         return text.replace(self.cwd.rstrip("/") + "/", "")
-
-
-def _main_cwd(messages: Sequence[Message]) -> str | None:
-    """The working directory most messages report (ties: the later one)."""
-    counts = Counter(c for c in (message_cwd(m) for m in messages) if c)
-    if not counts:
-        return None
-    last = {message_cwd(m): i for i, m in enumerate(messages)}
-    return max(counts, key=lambda c: (counts[c], last.get(c, -1)))
 
 
 def fact_source(request: SummaryRequest) -> FactSource:
@@ -342,3 +337,15 @@ def _carried(summaries: Sequence[str]) -> dict[str, list[str]]:
             have = out.setdefault(section, [])
             have.extend(ln for ln in lines if ln not in have)
     return out
+
+
+def _short_command(command: str, result: str) -> str:
+    """A tracker command without the long argument its result already echoes (a close reason, a
+    description): the verb and the issue id carry the fact, the result carries the text."""
+    if len(command) <= MAX_TRACKER_COMMAND_CHARS:
+        return command
+    for quote in ('"', "'"):
+        at = command.find(quote)
+        if 0 < at and command[at + 1: at + 41] in result:
+            return command[:at] + quote + "…" + quote
+    return command[:MAX_TRACKER_COMMAND_CHARS] + "…"

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from ..facts.errors import is_transient
 from ..model import Message, ToolCall, ToolResult, is_user_turn
 from ..toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command
 from .match import haystack, retained
@@ -161,11 +162,11 @@ def _user_inputs(messages: Sequence[Message],
     """(message id, text) of what the user typed, in order: user turns and queued inputs (a queued
     input carries the id of the message it follows), without harness-written messages."""
     position = {m.id: i for i, m in enumerate(messages)}
-    found = [(i, 0, m.id, m.text) for i, m in enumerate(messages)
+    found: list[tuple[int, int, str | None, str]] = [(i, 0, m.id, m.text) for i, m in enumerate(messages)
              if is_user_turn(m) and m.meta.get("kind") not in _HARNESS_KINDS]
     found += [(position[after] if after is not None else -1, k + 1, after, text)
               for k, (after, text) in enumerate(queued) if after is None or after in position]
-    out = []
+    out: list[tuple[str | None, str]] = []
     for _, _, at, text in sorted(found, key=lambda x: (x[0], x[1])):
         text = _HARNESS_BLOCK.sub("", text).strip()
         if text and not _HARNESS_MESSAGE.search(text) and not text.lower().startswith(_INTERRUPTED):
@@ -283,10 +284,17 @@ def _negatives(messages: Sequence[Message], steps: Sequence[_Step],
     for at, text in inputs[1:]:
         drafts.extend(_draft("negative", [_head(s)], FUZZY, at, "approach the user rejected")
                       for s in _sentences(text) if _REJECTION.search(s))
-    failures = [(s, line) for s in steps if (line := _failure_line(s))]
+    failures = _failures(steps)
     drafts.extend(_draft("negative", [line], FUZZY, s.result_msg,
                          f"{s.call.name} failed: {_call_label(s.call)}") for s, line in failures[:-1])
     return _keep(drafts, MAX_NEGATIVES)
+
+
+def _failures(steps: Sequence[_Step]) -> list[tuple[_Step, str]]:
+    """Failed steps with their error line; a passing refusal of the tool (too large to read, timed
+    out) is no approach that failed."""
+    return [(s, line) for s in steps
+            if (line := _failure_line(s)) and not (s.result is not None and is_transient(s.result.content))]
 
 
 def _artifacts(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]:
@@ -313,7 +321,7 @@ def _artifacts(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Dra
 def _recent(messages: Sequence[Message], steps: Sequence[_Step]) -> list[_Draft]:
     """The last failing command with its error line, and the last files read."""
     drafts: list[_Draft | None] = []
-    failures = [(s, line) for s in steps if (line := _failure_line(s))]
+    failures = _failures(steps)
     if failures:
         s, line = failures[-1]
         label = _call_label(s.call)

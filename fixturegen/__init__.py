@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fileio import atomic_write
-from .fixturegen_records import CHARS_PER_TOKEN, Call, RecordWriter
-from .fixturegen_repo import ENTITIES, FakeRepo, numbered, pytest_output
+from worksurface.fileio import atomic_write
+
+from .records import CHARS_PER_TOKEN, Call, RecordWriter
+from .repo import ENTITIES, FakeRepo, numbered, pytest_output
 
 # Below this the opening episode alone overshoots the request by more than the promised tolerance.
 MIN_TOKENS = 6_000

@@ -1,0 +1,73 @@
+"""Section: the ledger's per-call update time against the transcript's size (it should stay flat).
+
+Each message is folded into the ledger once, when it first reaches `prepare`; the fold reads only the
+new messages plus the few whose tool calls still wait for a result. A generated session is replayed
+call by call through `Ledger.update` alone, and the update time is grouped by how large the
+transcript is at that call: flat rows mean per-call work does not grow with the session.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from worksurface.formats import read_transcript
+from worksurface.ledger import Ledger
+from worksurface.replay import call_points
+from worksurface.tokens import TokenCounter
+
+from .plan import SCALE_SEED, Plan
+from .report import table
+from .stats import median, percentile, slope
+
+NAME = "ledger"
+# Transcript sizes are grouped into bins this wide for the table (tokens).
+BIN_TOKENS = 50_000
+# The generated session's size: several bins, so growth would show.
+SESSION_TOKENS = {"quick": 250_000, "full": 1_000_000}
+
+
+def run(plan: Plan) -> dict[str, Any]:
+    from fixturegen import write_session  # the synthetic-session generator
+
+    size = SESSION_TOKENS["full" if plan.mode == "full" else "quick"]
+    with tempfile.TemporaryDirectory(prefix="ws-ledger-") as tmp:
+        path = write_session(Path(tmp) / "session.jsonl", size, SCALE_SEED)
+        messages = read_transcript(path).messages
+    counter = TokenCounter()
+    running, sizes = 0, []
+    for m in messages:
+        running += counter.message(m)
+        sizes.append(running)
+    ledger = Ledger()
+    samples: list[tuple[int, float]] = []
+    for n in call_points(messages):
+        started = time.perf_counter()
+        ledger.update(messages[:n])
+        samples.append((sizes[n - 1], (time.perf_counter() - started) * 1000))
+    bins: dict[int, list[float]] = {}
+    for tokens, ms in samples:
+        bins.setdefault(tokens // BIN_TOKENS, []).append(ms)
+    rows: list[dict[str, Any]] = [{"from_tokens": b * BIN_TOKENS, "to_tokens": (b + 1) * BIN_TOKENS, "calls": len(v),
+             "median_ms": round(median(v), 3), "p95_ms": round(percentile(v, 95), 3)}
+            for b, v in sorted(bins.items())]
+    # Over the bins' medians: a few heavy calls (a huge output, a long error window) are not growth.
+    growth = slope([(r["from_tokens"] + BIN_TOKENS / 2) / 100_000 for r in rows], [r["median_ms"] for r in rows])
+    return {"messages": len(messages), "tokens": sizes[-1] if sizes else 0, "calls": len(samples),
+            "rows": rows, "slope_ms_per_100k": round(growth, 4),
+            "records": ledger.entry_counts()}
+
+
+def render(result: dict[str, Any], caption: str) -> str:
+    rows = [[f"{r['from_tokens'] // 1000}k-{r['to_tokens'] // 1000}k", r["calls"], r["median_ms"], r["p95_ms"]]
+            for r in result["rows"]]
+    return "\n\n".join([
+        "## Ledger update per call",
+        caption,
+        f"A generated session of {result['tokens']:,} tokens ({result['messages']} messages) replayed call by "
+        f"call through `Ledger.update` alone ({result['calls']} calls). Least-squares growth of the bins' median update time: "
+        f"{result['slope_ms_per_100k']} ms per 100k tokens of transcript.",
+        table(["transcript size at the call", "calls", "median ms", "p95 ms"], rows),
+    ])
