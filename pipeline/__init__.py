@@ -5,7 +5,9 @@ one-shot form. The stages (`worksurface.stages`) reduce the view in a fixed orde
 compaction the reinjectors (`worksurface.reinjectors`) restore the working surface.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_getattr
 
 from .errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, FormatError,
                      SessionError, SessionLockedError, SummarizerError, UnknownFormatError,
@@ -29,14 +31,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'worksurface' has no attribute {name!r}")
-    from importlib import import_module
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __version__ = "0.1.0"
 

@@ -9,7 +9,7 @@ recounts, so stages stay pure deciders.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -32,7 +32,13 @@ def _stage_config(config: Config, name: str) -> Any:
     return getattr(config, name)
 
 
-def _node(stage: Stage) -> Callable[[PipelineState, Runtime[StageContext]], dict[str, Any]]:
+class _StageNode(Protocol):
+    """A stage as a LangGraph node. A Protocol, not a Callable: LangGraph passes `runtime` by name."""
+
+    def __call__(self, state: PipelineState, *, runtime: Runtime[StageContext]) -> dict[str, Any]: ...
+
+
+def _node(stage: Stage) -> _StageNode:
     def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
         ctx = runtime.context
         result: StageResult = stage.run(state, _stage_config(ctx.config, stage.NAME), ctx)

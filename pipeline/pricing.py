@@ -97,7 +97,7 @@ def price_model(config: PricingConfig | None = None, **overrides: float | int | 
         if value is not None:
             if isinstance(value, str) or (not isinstance(value, bool) and float(value) < 0):
                 raise ConfigError(f"price field {key}: must be a number >= 0, not {value!r}")
-            fields[key] = value  # type: ignore[assignment]
+            fields[key] = value
     chosen = {k: v for k, v in fields.items() if v is not None}
     base = PRESETS[name]
     custom = any(k in chosen and chosen[k] != getattr(base, k) for k in chosen)

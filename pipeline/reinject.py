@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .edits import edited_stage
 from .ledger.source import FactSource, MessageFacts
-from .model import Message, Origin, Text, message_text
+from .model import Message, Origin, Text, ToolResult, message_text
 from .state import StageContext, StageReport
 
 
@@ -50,7 +50,7 @@ def _fold(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def uncleared_results(messages: Sequence[Message]):
+def uncleared_results(messages: Sequence[Message]) -> Iterator[tuple[Message, ToolResult]]:
     """(message, result) pairs of the tail whose content no stage has replaced."""
     for m in messages:
         for r in m.tool_results:

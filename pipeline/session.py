@@ -34,6 +34,7 @@ from .status import PublisherState, event_to_json
 from .status.events import Event
 from .status.publish import Publication
 from .statusbar import FIRST_EPOCH, StatusBar
+from .status.replay import transcript_epoch
 from .store import MemoryStore, SessionStore, Store
 from .summarizers.base import Summarizer
 from .tokens import TokenCounter
@@ -137,6 +138,7 @@ class Session:
         self._view_hash: tuple[list[Message], Any] | None = None  # (a view, its running digest state)
         self._edits: list[Edit] = store.edits()
         self._recovery = IncrementalRecovery()
+        self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
         self.ledger = Ledger.load(store.get_meta)
@@ -384,13 +386,25 @@ class Session:
         return StageContext(
             config=self.config, counter=self.counter, artifacts=store, now=now,
             idle_seconds=None if last is None else max(0.0, now - last), forced=force,
-            instructions=instructions, epoch=max(store.get_meta("epoch", FIRST_EPOCH), _transcript_epoch(live)),
+            instructions=instructions, epoch=max(store.get_meta("epoch", FIRST_EPOCH), self._live_epoch(live, keep),
+                                                 transcript_epoch(_as_messages(transcript))),
             explicit_snips=snips, summarizer=self.summarizer, protected=protected_ids(view),
             consecutive_failures=failures, token_offset=offset, transcript=live,
             queued_inputs=_queued(transcript), status=status, reinjectors=self.reinjectors, ledger=self.ledger,
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
             unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None)
+
+    def _live_epoch(self, live: list[Message], keep: int) -> int:
+        """`_transcript_epoch(live)`, reading only the messages after those of the previous call
+        (still valid up to `keep`)."""
+        seen = self._epoch_seen
+        if seen is not None and seen[0] <= keep:
+            epoch = max(seen[1], _transcript_epoch(live[seen[0]:]))
+        else:
+            epoch = _transcript_epoch(live)
+        self._epoch_seen = (len(live), epoch)
+        return epoch
 
     def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
         start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
@@ -491,7 +505,7 @@ class Session:
                 store.set_meta("consecutive_failures", 0)
             ledger_save = self.ledger.save() if self.ledger.dirty else None
             if ledger_save is not None:
-                # Only the parts of the ledger this call changed (DESIGN.md 12).
+                # Only the parts of the ledger this call changed: per-call work follows what is new.
                 for key, value in ledger_save.parts.items():
                     store.set_meta(key, value)
                 store.set_meta(LEDGER_KEY, ledger_save.head)

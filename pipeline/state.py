@@ -148,7 +148,10 @@ def view_offset(ctx: StageContext, counted: int, compacted: bool) -> int:
 
 @dataclass
 class StageResult:
-    edits: list[Edit]
+    """What a stage decided: its edits in the order they apply (a Sequence, so a stage can return a
+    list of one edit kind), its report, and the call ids it cleared for providers that delete them."""
+
+    edits: Sequence[Edit]
     report: StageReport
     cache_edits: list[str] = field(default_factory=list)
 

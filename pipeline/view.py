@@ -135,7 +135,7 @@ def rounds(view: Sequence[Message], start: int = 0) -> list[Round]:
 
 def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floor: int) -> int:
     """Index where the kept tail starts: the newest messages within `budget` tokens, but always the
-    last assistant turn and what follows it (invariant 3), never splitting a call from its result,
+    last assistant turn and what follows it (they are never reduced), never splitting a call from its result,
     starting on a transcript message (edits refer to it by id), and moved back to a user turn when
     one is close (within half the budget again). Never earlier than `floor` (the stable prefix)."""
     n = len(view)
@@ -282,6 +282,11 @@ def clean_recovered(messages: Sequence[Message]) -> Recovered:
     return Recovered(out, tuple(removed))
 
 
+def _api_ids(messages: Sequence[Message]) -> set[str]:
+    """The provider response ids of these records (Claude Code writes one record per block)."""
+    return {a for m in messages if isinstance(a := m.meta.get("api_message_id"), str)}
+
+
 def _is_boundary(m: Message) -> bool:
     return bool(m.meta.get("compact_boundary")) or m.origin is Origin.BOUNDARY
 
@@ -321,7 +326,7 @@ class IncrementalRecovery:
         live = full[self.start:]
         window = live[self._stable:]
         results = {r.call_id for m in window for r in m.tool_results}
-        apis = {m.meta.get("api_message_id") for m in window} - {None}
+        apis = _api_ids(window)
         if not self._open.isdisjoint(results) or not self._api.isdisjoint(apis):
             self._reset(self.start)
             window = live
@@ -340,10 +345,10 @@ class IncrementalRecovery:
         later = live[stable:]
         calls = {c.id for m in segment for c in m.tool_calls}
         answered = {r.call_id for m in segment for r in m.tool_results}
-        apis = {m.meta.get("api_message_id") for m in segment} - {None}
+        apis = _api_ids(segment)
         if not (calls - answered).isdisjoint(r.call_id for m in later for r in m.tool_results):
             return
-        if not apis.isdisjoint(m.meta.get("api_message_id") for m in later):
+        if not apis.isdisjoint(_api_ids(later)):
             return
         fixed = clean_recovered(close_interrupted(segment))
         self._out += fixed.messages

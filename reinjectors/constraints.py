@@ -6,7 +6,7 @@ tried Y and the user said no"), so it comes right after the status and is kept w
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from worksurface.config import ReinjectConfig
 from worksurface.facts.constraints import Approach, Constraint
@@ -66,6 +66,6 @@ def _line(item: Constraint | Approach) -> str:
     return escape_wrapped(f"- ({item.kind}) {item.text}", "standing-constraints")
 
 
-def _order(items: Sequence[Constraint | Approach]):
+def _order(items: Sequence[Constraint | Approach]) -> Callable[[str], int]:
     index = {_line(i): i.index for i in items}
     return lambda line: index.get(line, 0)

@@ -17,7 +17,7 @@ from worksurface.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
 from worksurface.model import Message, Origin, Text, is_user_turn
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult, counted_target
-from worksurface.summarizers.base import Summary, SummaryRequest
+from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
 from worksurface.view import last_user_turn_index, tail_start
 
@@ -123,7 +123,7 @@ def repeated_notice(compactions: int) -> str:
             "tool when the harness offers it).\n\n")
 
 
-def _summarize(primary, head: list[Message], tail: list[Message], budget: int, config: AutocompactConfig,
+def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], budget: int, config: AutocompactConfig,
                ctx: StageContext) -> tuple[Summary, str | None]:
     """The primary summarizer's summary, or the structured one (and why) when it fails or overruns."""
     request = SummaryRequest(messages=head, tail=tail, budget_tokens=budget,

@@ -30,7 +30,7 @@ def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageR
     counter = ctx.counter
     chosen: dict[str, int] = {}
     # Results before the turn that new messages answer were judged on earlier calls, and their turns
-    # are closed: only that turn on can change (per-call work follows what is new, DESIGN.md 12).
+    # are closed: only that turn on can change (per-call work follows what is new).
     scan_from = turn_start(view, new_messages_start(view, ctx.unsent_ids))
 
     # Per result: anything over the cap that no stage has decided about yet.

@@ -50,7 +50,8 @@ def run(state: PipelineState, config: CollapseConfig, ctx: StageContext) -> Stag
         current -= before - after
     firing: dict[str, object] = {}
     if edits:
-        # Folding edits the sent prefix: only when the saving outweighs the re-billing (DESIGN.md 12).
+        # Folding edits the sent prefix: only when the saving outweighs the re-billing
+        # (`pricing.decide_edit`: saving over the expected remaining calls).
         first = next(i for i, m in enumerate(view) if m.id in edits[0].ids)
         decision = decide_edit(state, ctx, first_index=first, saved_tokens=tokens - current)
         if not decision.fire:
@@ -98,8 +99,8 @@ def _digest(span: list[Round], view: Sequence[Message]) -> Message:
     for r in span:
         for m in r.messages(view):
             for c in m.tool_calls:
-                res = results.get(c.id)
-                lines.append(f"- {c.name} {call_target(c)} -> {_outcome(res)}".rstrip())
+                answer = results.get(c.id)
+                lines.append(f"- {c.name} {call_target(c)} -> {_outcome(answer)}".rstrip())
     first = view[span[0].start].id
     span_id = hashlib.blake2b(first.encode(), digest_size=4).hexdigest()
     text = (f'<collapsed id="{span_id}" steps="{len(lines)}">\n'

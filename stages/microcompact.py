@@ -40,7 +40,8 @@ def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> 
         return _skip(tokens, started, f"only {gain} tokens clearable, below clear_at_least {config.clear_at_least}")
     if not candidates:
         return _skip(tokens, started, "no clearable tool result")
-    # Clearing edits the sent prefix: only when the saving outweighs the re-billing (DESIGN.md 12).
+    # Clearing edits the sent prefix: only when the saving outweighs the re-billing
+    # (`pricing.decide_edit`: saving over the expected remaining calls).
     first = min((i for i in (result_index(view, r.call_id) for _, r, _ in candidates) if i is not None), default=0)
     decision = decide_edit(state, ctx, first_index=first, saved_tokens=gain)
     if not cold and not decision.fire:

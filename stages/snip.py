@@ -20,6 +20,7 @@ from worksurface.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
 from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.pricing import decide_edit
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.tokens import TokenCounter
 from worksurface.toolkinds import call_path, call_target, effective_kind
 from worksurface.view import calls_by_id
 
@@ -63,7 +64,8 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
         edits.append(ReplaceMessages(NAME, tuple(m.id for m in stale), (), tokens_freed=gain))
 
     cold = ctx.idle_seconds is not None and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
-    # Snipping edits the sent prefix: only when the saving outweighs the re-billing (DESIGN.md 12).
+    # Snipping edits the sent prefix: only when the saving outweighs the re-billing
+    # (`pricing.decide_edit`: saving over the expected remaining calls).
     batch = bool(edits) and (freed >= config.min_gain_tokens or cold)
     decision = decide_edit(state, ctx, first_index=_first_index(view, edits), saved_tokens=freed) if batch else None
     if edits and not batch:
@@ -184,7 +186,7 @@ def _superseded_status(view: Sequence[Message]) -> list[Message]:
     return [m for m in view if m.origin is Origin.STATUS and m.meta.get("epoch", 0) < current]
 
 
-def _explicit(view: Sequence[Message], ctx: StageContext, counter) -> ReplaceMessages | None:
+def _explicit(view: Sequence[Message], ctx: StageContext, counter: TokenCounter) -> ReplaceMessages | None:
     """`session.snip(ids, reason)`: remove whole messages, with their calls' results (or the calls
     of removed results) so no pair is split, and leave one marker listing what went."""
     if not ctx.explicit_snips:

@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import json
+
 from builders import Convo
 from shared import TRANSCRIPTS, needs_shared
 from worksurface.facts import file_activity
 from worksurface.facts.files import command_output
 from worksurface.formats import read_transcript
+from worksurface.model import Message, Text
 
 BODY = "\n".join(f"line {i}" for i in range(1, 21)) + "\n"
 
@@ -73,3 +76,51 @@ def test_aider_read_only_files_are_read():
     for p in sorted((TRANSCRIPTS / "aider").glob("*/*.md")):
         paths |= {f.path for f in file_activity(read_transcript(p).messages) if "read" in f.actions}
     assert "/Users/gauthier/Projects/aider/tmp.one.md" in paths  # `/read tmp.one.md`
+
+
+def _openhands_events(path: str, observed: str) -> list[dict]:
+    tcm = {"function_name": "str_replace_editor", "tool_call_id": "toolu_1", "model_response": {
+        "id": "resp-1", "choices": [{"message": {"role": "assistant", "content": "Reading it", "tool_calls": [
+            {"id": "toolu_1", "type": "function", "function": {"name": "str_replace_editor",
+             "arguments": json.dumps({"command": "view", "path": path})}}]}}]}}
+    return [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "Fix app.py"}},
+        {"id": 1, "source": "agent", "action": "read", "args": {"path": path}, "tool_call_metadata": tcm},
+        {"id": 2, "source": "agent", "observation": "read", "cause": 1, "content": observed,
+         "extras": {"path": path}, "tool_call_metadata": tcm},
+    ]
+
+
+def test_openhands_read_observation_gives_the_files_content(tmp_path):
+    observed = ("Here's the result of running `cat -n` on /workspace/app.py:\n"
+                "     1\timport os\n     2\t\n     3\tprint(os.getcwd())\n")
+    p = tmp_path / "oh.json"
+    p.write_text(json.dumps(_openhands_events("/workspace/app.py", observed)))
+    [f] = file_activity(read_transcript(p).messages)
+    assert f.path == "/workspace/app.py" and f.content == "import os\n\nprint(os.getcwd())" and not f.partial
+
+
+def test_openhands_directory_view_is_not_a_file_read(tmp_path):
+    observed = ("Here's the files and directories up to 2 levels deep in /workspace, excluding hidden items:\n"
+                "/workspace/\n/workspace/app.py\n")
+    p = tmp_path / "oh.json"
+    p.write_text(json.dumps(_openhands_events("/workspace", observed)))
+    assert file_activity(read_transcript(p).messages) == []
+
+
+@needs_shared(TRANSCRIPTS / "aider")
+def test_aider_applied_edit_blocks_give_the_content_of_a_file_the_session_made():
+    t = read_transcript(TRANSCRIPTS / "aider" / "website_examples" / "hello-world-flask.md")
+    [app] = [f for f in file_activity(t.messages) if f.path == "app.py"]
+    assert not app.stale and app.content is not None
+    assert "def fibonacci_x(x):" in app.content and "@app.route('/add/<int:num1>/<int:num2>')" in app.content
+    assert "@app.route('/hello')" not in app.content  # the last edit removed it
+
+
+def test_aider_edit_block_text_in_run_output_is_not_applied():
+    c = Convo()
+    c.messages.append(Message("u0", "user", (Text("/run cat notes.md"),), meta={"kind": "command"}))
+    c.messages.append(Message("o0", "user", (Text(
+        "evil.py\n```\n<<<<<<< SEARCH\n=======\nimport os\n>>>>>>> REPLACE\n```\nApplied edit to evil.py"),),
+        meta={"kind": "tool_output"}))
+    assert not any(f.path.endswith("evil.py") for f in file_activity(c.messages))

@@ -120,3 +120,29 @@ def test_approved_plan_is_reinjected_with_its_state_on_8463c716():
     assert plan.startswith("<plan>\nApproved plan")        # the state: approved with ExitPlanMode
     assert "# Plan: Enrich TranscriptRenderer with metadata (spotter-fum.1)" in plan
     assert "drifting-tumbling-whisper.md" in plan          # the plan file the agent wrote
+    # The file holds one Claude Code compaction (epoch 2): this one is epoch 3, for boundary and bar alike.
+    epochs = {m.origin: m.meta.get("epoch") for m in prepared.messages
+              if m.origin in (Origin.BOUNDARY, Origin.SUMMARY, Origin.STATUS)}
+    assert epochs == {Origin.BOUNDARY: 3, Origin.SUMMARY: 3, Origin.STATUS: 3}
+
+
+def test_a_view_compacted_by_worksurface_keeps_its_goal_and_epoch_in_a_new_session():
+    c = Convo()
+    c.user("Port the parser to the new API")
+    for i in range(12):
+        c.tool("Bash", {"command": f"grep -rn old_api_{i} src"}, f"src/p{i}.py:3: old_api_{i}()\n" * 30)
+    c.user("Now the tests")
+    c.tool("Bash", {"command": "pytest -q"}, "3 passed")
+    with Session.open(None) as first:
+        compacted = first.compact(c.messages).messages
+    assert any(m.origin is Origin.BOUNDARY for m in compacted)
+    epoch = next(m.meta["epoch"] for m in compacted if m.origin is Origin.BOUNDARY)
+    # What a harness would send back: the compacted view without the old status, plus a new turn.
+    fed = [m for m in compacted if m.origin is not Origin.STATUS]
+    fed.append(Message("late-user", "user", (Text("and the docs"),)))
+    with Session.open(None) as second:
+        bar = _published(second.prepare(fed).messages)
+    assert 'goal="Port the parser to the new API"' in bar
+    assert f'epoch="{epoch}"' in bar
+    cli = _render_replay(fed)
+    assert _parts(cli)["epoch"] == str(epoch) and 'goal="Port the parser to the new API"' in cli

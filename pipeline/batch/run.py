@@ -132,7 +132,7 @@ def run_dask(specs: Sequence[TaskSpec], on_rows: RowsCallback, *, scheduler: str
         except (OSError, TimeoutError) as exc:
             where = f"the scheduler at {scheduler}" if scheduler else "a local cluster"
             raise ClusterError(f"cannot connect to {where}: {exc}") from None
-        stats.scheduler = client.scheduler.address
+        stats.scheduler = str(client.scheduler.address) if client.scheduler is not None else str(scheduler or "")
         stats.workers = len(client.scheduler_info().get("workers", {}))
         if on_start is not None:
             on_start(client)

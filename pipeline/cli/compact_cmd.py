@@ -158,6 +158,7 @@ def _print_report(report: Any, destination: Path, fmt: str, dropped: Dropped) ->
                       f"tokens, {len(b['covered_ids'])} messages summarized by {b['summarizer']}")
     else:
         console.print("no compact boundary written (under the threshold; use --force to compact anyway)")
+    console.print(f"billed for sending this view: ${report.cost:.4f} (session total ${report.cost_total:.4f})")
     for notice in getattr(report, "notices", ()):     # breaker paused, summarizer fallback, ...
         console.print(f"notice: {notice}", markup=False, highlight=False)
     console.print(f"wrote {destination} ({fmt})")

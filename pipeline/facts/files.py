@@ -6,7 +6,7 @@ edit cannot be replayed the content is marked stale: the file changed after the 
 Shell `mv` / `cp` / `rm` / `git mv` / `git rm` move, copy and delete: a moved file's old path is
 gone (no content, `moved_to` names where it went) and a deleted file has no content to restore.
 
-Provenance (DESIGN.md section 11): which file a call touched comes from the call's own arguments
+Provenance (only what the harness wrote itself creates standing state): which file a call touched comes from the call's own arguments
 (or, for SWE-agent's `edit`, the file its last `open` / `create` call named), and aider's file notices
 only from aider's own notice lines, never from a program's output it printed. A result that names
 some other file (`[File: /ws/secret.env ...]`) adds no file activity.
@@ -74,6 +74,11 @@ HARNESS_TRAILER_RE = re.compile(
     r"\n?\[(?:The command completed with exit code (-?\d+)\.|Command finished with exit code (-?\d+)"
     r"|Current working directory: [^\]\n]*|Python interpreter: [^\]\n]*)\]\s*\Z")
 OPENHANDS_CUT_MARKERS = ("[The command has no new output", "[Below was the output", "timed out")
+# aider's edit blocks in the model's reply; aider applies them and says "Applied edit to PATH".
+AIDER_BLOCK_RE = re.compile(r"^<{7} (?:SEARCH|ORIGINAL)[ \t]*\n([\s\S]*?)^={7}[ \t]*\n([\s\S]*?)^>{7} (?:REPLACE|UPDATED)[ \t]*$",
+                            re.M)
+# How OpenHands' editor (str_replace_editor `view`) answers for a directory instead of a file.
+DIRECTORY_VIEW = "Here's the files and directories"
 # `sed -n 'A,Bp' FILE` / `sed -n 'Ap' FILE`: prints lines A..B of the file.
 SED_RANGE_RE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 # `head`/`tail` without `-n` print this many lines.
@@ -349,6 +354,8 @@ class _Tracker:
             raw_path = shown  # the result names the same file absolutely (never another file)
         if not raw_path or kind not in ("read", "edit", "write"):
             return
+        if kind == "read" and rec.output.lstrip().startswith(DIRECTORY_VIEW):
+            return  # the editor listed a directory: no file was read
         if normalize_name(rec.name) in SWE_OPENERS:
             self.open_file = raw_path
         st = self.state(normalize_path(raw_path, cwd), rec.index)
@@ -380,6 +387,33 @@ class _Tracker:
             else:
                 st.changed_unseen()
         _see_window(st, rec.output, at)
+
+    def notices(self, messages: Sequence[Message], i: int, at: At, cwd: str | None) -> None:
+        """aider's own notices in harness message `i`: files added to the chat (read), created, and
+        edited. An "Applied edit to PATH" replays the edit blocks for PATH in the reply just before
+        it (aider applied exactly those), so a file the session created keeps a known content."""
+        reply: str | None = None
+        for action, path in NOTICE_RE.findall(messages[i].text):
+            st = self.state(normalize_path(path, cwd), at[0])
+            st.touch(NOTICE_ACTIONS[action], at)
+            if NOTICE_ACTIONS[action] == READ:
+                continue
+            if action != "Applied edit to":
+                st.changed_unseen()
+                continue
+            if reply is None:
+                reply = next((messages[j].text for j in range(i - 1, -1, -1) if messages[j].role == "assistant"), "")
+            blocks = [(old, new) for shown, old, new in aider_edit_blocks(reply) if _same_path(shown, path)]
+            if not blocks:
+                st.changed_unseen()
+            for old, new in blocks:
+                fresh = CREATED in st.actions or (st.lines is None and READ not in st.actions)
+                if not old.strip() and fresh and (st.lines is None or not (st.text() or "").strip()):
+                    st.edits += 1
+                    st.see_text(new, at)  # a new file: the block is its whole content
+                else:
+                    st.note_change(old, new)
+                    st.apply([(old, new, False)], at)
 
     def _patch(self, inp: dict[str, Any], at: At, cwd: str | None) -> None:
         patch = next((v for v in inp.values() if isinstance(v, str) and "*** " in v), "")
@@ -557,6 +591,26 @@ class _Tracker:
         return {posixpath.dirname(p) for p, st in self.files.items() if not st.gone}
 
 
+def aider_edit_blocks(reply: str) -> list[tuple[str, str, str]]:
+    """(file, search text, replacement) of each edit block in an aider reply, in order: SEARCH/REPLACE
+    (or the older ORIGINAL/UPDATED) with the file named on the line before the block or its fence."""
+    out: list[tuple[str, str, str]] = []
+    for m in AIDER_BLOCK_RE.finditer(reply):
+        path = None
+        for line in reversed(reply[: m.start()].rstrip("\n").split("\n")[-3:]):
+            text = line.strip()
+            if text and not text.startswith("```"):
+                path = text.strip("`*: ")
+                break
+        if path:
+            out.append((path, _chomp(m.group(1)), _chomp(m.group(2))))
+    return out
+
+
+def _chomp(text: str) -> str:
+    return text[:-1] if text.endswith("\n") else text
+
+
 def _swe_command_path(rec: CallRecord) -> str | None:
     """The file of a SWE-agent `open` / `create` call written as one command line under `command`
     (`open src/pkg/fields.py 1474`): the call's own argument, not its output."""
@@ -615,11 +669,7 @@ def file_activity(messages: Sequence[Message]) -> list[FileFact]:
             if rec.result is not None and not rec.failed:
                 tracker.record(rec, cwd_by_index[rec.index])
         if is_harness_output(m) and not aider_command_output(messages, i):
-            for action, path in NOTICE_RE.findall(m.text):
-                st = tracker.state(normalize_path(path, cwd_by_index[i]), i)
-                st.touch(NOTICE_ACTIONS[action], (i, m.id))
-                if NOTICE_ACTIONS[action] != READ:
-                    st.changed_unseen()
+            tracker.notices(messages, i, (i, m.id), cwd_by_index[i])
     facts = [st.fact() for st in _merge_relative(tracker.files).values() if st.actions]
     facts.sort(key=lambda f: (-f.last_index, f.path))
     return facts
@@ -687,11 +737,7 @@ class FileTracker:
                 at_result = index[rec.result_index] if rec.result_index is not None else index[i]
                 self._tracker.record(dataclasses.replace(rec, index=index[i], result_index=at_result), cwd)
             if index[i] >= new_from and is_harness_output(m) and not aider_command_output(messages, i):
-                for action, path in NOTICE_RE.findall(m.text):
-                    st = self._tracker.state(normalize_path(path, cwd), index[i])
-                    st.touch(NOTICE_ACTIONS[action], (index[i], m.id))
-                    if NOTICE_ACTIONS[action] != READ:
-                        st.changed_unseen()
+                self._tracker.notices(messages, i, (index[i], m.id), cwd)
         self._fed = fed
         self.cwd = next((c for c in reversed(cwds) if c), seed)
 

@@ -71,6 +71,11 @@ class Identifiers:
     urls: tuple[str, ...]
     symbols: tuple[str, ...] = ()  # names an edit or write defined (facts that live only in edit bodies)
 
+    @classmethod
+    def empty(cls) -> Identifiers:
+        """No identifiers seen yet (a session before its first message)."""
+        return cls(None, (), (), (), (), (), (), (), ())
+
 
 class _Newest:
     """Collects values with the position they were seen at; yields each once, newest first."""

@@ -236,7 +236,9 @@ def _reminder_entries(kind: str, body: str) -> tuple[ToolEntry, ...]:
     out: dict[str, ToolEntry] = {}
     for line in lines:
         m = ENTRY_LINE_RE.match(line)
-        if m is None or (not tagged and m.group(2) is None and not line.strip().startswith(("-", "*", "•"))
+        # Outside a deferred-tools tag only a bulleted line (or an MCP tool name) is an item: a prose
+        # line such as "Usage: ..." is not a tool.
+        if m is None or (not tagged and not line.strip().startswith(("-", "*", "•"))
                          and not m.group(1).startswith("mcp__")):
             continue
         if len(m.group(1)) < 2 or m.group(1).lower() in ("the", "note", "use", "available"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import FormatError
+from .validate import check_pairing
 from ..model import Message, ToolResult
 
 
@@ -18,15 +18,11 @@ class Results:
     """Each call's result, found wherever it is in the view; each is handed out once."""
 
     def __init__(self, messages: Sequence[Message], path: str | None) -> None:
+        check_pairing(messages, path)  # every result follows its call, no call id used twice
         self._by_call: dict[str, tuple[ToolResult, Message]] = {}
-        seen: set[str] = set()
-        for i, m in enumerate(messages):
+        for m in messages:
             for r in m.tool_results:
-                if r.call_id not in seen:
-                    raise FormatError(f"tool result for call {r.call_id!r} has no tool call before it",
-                                      path=path, record=f"{m.id} (message {i})")
                 self._by_call.setdefault(r.call_id, (r, m))
-            seen.update(c.id for c in m.tool_calls)
         self._given: set[str] = set()
 
     def take(self, call_id: str) -> ToolResult | None:

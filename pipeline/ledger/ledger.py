@@ -135,6 +135,7 @@ class Ledger:
             self.__init__()  # type: ignore[misc]
         if len(self._positions) < min(self.count, n):
             self._positions = {m.id: i for i, m in enumerate(transcript[: self.count])}
+        self.last_window = 0
         if self.count >= n:
             self._fold_extras(extras)
             return
@@ -246,8 +247,8 @@ class Ledger:
             r.todo = dataclasses.replace(todo, index=at(todo.index))
         plan = facts.plan_mode(messages)
         if plan.message_id is not None or plan.active or plan.plan:
-            where = self._positions.get(plan.message_id) if plan.message_id else None
-            r.plan, r.plan_index = plan, where if where is not None else index[-1]
+            plan_at = self._positions.get(plan.message_id) if plan.message_id else None
+            r.plan, r.plan_index = plan, plan_at if plan_at is not None else index[-1]
         self._merge_identifiers(facts.identifiers(messages))
 
     def _merge_identifiers(self, new: Identifiers) -> None:
@@ -323,8 +324,8 @@ class Ledger:
 
     def save(self) -> "LedgerSave":
         """What to write so the store holds this ledger: the small head always, and only the parts and
-        tracked files that changed since the last `saved` (DESIGN.md 12: a call's work follows what is
-        new, not the size of the session). Call `saved(result)` once the store committed it."""
+        tracked files that changed since the last `saved` (a call's work follows what is new, not the
+        size of the session). Call `saved(result)` once the store committed it."""
         sources = self._part_sources()
         marks = {name: mark for name, (mark, _) in sources.items()}
         files = self._file_marks()
@@ -352,7 +353,9 @@ class Ledger:
             return cls.from_json(head)
         data = dict(head)
         for name in head["parts"]:
-            data[name] = get(PART_PREFIX + name)
+            part = get(PART_PREFIX + name)
+            if part is not None:  # a part missing from the store loads as empty, like from_json's
+                data[name] = part
         tracker = dict(head["file_tracker"])
         tracker["files"] = {path: get(FILE_PREFIX + path) for path in tracker.pop("paths")}
         data["file_tracker"] = tracker
@@ -448,7 +451,7 @@ class LedgerView:
     def identifiers(self) -> Identifiers:
         ids = self.r.identifiers
         if ids is None:
-            return Identifiers(**{f.name: None if f.name == "cwd" else () for f in dataclasses.fields(Identifiers)})
+            return Identifiers.empty()
         return ids
 
     def skills_invoked(self) -> list[SkillUse]:
@@ -494,12 +497,13 @@ def _with_newest_contents(files: Sequence[FileFact]) -> dict[str, FileFact]:
     out: dict[str, FileFact] = {}
     with_content = 0
     for f in sorted(files, key=lambda f: -f.last_index):
-        if f.content is not None:
+        content = f.content
+        if content is not None:
             with_content += 1
             if with_content > MAX_FILES_WITH_CONTENT:
                 f = dataclasses.replace(f, content=None, content_message_id=None)
-            elif len(f.content) > MAX_CONTENT_CHARS:
-                f = dataclasses.replace(f, content=f.content[:MAX_CONTENT_CHARS], partial=True)
+            elif len(content) > MAX_CONTENT_CHARS:
+                f = dataclasses.replace(f, content=content[:MAX_CONTENT_CHARS], partial=True)
         out[f.path] = f
     return out
 

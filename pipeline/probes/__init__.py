@@ -3,7 +3,9 @@
 Light imports only: `check` and `curve` (which run the pipeline) are imported from their modules.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .assertions import assert_retains
@@ -17,14 +19,7 @@ _LAZY = {"assert_retains": "assertions", "derive": "derivation", "Score": "match
          "score": "match", **dict.fromkeys(("CATEGORIES", "Probe", "ProbeError", "ProbeSet"), "model")}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = ["CATEGORIES", "Probe", "ProbeError", "ProbeSet", "Score", "assert_retains", "derive", "retained",
            "score"]

@@ -8,10 +8,13 @@ unless the system prefix alone is larger (then the prefix alone).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..model import Message, ToolResult
 from ..tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 Baseline = Callable[[Sequence[Message], int, TokenCounter], list[Message]]
 
@@ -89,7 +92,7 @@ def trim(messages: Sequence[Message], budget_tokens: int, counter: TokenCounter)
     prefix, rest = split_prefix(messages)
 
     # The LangChain id is the position in `rest`: transcript ids need not be unique.
-    def to_langchain(i: int, m: Message):
+    def to_langchain(i: int, m: Message) -> BaseMessage:
         if m.role == "assistant":
             return AIMessage(content=m.text, id=str(i))
         if m.tool_results:
@@ -98,15 +101,19 @@ def trim(messages: Sequence[Message], budget_tokens: int, counter: TokenCounter)
             return SystemMessage(content=m.text, id=str(i))
         return HumanMessage(content=m.text, id=str(i))
 
-    def count(lc_messages) -> int:
-        return counter.messages(rest[int(lc.id)] for lc in lc_messages)
+    def position(lc: BaseMessage) -> int:
+        if lc.id is None:
+            raise ValueError("trim_messages returned a message without the id it was given")
+        return int(lc.id)
+
+    def count(lc_messages: Sequence[BaseMessage]) -> int:
+        return counter.messages(rest[position(lc)] for lc in lc_messages)
 
     room = max(0, budget_tokens - counter.messages(prefix))
     kept = trim_messages([to_langchain(i, m) for i, m in enumerate(rest)], max_tokens=room,
                          token_counter=count, strategy="last", start_on=("human", "ai"),
                          allow_partial=False)
-    first_id = kept[0].id if kept else None  # set by to_langchain: the position in `rest`
-    start = int(first_id) if first_id is not None else len(rest)
+    start = position(kept[0]) if kept else len(rest)
     clean = clean_starts(rest)
     while not clean[start]:
         start += 1

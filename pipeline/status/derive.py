@@ -26,6 +26,7 @@ from ..facts.testsummary import TestRunWatcher
 from ..facts.todos import TodoItem as FactTodo
 from ..facts.todos import TodoReplayer, items_from, normalize_status
 from ..facts.tracker import issue_changes
+from ..summarizers import sections as summary_sections
 from .parse_git import parse_git
 from .reducer import SEARCH_KINDS
 
@@ -43,6 +44,8 @@ _CD = re.compile(r"""^\s*cd\s+("[^"]+"|'[^']+'|[^\s;&|]+)\s*(?:&&|;|$)""")
 _HARNESS_TEXT = ("<", "[")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _STAGE_TOOLS = {"enterplanmode": "planning", "exitplanmode": "implementing"}
+# Claude Code's compaction summary opens with this section; its first line says what was asked.
+_CC_PRIMARY = re.compile(r"Primary Request and Intent:\**\s*\n?(.+)")
 # Jobs listed on the bar: every running one, then the most recently finished up to this many in all
 # (a finished job matters until the agent has read its result; older ones only lengthen the bar).
 MAX_JOBS_SHOWN = 6
@@ -65,6 +68,27 @@ def _todos(items: tuple[FactTodo, ...] | None) -> tuple[TodoItem, ...] | None:
     if items is None:
         return None
     return tuple(TodoItem(one_line(it.text, 200), normalize_status(it.status)) for it in items)
+
+
+def _summary_goal(m: Message) -> str | None:
+    """The first request a compaction summary quotes (worksurface's structured summary, or Claude
+    Code's "Primary Request and Intent" section), as a goal line; None for any other message."""
+    if m.origin is not Origin.SUMMARY and not m.meta.get("is_compact_summary"):
+        return None
+    text = m.text
+    quoted: str | None = None
+    start = text.find(summary_sections.TITLE)
+    if start >= 0:
+        active = summary_sections.split_sections(text[start:]).get(summary_sections.ACTIVE_REQUEST, "")
+        # The first request is quoted under its own label only when a later one differs from it.
+        quoted = (summary_sections.after_label(active, summary_sections.FIRST_REQUEST_LABEL)
+                  or summary_sections.after_label(active, summary_sections.LATEST_REQUEST_LABEL))
+    elif (cc := _CC_PRIMARY.search(text)) is not None:
+        quoted = cc.group(1)
+    for line in (quoted or "").splitlines():
+        if line.strip():
+            return one_line(line.strip().lstrip("-* ").strip(), 200)
+    return None
 
 
 def _request_text(message: Message) -> str | None:
@@ -112,6 +136,12 @@ class EventDeriver:
         return self._events
 
     def _message(self, m: Message) -> None:
+        if "goal" not in self._last and (goal := _summary_goal(m)) is not None:
+            # History behind a compaction that this transcript no longer holds: the summary quotes
+            # the session's first request, which stays the goal of the epoch that follows.
+            self._message_id = m.id
+            self._last["goal"] = goal
+            self._emit(TaskUpdated, goal=goal)
         if m.origin is not Origin.CONVERSATION:
             return
         self._message_id = m.id
