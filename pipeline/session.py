@@ -32,7 +32,6 @@ from .pricing import PromptCache, price_model
 from .state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
 from .status import PublisherState, event_to_json
 from .status.events import Event
-from .status.publish import Publication
 from .statusbar import FIRST_EPOCH, StatusBar
 from .status.replay import transcript_epoch
 from .store import MemoryStore, SessionStore, Store

@@ -7,8 +7,6 @@ A file whose read result the kept tail still shows is skipped.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from rapidfuzz import fuzz
 
 from worksurface.config import ReinjectConfig

@@ -3,8 +3,6 @@ mode if the session is in it."""
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from worksurface.config import ReinjectConfig
 from worksurface.model import Message
 from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text

@@ -5,8 +5,6 @@ Each is head-truncated (the instructions come first) with a marker saying how to
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from worksurface.config import ReinjectConfig
 from worksurface.model import Message
 from worksurface.reinject import escape_attr, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of

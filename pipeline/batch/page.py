@@ -161,7 +161,7 @@ def _transcripts(rows: Sequence[dict[str, Any]], names: Sequence[str], task: str
     head += [f"retention: {m}" for m in names]
     ok = [r for r in rows if not r.get("error")]
     ok.sort(key=lambda r: (str(r.get("path")), r.get("target") or 0))
-    out = [f"<h2>Transcripts</h2><table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    out = ["<h2>Transcripts</h2><table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
     for r in ok[:MAX_TRANSCRIPT_ROWS]:
         cells = [_num(r.get("target")), _num(r.get("tokens"))]
         if figure:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..model import Message
-from ..toolkinds import call_path, normalize_name, tool_kind
+from ..toolkinds import normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .meta import message_branch
 from .testsummary import TestRunWatcher, parse_test_output

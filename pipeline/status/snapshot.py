@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .events import FRESHNESS, SECTIONS, TODO_STATUSES, Event, StatusError
+from .events import FRESHNESS, SECTIONS, TODO_STATUSES, StatusError
 
 # A field's source: the harness said it, it was derived from the transcript, or (signals) it was
 # computed from other fields.

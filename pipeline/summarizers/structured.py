@@ -9,7 +9,6 @@ messages, current work) and the least important items are trimmed first (see pac
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Sequence
 
 from .. import facts
