@@ -118,6 +118,14 @@ def _names(pattern: re.Pattern[str], text: str) -> tuple[str, ...]:
     return tuple(seen[:MAX_FAILING])
 
 
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match in `text` (the latest run when an output holds several)."""
+    last = None
+    for last in pattern.finditer(text):
+        pass
+    return last
+
+
 def _line(text: str, m: re.Match[str]) -> str:
     """The whole line a match sits on, stripped of the `=` rules pytest draws around it."""
     start = text.rfind("\n", 0, m.start()) + 1
@@ -133,10 +141,9 @@ _PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
 def _pytest(text: str) -> Found | None:
-    matches = list(_PYTEST.finditer(text))
-    if not matches:
+    m = _last(_PYTEST, text)
+    if m is None:
         return None
-    m = matches[-1]
     n = _items(m.group(1) or "")
     return m.start(), TestSummary("pytest", n.get("passed", 0) + n.get("xpassed", 0),
                                   n.get("failed", 0) + n.get("error", 0) + n.get("errors", 0),
@@ -150,10 +157,9 @@ _UNITTEST_FAILED = re.compile(r"^(?:FAIL|ERROR): (\S+ \([\w.]+\))", re.M)
 
 
 def _unittest(text: str) -> Found | None:
-    matches = list(_UNITTEST.finditer(text))
-    if not matches:
+    m = _last(_UNITTEST, text)
+    if m is None:
         return None
-    m = matches[-1]
     result = _UNITTEST_RESULT.search(text, m.end())
     line = _line(text, m) + (f" {result.group(0).strip()}" if result else "")
     counts = dict((k, int(v)) for k, v in re.findall(r"(failures|errors|skipped)=(\d+)", result.group(0))) \
@@ -169,14 +175,8 @@ _JEST_FAILED = re.compile(r"^\s*● (?!Test suite failed to run)(.+)$", re.M)
 
 
 def _jest(text: str) -> Found | None:
-    matches = list(_JEST.finditer(text))
-    if not matches:
-        return None
-    m = matches[-1]
-    n = _items(m.group(1))
-    return m.start(), TestSummary("jest", n.get("passed", 0), n.get("failed", 0),
-                                  n.get("skipped", 0) + n.get("todo", 0), _names(_JEST_FAILED, text),
-                                  text[m.start(): m.end()].strip())
+    # `\s*` may start the match on a blank line before it: the summary is the matched text itself.
+    return _counted("jest", _JEST, _JEST_FAILED, text, lambda m: text[m.start(): m.end()].strip())
 
 
 _VITEST = re.compile(r"^\s*Tests\s+((?:\d+ [a-z]+(?: \| )?)+)\s*\(\d+\)\s*$", re.M)
@@ -184,14 +184,18 @@ _VITEST_FAILED = re.compile(r"^\s*(?:FAIL|×)\s+(.+?)\s*$", re.M)
 
 
 def _vitest(text: str) -> Found | None:
-    matches = list(_VITEST.finditer(text))
-    if not matches:
+    return _counted("vitest", _VITEST, _VITEST_FAILED, text, lambda m: _line(text, m))
+
+
+def _counted(runner: str, summary: re.Pattern[str], failed: re.Pattern[str], text: str,
+             line: Callable[[re.Match[str]], str]) -> Found | None:
+    """Runners whose summary lists counts by word (`3 passed | 1 failed | 2 todo`); todo counts as skipped."""
+    m = _last(summary, text)
+    if m is None:
         return None
-    m = matches[-1]
     n = _items(m.group(1))
-    return m.start(), TestSummary("vitest", n.get("passed", 0), n.get("failed", 0),
-                                  n.get("skipped", 0) + n.get("todo", 0), _names(_VITEST_FAILED, text),
-                                  _line(text, m))
+    return m.start(), TestSummary(runner, n.get("passed", 0), n.get("failed", 0),
+                                  n.get("skipped", 0) + n.get("todo", 0), _names(failed, text), line(m))
 
 
 _MOCHA = re.compile(r"^\s*(\d+) (passing|failing|pending) \([\d.]+m?s\)\s*$|^\s*(\d+) (failing|pending)\s*$", re.M)
@@ -255,10 +259,9 @@ _EXUNIT_FAILED = re.compile(r"^\s+\d+\) (test .+?)(?: \([\w.]+\))?$", re.M)
 
 def _exunit(text: str) -> Found | None:
     """ExUnit counts skipped, excluded and invalid tests in its totals."""
-    matches = list(_EXUNIT.finditer(text))
-    if not matches:
+    m = _last(_EXUNIT, text)
+    if m is None:
         return None
-    m = matches[-1]
     n = _items(m.group(1))
     total = sum(n.get(k, 0) for k in ("doctest", "doctests", "test", "tests", "property", "properties"))
     failed = n.get("failure", 0) + n.get("failures", 0) + n.get("invalid", 0)
@@ -272,10 +275,9 @@ _RSPEC_FAILED = re.compile(r"^rspec (\S+)", re.M)
 
 
 def _rspec(text: str) -> Found | None:
-    matches = list(_RSPEC.finditer(text))
-    if not matches:
+    m = _last(_RSPEC, text)
+    if m is None:
         return None
-    m = matches[-1]
     total, failed, pending = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     return m.start(), TestSummary("rspec", max(total - failed - pending, 0), failed, pending,
                                   _names(_RSPEC_FAILED, text), _line(text, m))
