@@ -229,7 +229,10 @@ class Session:
             raw_tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])
             counted = self._count_view(view, keep, live)
             offset = self._usage_offset(view, counted, usage)
-            calibration = calibrate(live, self.counter) if usage is not None else None
+            # The calibration reads every measured usage in the transcript; it only sizes a compaction,
+            # and none can happen on a call that is not forced and is under the threshold.
+            may_compact = force or counted + offset > self.config.threshold
+            calibration = calibrate(live, self.counter) if usage is not None and may_compact else None
             status_inputs, planned = self.status_bar.begin(
                 live, keep, self.store.get_meta("status_events", []), self.store.get_meta("status_publisher"), now,
                 history=full[:self._recovery.start])
