@@ -21,7 +21,7 @@ from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls, tool_label
 from .errors import is_transient, tool_errors
 from .files import numbered_lines
-from .provenance import converted_outputs, harness_reminders
+from .provenance import converted_outputs, from_other_harness, harness_reminders
 from .requests import is_user_message
 from .shell import first_line, simple_commands
 from .text import one_line, strip_reminders, trim, units
@@ -320,7 +320,7 @@ def excluded_approaches(messages: Sequence[Message],
             err_ids = (err.message_id,) + ((err.resolved_message_id,) if err.resolved_message_id else ())
             out.append(Approach(WORKAROUND, _evidence(text), err_ids, err.index))
     for i, m in enumerate(messages):
-        if is_user_turn(m) and m.text.strip().startswith(INTERRUPT_MARKER):
+        if is_user_turn(m) and m.text.strip().startswith(INTERRUPT_MARKER) and not from_other_harness(m):
             if i - 1 in rejected_at or i in rejected_at:
                 continue  # already reported as a rejected call
             reply = _next_user_words(messages, i, queued)

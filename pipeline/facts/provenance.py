@@ -49,6 +49,13 @@ def claude_record(message: Message) -> dict[str, Any] | None:
     return None
 
 
+def from_other_harness(message: Message) -> bool:
+    """Read from another harness's file (its adapter left its own source in meta, and no Claude Code
+    record): Claude Code's fixed wordings (a rejection, an interrupt) there are that file's text, never
+    Claude Code's own record. A message built in memory carries no meta and is judged by its text."""
+    return bool(message.meta) and claude_record(message) is None and not message.meta.get("is_meta")
+
+
 def is_harness_rejection(result: ToolResult | None, message: Message | None = None) -> bool:
     """True when the harness itself wrote this result to say the user rejected or interrupted the call.
 
@@ -63,11 +70,15 @@ def is_harness_rejection(result: ToolResult | None, message: Message | None = No
     if not text.startswith(REJECTION_PREFIXES):
         return False
     record = claude_record(message) if message is not None else None
-    if record is not None and "toolUseResult" in record:
+    if record is not None and "toolUseResult" not in record:
+        return False  # Claude Code writes `toolUseResult` on every result record it makes itself
+    if record is not None:
         tur = record["toolUseResult"]
         if isinstance(tur, str):
             return tur == CC_REJECTED_RECORD or (tur.startswith("Error:") and tur[6:].strip().startswith(
                 REJECTION_PREFIXES) and bool(REJECTION_RE.match(text)))
+        return False
+    if message is not None and from_other_harness(message):
         return False
     return result.is_error and bool(REJECTION_RE.match(text))
 
