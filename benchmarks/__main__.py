@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
     plan = full_plan() if args.full else quick_plan()
+    args.out.mkdir(parents=True, exist_ok=True)  # sections write their plots there as they go
     results = run_sections(plan, names, args.out)
     atomic_write(args.out / "results.json", dumps(results))
     atomic_write(args.out / "RESULTS.md", render(results, plan))

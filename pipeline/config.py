@@ -55,16 +55,25 @@ class SnipConfig(_Section):
 
 
 class MicrocompactConfig(_Section):
-    """Clearing old results of tools whose output can be fetched again (values at a 200k window)."""
+    """Clearing old results of tools whose output can be fetched again (values at a 200k window).
 
-    # Clearing starts once the view is this large: below it, the cache hit is worth more.
-    trigger_tokens: int = Field(100_000, ge=0)
-    # Clear in batches at least this large, so the prefix changes rarely (each change re-bills it).
-    clear_at_least: int = Field(20_000, ge=0)
-    # The newest results of compactable tools are kept whatever their size: the agent is using them.
-    keep_recent: int = Field(5, ge=0)
-    # ... and so is the newest stretch of this many tokens.
-    protect_tokens: int = Field(40_000, ge=0)
+    Above the trigger, when to clear is an economic decision (pricing.decide_edit): a batch fires once
+    the tokens it removes reach the economic batch for the tail it re-bills, so the view follows a
+    sawtooth between a small kept tail and that batch instead of growing to the threshold."""
+
+    # Below this view size clearing is never considered: a view this small costs little to read, and
+    # the stage is not even run (measured on the cost benchmark: a low floor lets the firing rule keep
+    # the view small; 100k let it read a much larger cached prefix on every call).
+    trigger_tokens: int = Field(20_000, ge=0)
+    # A batch removes at least this much, whatever the firing rule says (a smaller one is not worth a
+    # changed prefix and a new artifact); the economic batch is usually larger.
+    clear_at_least: int = Field(1_000, ge=0)
+    # The newest results of compactable tools are kept whatever their size: the agent is using them
+    # (LangChain's ClearToolUsesEdit keeps 3 too).
+    keep_recent: int = Field(3, ge=0)
+    # ... and so is the newest stretch of this many tokens (the current step and its results). Each
+    # batch re-bills what follows its edit point, so a larger protected tail costs on every batch.
+    protect_tokens: int = Field(4_000, ge=0)
     # Idle longer than this, the provider's cache has expired (Anthropic's default TTL is 5 minutes):
     # the whole prefix is billed again anyway, so clearing costs nothing extra.
     cache_ttl_seconds: float = Field(300.0, ge=0)
@@ -93,6 +102,12 @@ class AutocompactConfig(_Section):
     # After this many failed compactions in a row the breaker opens (it retries once the view has
     # grown by a tenth of the window), so a session that cannot be compacted does not loop.
     max_consecutive_failures: int = Field(3, ge=1)
+    # Below the threshold a compaction is considered once the view passes this share of it, and made
+    # only when the firing rule says it pays: the tokens it removes, read on every expected remaining
+    # call, against re-billing what stays, batched to its economic size (worksurface.pricing). The
+    # ledger carries the working state across compactions, so an earlier one costs little retention
+    # and can save much of a long session's bill. 1.0: compact only at the threshold (Claude Code).
+    economic_from: float = Field(0.5, gt=0, le=1)
     # "structured" needs no model; "llm" takes options such as provider, model, base_url,
     # api_key_env and timeout (see worksurface.summarizers.llm.LLMSummarizer).
     summarizer: str = "structured"
@@ -153,6 +168,11 @@ class PricingConfig(_Section):
     horizon_calls: int = Field(20, ge=0)
     # No estimate counts a saving over more calls than this (a long past is no promise).
     max_horizon_calls: int = Field(200, ge=1)
+    # Wait until an edit that pays removes the economic batch (pricing.economic_batch_tokens: re-billing
+    # the tail once per batch against reading the removable tokens on every call until then), so the
+    # prefix changes in a few large steps instead of a little on every call. False: fire as soon as
+    # an edit pays at all.
+    batching: bool = True
 
 
 class IngestConfig(_Section):
@@ -192,8 +212,8 @@ WINDOW_SHARES: tuple[tuple[str | None, str, float], ...] = (
     ("budget", "max_result_tokens", 0.06), ("budget", "max_turn_tokens", 0.25),
     ("budget", "preview_head_tokens", 0.003), ("budget", "preview_tail_tokens", 0.003),
     ("snip", "min_gain_tokens", 0.02),
-    ("microcompact", "trigger_tokens", 0.5), ("microcompact", "clear_at_least", 0.10),
-    ("microcompact", "protect_tokens", 0.20),
+    ("microcompact", "trigger_tokens", 0.10), ("microcompact", "clear_at_least", 0.005),
+    ("microcompact", "protect_tokens", 0.02),
 )
 # The summary and the kept tail need no share here: they are sized from the post-compact target,
 # which is itself a share of the window.
@@ -272,6 +292,11 @@ class Config(_Section):
         if self.post_compact_target_tokens is not None:
             return self.post_compact_target_tokens
         return int(self.window * self.post_compact_fraction)
+
+    @property
+    def compaction_floor(self) -> int:
+        """Where autocompact starts weighing an economic compaction (at most the threshold)."""
+        return min(self.threshold, int(self.threshold * self.autocompact.economic_from))
 
     @property
     def collapse_trigger(self) -> int:

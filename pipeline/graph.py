@@ -3,7 +3,9 @@
 A LangGraph `StateGraph` with conditional edges: once the view is under every remaining trigger the
 reducing stages are skipped, and the reinjection node runs only when this call wrote a new compact
 boundary. Each node wraps one stage function: it applies the stage's edits to the view and
-recounts, so stages stay pure deciders.
+recounts, so stages stay pure deciders. Most calls of a session edit nothing; `run_unedited` walks
+the same nodes and edges directly for them and hands the call to the compiled graph as soon as a
+stage decides an edit (the framework's per-node cost is then paid only when something happens).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from .state import (PipelineState, Reinjection, Stage, StageContext, StageReport
 
 REDUCING_STAGES: tuple[Stage, ...] = (ingest, budget, snip, microcompact, collapse, autocompact)
 STAGE_NAMES = tuple(s.NAME for s in REDUCING_STAGES)
+_STAGES = {s.NAME: s for s in REDUCING_STAGES}
+SUMMARIZING_STAGE = autocompact.NAME
 REINJECT = "reinject"
 STATUS_REINJECTOR = "status"
 
@@ -38,20 +42,24 @@ class _StageNode(Protocol):
     def __call__(self, state: PipelineState, *, runtime: Runtime[StageContext]) -> dict[str, Any]: ...
 
 
+def _apply_stage(stage: Stage, state: PipelineState, ctx: StageContext) -> dict[str, Any]:
+    """One stage's node body: decide, apply its edits to the view and recount."""
+    result: StageResult = stage.run(state, _stage_config(ctx.config, stage.NAME), ctx)
+    update: dict[str, Any] = {"reports": [result.report]}
+    if result.edits:
+        view = apply_edits(state["view"], result.edits)
+        compacted = state["compacted"] or any(isinstance(e, Compact) for e in result.edits)
+        counted = ctx.counter.messages(view)
+        tokens = counted + view_offset(ctx, counted, compacted)
+        result.report.tokens_after = tokens
+        update.update(view=view, tokens=tokens, edits=result.edits, cache_edits=result.cache_edits,
+                      compacted=compacted)
+    return update
+
+
 def _node(stage: Stage) -> _StageNode:
     def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-        ctx = runtime.context
-        result: StageResult = stage.run(state, _stage_config(ctx.config, stage.NAME), ctx)
-        update: dict[str, Any] = {"reports": [result.report]}
-        if result.edits:
-            view = apply_edits(state["view"], result.edits)
-            compacted = state["compacted"] or any(isinstance(e, Compact) for e in result.edits)
-            counted = ctx.counter.messages(view)
-            tokens = counted + view_offset(ctx, counted, compacted)
-            result.report.tokens_after = tokens
-            update.update(view=view, tokens=tokens, edits=result.edits, cache_edits=result.cache_edits,
-                          compacted=compacted)
-        return update
+        return _apply_stage(stage, state, runtime.context)
     node.__name__ = stage.NAME
     return node
 
@@ -96,25 +104,62 @@ def _min_remaining_trigger(ctx: StageContext, after: str) -> int:
     # Snip has no token trigger (it batches by gain), so it always gets its turn.
     triggers = {"budget": 0, "snip": 0, "microcompact": ctx.config.microcompact.trigger_tokens,
                 "collapse": ctx.config.collapse_trigger,
-                "autocompact": ctx.config.threshold}
+                "autocompact": ctx.config.compaction_floor}
     remaining = STAGE_NAMES[STAGE_NAMES.index(after) + 1:]
     return min((triggers[n] for n in remaining if n in triggers), default=0)
 
 
-def _route_after(name: str, next_name: str | None) -> Callable[[PipelineState, Runtime[StageContext]], str]:
+def _next_step(name: str, state: PipelineState, ctx: StageContext) -> str:
+    """Where the graph goes after stage `name`: reinjection after a compaction, the end once the view
+    is under every remaining trigger (unless forced, or a cold cache invites microcompact), else the
+    next stage."""
+    if state.get("compacted"):
+        return REINJECT
+    index = STAGE_NAMES.index(name)
+    if index + 1 >= len(STAGE_NAMES):
+        return END
+    cold = (ctx.idle_seconds is not None
+            and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
+            and index < STAGE_NAMES.index("microcompact"))
+    if not ctx.forced and not cold and state["tokens"] <= _min_remaining_trigger(ctx, name):
+        return END
+    return STAGE_NAMES[index + 1]
+
+
+def _route_after(name: str) -> Callable[[PipelineState, Runtime[StageContext]], str]:
     def route(state: PipelineState, runtime: Runtime[StageContext]) -> str:
-        ctx = runtime.context
-        if state.get("compacted"):
-            return REINJECT
-        if next_name is None:
-            return END
-        cold = (ctx.idle_seconds is not None
-                and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
-                and STAGE_NAMES.index(name) < STAGE_NAMES.index("microcompact"))
-        if not ctx.forced and not cold and state["tokens"] <= _min_remaining_trigger(ctx, name):
-            return END
-        return next_name
+        return _next_step(name, state, runtime.context)
     return route
+
+
+def run_unedited(state: PipelineState, ctx: StageContext) -> PipelineState | None:
+    """The graph's own path for a call on which no stage edits: the same stage functions and the same
+    edges, walked directly, without the framework's per-node cost (most calls of a session are such
+    calls). None as soon as a stage decides an edit: the caller then runs the compiled graph, which
+    decides again from the start (stage decisions are pure; artifacts are content-addressed). At
+    autocompact only its decision is taken here (`autocompact.decline`): a summary may call a model,
+    so a compaction is left to the graph, and a forced call goes there from the start."""
+    if ctx.forced:
+        return None
+    reports: list[StageReport] = []
+    name = STAGE_NAMES[0]
+    while True:
+        update = _apply_stage(_STAGES[name], state, ctx)
+        if "view" in update:
+            return None
+        reports += update["reports"]
+        step = _next_step(name, state, ctx)
+        if step == END:
+            return {**state, "reports": list(state["reports"]) + reports}
+        if step == REINJECT:
+            return None
+        if step == SUMMARIZING_STAGE:
+            # Whether to compact is decided without writing a summary; only a compaction needs the graph.
+            declined = autocompact.decline(state, _stage_config(ctx.config, step), ctx)
+            if declined is None:
+                return None
+            return {**state, "reports": list(state["reports"]) + reports + [declined.report]}
+        name = step
 
 
 def build_graph() -> Any:
@@ -128,6 +173,6 @@ def build_graph() -> Any:
     for i, name in enumerate(STAGE_NAMES):
         nxt = STAGE_NAMES[i + 1] if i + 1 < len(STAGE_NAMES) else None
         targets = [REINJECT, END] + ([nxt] if nxt else [])
-        graph.add_conditional_edges(name, _route_after(name, nxt), targets)
+        graph.add_conditional_edges(name, _route_after(name), targets)
     graph.add_edge(REINJECT, END)
     return graph.compile()

@@ -8,13 +8,18 @@ short to cache, plain input.
 
 The firing rule (`worth_editing`): an edit of an already-sent part of the view re-bills every cached
 token after the edit point once (written instead of read); it pays only when the tokens it removes,
-over the calls still expected, save more than that. A view over the threshold, a cold cache (idle past
-the TTL: the whole prefix is re-billed anyway) and an explicit `force` fire regardless.
+over the calls still expected, save more than that. Paying is not enough: an edit that pays now pays
+more later, once more tokens can be removed for the same re-billing, so edits are batched to the
+economic batch size (`economic_batch_tokens`, the economic-order-quantity trade-off between re-billing
+the tail once per batch and reading the removable tokens on every call until the batch). A view over
+the threshold, a cold cache (idle past the TTL: the whole prefix is re-billed anyway) and an explicit
+`force` fire regardless.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -302,13 +307,16 @@ class EditDecision:
 
 
 def worth_editing(prices: PriceModel, *, saved_tokens: int, rebilled_tokens: int, remaining_calls: float,
-                  must_fire: bool = False, cold: bool = False, force: bool = False) -> EditDecision:
-    """Whether an edit of the already-sent view pays for itself.
+                  must_fire: bool = False, cold: bool = False, force: bool = False,
+                  batch_tokens: float = 0.0) -> EditDecision:
+    """Whether an edit of the already-sent view pays for itself, and whether now is the time.
 
     `rebilled_tokens`: cached tokens from the edit point to the end of what was sent, which this call
     writes again instead of reading. `saved_tokens`: tokens the edit removes from every later view.
     Saving = the removed tokens not written now, plus not read on each of `remaining_calls` later
-    calls; re-billing = the rebilled tokens at the write price instead of the read price."""
+    calls; re-billing = the rebilled tokens at the write price instead of the read price.
+    `batch_tokens`: the economic batch (`economic_batch_tokens`); an edit that pays but removes less
+    waits, since the same re-billing will buy a larger saving a few calls later."""
     rebilling = max(0, rebilled_tokens) * (prices.cache_write - prices.cache_read) / PER_MILLION
     saving = max(0, saved_tokens) * (prices.cache_write + prices.cache_read * max(0.0, remaining_calls)) / PER_MILLION
     figures = {"saving": saving, "rebilling": rebilling, "remaining_calls": remaining_calls}
@@ -320,11 +328,30 @@ def worth_editing(prices: PriceModel, *, saved_tokens: int, rebilled_tokens: int
         return EditDecision(True, "cache cold: the prefix is re-billed anyway", **figures)
     if saved_tokens <= 0:
         return EditDecision(False, "nothing to save", **figures)
-    if saving > rebilling:
-        return EditDecision(True, f"saves ${saving:.4f} over {remaining_calls:.0f} calls, "
-                                  f"re-bills ${rebilling:.4f}", **figures)
-    return EditDecision(False, f"would re-bill ${rebilling:.4f} to save ${saving:.4f} over "
-                               f"{remaining_calls:.0f} calls", **figures)
+    if saving <= rebilling:
+        return EditDecision(False, f"would re-bill ${rebilling:.4f} to save ${saving:.4f} over "
+                                   f"{remaining_calls:.0f} calls", **figures)
+    if saved_tokens < batch_tokens:
+        return EditDecision(False, f"waiting for a batch: {saved_tokens} tokens removable, the economic batch "
+                                   f"for re-billing {rebilled_tokens} is {batch_tokens:.0f}", **figures)
+    return EditDecision(True, f"saves ${saving:.4f} over {remaining_calls:.0f} calls, "
+                              f"re-bills ${rebilling:.4f}", **figures)
+
+
+def economic_batch_tokens(prices: PriceModel, *, setup_tokens: int, growth_per_call: float) -> float:
+    """The removable tokens worth waiting for before an edit (the economic order quantity).
+
+    Each batch re-bills `setup_tokens` once (what stays after the edit point, written instead of
+    read); between batches the removable tokens grow by about `growth_per_call` and are read on every
+    call. Per call that is setup / n + read price x growth x n / 2 for a batch every n calls, least at
+    a batch of sqrt(2 x setup cost x growth / read price) tokens. Free reads never pay for an edit
+    (infinite batch); nothing to re-bill or no growth: any batch."""
+    extra = prices.cache_write - prices.cache_read
+    if setup_tokens <= 0 or growth_per_call <= 0 or extra <= 0:
+        return 0.0
+    if prices.cache_read <= 0:
+        return math.inf
+    return math.sqrt(2.0 * extra * setup_tokens * growth_per_call / prices.cache_read)
 
 
 def expected_remaining_calls(stats: CallStats, config: PricingConfig, *, tokens_after_edit: int,
@@ -386,7 +413,9 @@ def rebilled_tokens(view: Sequence[Message], start: int, counter: TokenCounter, 
                     broken_from: int | None = None) -> int:
     """Tokens of already-sent messages from view position `start` up to where the cache is already
     broken on this call (or the end): what an edit at `start` makes the provider write again."""
-    stop = len(view) if broken_from is None or broken_from < start else broken_from
+    if broken_from is not None and broken_from <= start:
+        return 0  # an earlier stage already broke the cache before this edit: it re-bills nothing more
+    stop = len(view) if broken_from is None else broken_from
     return sum(counter.message(m) for m in view[start:stop] if m.id not in unsent)
 
 
@@ -400,17 +429,20 @@ def result_index(view: Sequence[Message], call_id: str) -> int | None:
 
 # --- the rule as a stage applies it -----------------------------------------------------------------
 
-def decide_edit(state: PipelineState, ctx: StageContext, *, first_index: int, saved_tokens: int) -> EditDecision:
+def decide_edit(state: PipelineState, ctx: StageContext, *, first_index: int, saved_tokens: int,
+                cold_fires: bool = True) -> EditDecision:
     """The firing rule for a stage about to edit `state["view"]` from `first_index` on, saving
     `saved_tokens`: prices and horizon from `ctx.config.pricing`, call statistics from
     `ctx.call_stats` (else read off `ctx.transcript`), what was sent from `ctx.unsent_ids` (else the
-    transcript's last turn), and the cache break an earlier stage already made on this call."""
+    transcript's last turn), and the cache break an earlier stage already made on this call.
+    `cold_fires=False` weighs a cold cache like a warm one: for an edit that costs more than money
+    (a compaction below the threshold loses detail), an idle pause alone is no reason to make it."""
     config = ctx.config.pricing
     prices = price_model(config)
     view, tokens = state["view"], state["tokens"]
     # The first call of a session has no evidence of a warm cache (the lead's contract: nothing
     # cached yet), and past the TTL the prefix is gone: either way nothing is re-billed by an edit.
-    cold = ctx.idle_seconds is None or ctx.idle_seconds > prices.cache_ttl_seconds
+    cold = cold_fires and (ctx.idle_seconds is None or ctx.idle_seconds > prices.cache_ttl_seconds)
     must = tokens > ctx.config.threshold
     if not config.firing_rule:
         return EditDecision(True, "firing rule off")
@@ -423,5 +455,8 @@ def decide_edit(state: PipelineState, ctx: StageContext, *, first_index: int, sa
     rebilled = rebilled_tokens(view, first_index, ctx.counter, unsent, edited_index(view, state.get("edits", ()), unsent))
     remaining = expected_remaining_calls(stats, config, tokens_after_edit=tokens - saved_tokens,
                                          threshold=ctx.config.threshold)
+    # The re-billed stretch minus what the edit removes from it is what each batch writes again.
+    batch = (economic_batch_tokens(prices, setup_tokens=max(0, rebilled - saved_tokens),
+                                   growth_per_call=stats.tokens_per_call) if config.batching else 0.0)
     return worth_editing(prices, saved_tokens=saved_tokens, rebilled_tokens=rebilled, remaining_calls=remaining,
-                         must_fire=must, cold=cold, force=ctx.forced)
+                         must_fire=must, cold=cold, force=ctx.forced, batch_tokens=batch)

@@ -77,7 +77,7 @@ def report(name: str, before: int, added: int, restored: list, skipped: list, dr
 # The wrappers worksurface emits around restored content. Text inside one of them (a workspace file,
 # a skill body, a rule quoted from a tool's output) must never close it or open another.
 WRAPPER_TAGS = ("file", "skill", "plan", "standing-constraints", "tools-available", "agent-status",
-                "task-spec", "findings")
+                "task-spec", "findings", "working-state")
 _WRAPPER_TAG_RE = re.compile(r"<(\s*/?\s*(?:%s)\b)" % "|".join(re.escape(t) for t in WRAPPER_TAGS), re.I)
 
 

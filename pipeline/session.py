@@ -24,16 +24,16 @@ from .config import Config
 from .edits import Edit, apply_edits, refers_to, removed_refs
 from .errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
 from .formats.base import Transcript
-from .graph import STAGE_NAMES, build_graph
+from .graph import STAGE_NAMES, build_graph, run_unedited
 from .ledger import Ledger
 from .ledger.ledger import LEDGER_KEY
 from .model import Message, Origin, orphans
-from .pricing import PromptCache, price_model
+from .pricing import CallStats, PromptCache, is_call_start, price_model
 from .state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
 from .status import PublisherState, event_to_json
 from .status.events import Event
 from .statusbar import FIRST_EPOCH, StatusBar
-from .status.replay import transcript_epoch
+from .status.replay import epoch_after
 from .store import MemoryStore, SessionStore, Store
 from .summarizers.base import Summarizer
 from .tokens import TokenCounter
@@ -138,6 +138,8 @@ class Session:
         self._edits: list[Edit] = store.edits()
         self._recovery = IncrementalRecovery()
         self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
+        self._boundary_seen: tuple[int, Message, int] | None = None  # (messages read, the last, epoch)
+        self._calls_seen: tuple[int, int] = (0, 0)  # (live messages read, model calls among them)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
         self.ledger = Ledger.load(store.get_meta)
@@ -231,7 +233,7 @@ class Session:
             offset = self._usage_offset(view, counted, usage)
             # The calibration reads every measured usage in the transcript; it only sizes a compaction,
             # and none can happen on a call that is not forced and is under the threshold.
-            may_compact = force or counted + offset > self.config.threshold
+            may_compact = force or counted + offset > self.config.compaction_floor
             calibration = calibrate(live, self.counter) if usage is not None and may_compact else None
             status_inputs, planned = self.status_bar.begin(
                 live, keep, self.store.get_meta("status_events", []), self.store.get_meta("status_publisher"), now,
@@ -389,13 +391,37 @@ class Session:
             config=self.config, counter=self.counter, artifacts=store, now=now,
             idle_seconds=None if last is None else max(0.0, now - last), forced=force,
             instructions=instructions, epoch=max(store.get_meta("epoch", FIRST_EPOCH), self._live_epoch(live, keep),
-                                                 transcript_epoch(_as_messages(transcript))),
+                                                 self._boundary_epoch(_as_messages(transcript))),
             explicit_snips=snips, summarizer=self.summarizer, protected=protected_ids(view),
             consecutive_failures=failures, token_offset=offset, transcript=live,
             queued_inputs=_queued(transcript), status=status, reinjectors=self.reinjectors, ledger=self.ledger,
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
-            unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None)
+            unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None,
+            call_stats=self._call_stats(live, keep))
+
+    def _call_stats(self, live: list[Message], keep: int) -> CallStats:
+        """`pricing.stats_from_transcript(live)`, counting call starts only in the new messages and
+        taking the tokens from the running totals."""
+        seen, calls = self._calls_seen if self._calls_seen[0] <= keep else (0, 0)
+        calls += sum(1 for i in range(seen, len(live)) if is_call_start(live, i))
+        self._calls_seen = (len(live), calls)
+        tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])
+        return CallStats(calls, tokens / calls if calls else float(tokens))
+
+    def _boundary_epoch(self, full: Sequence[Message]) -> int:
+        """`status.replay.transcript_epoch(full)`, reading only the messages after those of the
+        previous call when the transcript still starts with them (its last one is the same object)."""
+        seen = self._boundary_seen
+        if seen is not None and 0 < seen[0] <= len(full) and full[seen[0] - 1] is seen[1]:
+            start, epoch = seen[0], seen[2]
+        else:
+            start, epoch = 0, FIRST_EPOCH
+        for m in full[start:]:
+            epoch = epoch_after(m, epoch)
+        if full:
+            self._boundary_seen = (len(full), full[-1], epoch)
+        return epoch
 
     def _live_epoch(self, live: list[Message], keep: int) -> int:
         """`_transcript_epoch(live)`, reading only the messages after those of the previous call
@@ -411,7 +437,10 @@ class Session:
     def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
         start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
                                 "compacted": False}
-        final: PipelineState = self._graph.invoke(start, context=ctx)
+        # Most calls edit nothing: walk the graph's path directly, and compile-run it only when a stage acts.
+        final = run_unedited(start, ctx)
+        if final is None:
+            final = self._graph.invoke(start, context=ctx)
         return final
 
     def _check(self, live: list[Message], view: list[Message]) -> None:

@@ -428,14 +428,21 @@ class MemoryStore(Store):
         self._data: dict[str, str] = {}
         self._depth = 0
         self._lock = threading.RLock()
+        # Inside a transaction: each touched key's value before it (None: absent), to roll back to.
+        # An undo journal rather than a copy of everything, so a call's commit costs what it writes.
+        self._undo: dict[str, str | None] = {}
 
     def _get(self, key: str) -> str | None:
         return self._data.get(key)
 
     def _put(self, key: str, text: str) -> None:
+        if self._depth and key not in self._undo:
+            self._undo[key] = self._data.get(key)
         self._data[key] = text
 
     def _delete(self, key: str) -> None:
+        if self._depth and key not in self._undo:
+            self._undo[key] = self._data.get(key)
         self._data.pop(key, None)
 
     def _keys(self) -> list[str]:
@@ -443,17 +450,22 @@ class MemoryStore(Store):
 
     @contextmanager
     def _atomic(self) -> Iterator[None]:
-        # Values are immutable strings, so a shallow copy is a full snapshot to roll back to.
-        snapshot = dict(self._data) if self._depth == 0 else None
+        outermost = self._depth == 0
         self._depth += 1
         try:
             yield
         except BaseException:
-            if snapshot is not None:
-                self._data = snapshot
+            if outermost:
+                for key, old in self._undo.items():
+                    if old is None:
+                        self._data.pop(key, None)
+                    else:
+                        self._data[key] = old
             raise
         finally:
             self._depth -= 1
+            if outermost:
+                self._undo = {}
 
     def _materialize(self, artifact_id: str, content: str) -> None:
         return None

@@ -7,6 +7,8 @@ post-compact target, so budgets shrink from the least valuable end.
 
 from worksurface.state import Reinjector
 
-from . import constraints, files, plan, skills, status, tools
+from . import constraints, details, files, plan, skills, status, tools
 
-DEFAULT_REINJECTORS: tuple[Reinjector, ...] = (status, constraints, plan, files, skills, tools)
+# `details` runs last (before the status, which always runs last): it packs what the summary had no
+# room for into whatever the others left of the target.
+DEFAULT_REINJECTORS: tuple[Reinjector, ...] = (status, constraints, plan, files, skills, tools, details)

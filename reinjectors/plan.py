@@ -37,7 +37,14 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
                 else "Last proposed plan (not approved yet):")
         plan_text = mode.plan or ""
         if plan_text and is_shown(plan_text, shown):  # whole: a summary may quote only its start
-            skipped.append({"what": "plan", "why": "the view already shows it"})
+            # The text is in the view already: only its state, file and title, so the model knows
+            # which plan binds it without reading the text twice.
+            lines.append(head)
+            if mode.plan_path:
+                lines.append(f"(saved at {mode.plan_path})")
+            title = next((ln.strip() for ln in plan_text.splitlines() if ln.strip()), "")
+            lines.append(f"{title}\n[the full text is quoted in the summary above]")
+            restored.append({"what": "plan state", "why": "the view already shows the text"})
         else:
             lines.append(head)
             if mode.plan_path:

@@ -1,6 +1,8 @@
 """Autocompact: summarize everything before a kept tail and write a compact boundary.
 
-Fires when the view is over the threshold, or when asked (`session.compact`, `--force`). The kept
+Fires when the view is over the threshold, or when asked (`session.compact`, `--force`), or earlier,
+once the view is past the economic floor (`economic_from` of the threshold), when the firing rule
+says a compaction pays for the re-billing it causes (`pricing.decide_edit`). The kept
 tail never splits a call from its result. Sizes follow the post-compact target: the tail and the
 summary take shares of it so the reinjectors keep room to rebuild the working surface.
 """
@@ -16,6 +18,7 @@ from worksurface.edits import Compact, stable_prefix_length
 from worksurface.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
 from worksurface.model import Message, Origin, Text, is_user_turn
+from worksurface.pricing import EditDecision, decide_edit
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult, counted_target
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
@@ -41,14 +44,46 @@ MIN_SUMMARY_TOKENS = 200
 OVERHEAD_TOKENS = 120
 
 
-def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> StageResult:
+def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> StageResult | None:
+    """The skipped result when this call does not compact, None when it does. Cheap (no summary is
+    written), so the graph's direct walk can ask it on every call."""
     started = time.perf_counter()
-    view, tokens = state["view"], state["tokens"]
-    threshold = ctx.config.threshold
-    if not ctx.forced and tokens <= threshold:
-        return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}")
+    tokens = state["tokens"]
+    threshold, floor = ctx.config.threshold, ctx.config.compaction_floor
+    if not ctx.forced and tokens <= floor:
+        return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}"
+                     + (f" (and the economic floor of {floor})" if floor < threshold else ""))
     if ctx.consecutive_failures >= config.max_consecutive_failures:
         return _skip(tokens, started, f"stopped after {ctx.consecutive_failures} consecutive failed compactions")
+    if ctx.forced or tokens > threshold:
+        return None
+    decision = _economic(state, ctx)
+    if not decision.fire:
+        return _skip(tokens, started, f"under the threshold of {threshold}; an earlier compaction is not worth it: "
+                                      f"{decision.reason}")
+    return None
+
+
+def _economic(state: PipelineState, ctx: StageContext) -> EditDecision:
+    """The firing rule for a compaction below the threshold: it removes about everything above the
+    post-compact target and re-bills what stays. A cold cache is weighed like a warm one: a pause is
+    no reason to give up detail early."""
+    if not ctx.config.pricing.firing_rule:
+        return EditDecision(False, "the firing rule is off: compaction only at the threshold")
+    saved = state["tokens"] - ctx.config.post_compact_target
+    if saved <= 0:
+        return EditDecision(False, "the view is not above the post-compact target")
+    return decide_edit(state, ctx, first_index=stable_prefix_length(state["view"]), saved_tokens=saved,
+                       cold_fires=False)
+
+
+def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> StageResult:
+    started = time.perf_counter()
+    declined = decline(state, config, ctx)
+    if declined is not None:
+        return declined
+    view, tokens = state["view"], state["tokens"]
+    threshold = ctx.config.threshold
 
     counter = ctx.counter
     floor = stable_prefix_length(view)
@@ -82,6 +117,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
 
     epoch = ctx.epoch + 1
     trigger = "manual" if ctx.forced else "auto"
+    # Why an automatic compaction happened: the view passed the threshold, or it paid to compact early.
+    reason = "manual" if ctx.forced else ("threshold" if tokens > threshold else "economic")
     covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION)
     compactions = epoch - 1
     summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user",
@@ -97,7 +134,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
         {"stage": NAME, "trigger": trigger, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
          "covered": len(covered), "summarizer": summary.summarizer})
     post += counter.message(boundary)
-    info = {"trigger": trigger, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
+    info = {"trigger": trigger, "reason": reason, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
             "compactions": compactions,
             "covered_ids": list(covered), "summarizer": summary.summarizer,
             "summary_tokens": summary.tokens, "tail_messages": len(tail),

@@ -1,11 +1,13 @@
 """Microcompact: clear old results of tools whose output can be fetched again.
 
-Fires when the view is over `trigger_tokens` and at least `clear_at_least` tokens can be gained
-(one large batch, so the cache is invalidated rarely), or when the cache is cold (idle longer than
-`cache_ttl`, so the prefix is rewritten anyway). The newest `keep_recent` results are kept, and on
-the token trigger also the newest `protect_tokens` of the view (a cold cache has nothing to protect:
-the whole prefix is paid for again either way). The cleared call ids are returned as `cache_edits` for
-providers that can delete server-side.
+Considered once the view is over `trigger_tokens`; fires when the firing rule says the batch pays and
+has reached its economic size (`pricing.decide_edit`: the saving over the expected remaining calls
+against the tail it re-bills, batched so the prefix changes in a few large steps), and removes at
+least `clear_at_least`; or when the cache is cold (idle longer than `cache_ttl`, so the prefix is
+rewritten anyway). The newest `keep_recent` results are kept, and on the token trigger also the newest
+`protect_tokens` of the view (on a call that may compact, at least the tail autocompact keeps
+verbatim; a cold cache has nothing to protect: the whole prefix is paid for again either way). The
+cleared call ids are returned as `cache_edits` for providers that can delete server-side.
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ from typing import Sequence
 from worksurface.config import MicrocompactConfig
 from worksurface.edits import ReplaceResult, edited_stage
 from worksurface.model import Message, Origin, ToolCall, ToolResult
-from worksurface.pricing import decide_edit, result_index
+from worksurface.pricing import decide_edit
 from worksurface.state import PipelineState, StageContext, StageReport, StageResult
-from worksurface.toolkinds import call_target, effective_kind, normalize_name, tool_kind
-from worksurface.view import calls_by_id
+from worksurface.toolkinds import effective_kind, normalize_name, tool_kind
+from worksurface.view import calls_for
 
 NAME = "microcompact"
-# The placeholder itself costs about this many tokens; clearing a smaller result gains nothing.
-MIN_CLEARABLE_TOKENS = 40
+# The placeholder costs about 20 tokens (wording, size and artifact id); a result must be larger by a
+# margin for clearing to gain anything worth a changed message.
+MIN_CLEARABLE_TOKENS = 30
+PLACEHOLDER = "[Old tool result content cleared: {size} tokens, artifact {artifact}]"
 
 
 def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> StageResult:
@@ -34,27 +38,32 @@ def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> 
     if not over and not cold:
         return _skip(tokens, started, f"{tokens} tokens, under the trigger of {config.trigger_tokens}")
 
-    candidates = _candidates(view, config, ctx, protect_tokens=config.protect_tokens if over else 0)
-    gain = sum(size for _, _, size in candidates)
+    protect = config.protect_tokens if over else 0
+    if ctx.forced or tokens > ctx.config.threshold:
+        # Autocompact may run on this call and keep a verbatim tail: clearing results inside it would
+        # throw away the only part of the history the model still reads word for word.
+        protect = max(protect, ctx.config.autocompact.keep_tail_tokens)
+    candidates = _candidates(view, config, ctx, protect_tokens=protect)
+    gain = sum(size for *_, size in candidates)
     if not cold and gain < config.clear_at_least:
         return _skip(tokens, started, f"only {gain} tokens clearable, below clear_at_least {config.clear_at_least}")
     if not candidates:
         return _skip(tokens, started, "no clearable tool result")
     # Clearing edits the sent prefix: only when the saving outweighs the re-billing
     # (`pricing.decide_edit`: saving over the expected remaining calls).
-    first = min((i for i in (result_index(view, r.call_id) for _, r, _ in candidates) if i is not None), default=0)
+    first = candidates[0][0]
     decision = decide_edit(state, ctx, first_index=first, saved_tokens=gain)
     if not cold and not decision.fire:
         return _skip(tokens, started, f"not worth it: {decision.reason}")
 
     edits = []
     freed = 0
-    for call, result, size in candidates:
+    for _, call, result, size in candidates:
         artifact = ctx.artifacts.put_artifact(result.content, kind="tool_result",
                                               meta={"call_id": call.id, "tool": call.name})
-        target = call_target(call)
-        text = (f"[Old tool result content cleared: {call.name}{' ' + target if target else ''}, "
-                f"{size} tokens, artifact {artifact.id}]")
+        # The call just before the result already names the tool and its target: the placeholder
+        # says only how large the output was and where it is kept (it is read on every later call).
+        text = PLACEHOLDER.format(size=size, artifact=artifact.id)
         saved = max(0, size - ctx.counter.text(text))
         freed += saved
         edits.append(ReplaceResult(NAME, call.id, text, artifact=artifact.id, tokens_freed=saved))
@@ -77,9 +86,14 @@ def _compactable(call: ToolCall, config: MicrocompactConfig) -> bool:
 
 
 def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext,
-                protect_tokens: int) -> list[tuple[ToolCall, ToolResult, int]]:
-    """Compactable results older than the protected newest ones, oldest first."""
-    calls = calls_by_id(view)
+                protect_tokens: int) -> list[tuple[int, ToolCall, ToolResult, int]]:
+    """Compactable results older than the protected newest ones, oldest first, as (view index, call,
+    result, tokens).
+
+    The walk goes back from the end and stops at the first result this stage already cleared: each
+    batch clears everything clearable before its protected tail, so what is older was cleared or can
+    never be (another tool, too small, already replaced by another stage). A call therefore reads only
+    what came since the last batch, not the whole view."""
     counter = ctx.counter
     # Walk from the end: the newest `protect_tokens` and `keep_recent` compactable results stay.
     protected_from = len(view)
@@ -87,15 +101,19 @@ def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageC
     while protected_from > 0 and seen + counter.message(view[protected_from - 1]) <= protect_tokens:
         protected_from -= 1
         seen += counter.message(view[protected_from])
-    compactable: list[tuple[int, ToolCall, ToolResult]] = []
-    for i, m in enumerate(view):
-        if m.origin is not Origin.CONVERSATION or m.id in ctx.protected:
+    found: list[tuple[int, ToolResult]] = []  # newest first
+    for i in range(len(view) - 1, -1, -1):
+        m = view[i]
+        if not m.tool_results:
             continue
-        for r in m.tool_results:
-            call = calls.get(r.call_id)
-            if call is None or edited_stage(m, r.call_id) is not None or not _compactable(call, config):
-                continue
-            compactable.append((i, call, r))
+        if m.origin is Origin.CONVERSATION and m.id not in ctx.protected:
+            found.extend((i, r) for r in reversed(m.tool_results) if edited_stage(m, r.call_id) is None)
+        # Parallel results share a message: one of them cleared, the others may have been kept.
+        if any(edited_stage(m, r.call_id) == NAME for r in m.tool_results):
+            break
+    calls = calls_for(view, (r.call_id for _, r in found), end=len(view))
+    compactable = [(i, calls[r.call_id], r) for i, r in reversed(found)
+                   if r.call_id in calls and _compactable(calls[r.call_id], config)]
     keep = compactable[-config.keep_recent:] if config.keep_recent else []
     kept_ids = {r.call_id for _, _, r in keep}
     out = []
@@ -104,5 +122,5 @@ def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageC
             continue
         size = counter.block(r)
         if size > MIN_CLEARABLE_TOKENS:
-            out.append((call, r, size))
+            out.append((i, call, r, size))
     return out

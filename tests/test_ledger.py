@@ -136,10 +136,12 @@ def test_the_session_persists_the_ledger_and_reopens_with_it(tmp_path):
     with Session.open(tmp_path / "s") as session:
         session.prepare(messages, now=1.0)
         saved = session.ledger.to_json()
+        files = session.ledger.records.files
+    assert files  # rebuilt from the stored file tracker on reopen, not stored themselves
     with Session.open(tmp_path / "s") as again:
-        assert again.ledger.to_json() == saved
+        assert again.ledger.to_json() == saved and again.ledger.records.files == files
         again.prepare(messages, now=2.0)  # nothing new: the ledger does not change
-        assert again.ledger.to_json() == saved
+        assert again.ledger.to_json() == saved and again.ledger.records.files == files
 
 
 def _long_convo(rounds: int, seed: int = 0) -> Convo:
@@ -229,3 +231,21 @@ def test_repeated_compactions_say_so_in_the_view():
                 count = prepared.report.boundary["compactions"]
                 assert (f"compacted {count} times" in summary.text) == (count >= 2)
     assert [b["compactions"] for b in boundaries] == list(range(1, len(boundaries) + 1))
+
+
+def test_the_agents_findings_survive_repeated_compactions():
+    """A conclusion stated once, early, is a ledger record: later summaries render it although the
+    message that said it was summarized away compactions ago."""
+    c = _long_convo(60)
+    c.messages.insert(3, Message("finding-1", "assistant", (Text(
+        "The root cause is the stale lockfile in the vendored parser, not the new API."),), Origin.CONVERSATION))
+    session = Session.open(None, **REPEATED)
+    compactions = 0
+    for n in range(2, len(c.messages) + 1):
+        if c.messages[n - 1].role != "assistant":
+            continue
+        prepared = session.prepare(c.messages[:n], now=float(n))
+        compactions += prepared.report.boundary is not None
+    assert compactions >= 5
+    assert "stale lockfile in the vendored parser" in "\n".join(m.text for m in prepared.messages)
+    assert any("stale lockfile" in f.text for f in session.ledger.upto().findings())

@@ -33,3 +33,14 @@ def test_cost_section_bills_every_method_and_draws_a_plot(tmp_path):
     assert result["plots"] == ["cost-tiny.png"] and (tmp_path / "cost-tiny.png").stat().st_size > 5_000
     text = cost.render(result, "_caption_")
     assert "## Billed cost per session" in text and "| tiny | worksurface |" in text
+
+
+def test_cost_rows_split_the_bill_into_reads_and_writes(tmp_path):
+    path = write_session(tmp_path / "tiny.jsonl", 8_000, seed=3)
+    plan = Plan("smoke", [replay.Source("tiny", path)], repeats=1, baseline_stride=2, baseline_repeats=1,
+                scale_sizes=(6_000,), scale_repeats=1)
+    for r in cost.run(plan, None, generated_tokens=0)["rows"]:
+        plain = r["cost_usd"] - r["read_usd"] - r["write_usd"]
+        # Plain input: only the first calls, under the provider's minimum cacheable prompt.
+        assert r["read_usd"] > 0 and r["write_usd"] > 0 and -1e-3 <= plain <= 0.2 * r["cost_usd"]
+        assert 0 < r["mean_view_tokens"] <= r["max_view_tokens"] and r["big_rewrites"] == 0

@@ -53,6 +53,17 @@ def test_curve_json(tmp_path):
     assert points and all(p["total"] <= len(ProbeSet.load(out)) for p in points)
 
 
+def test_curve_without_a_compaction_says_why(tmp_path):
+    path = TRANSCRIPTS / "claude-code" / "subagent.jsonl"
+    out = tmp_path / "probes.json"
+    runner.invoke(app, ["probe", "derive", str(path), "-o", str(out)])
+    result = runner.invoke(app, ["probe", "curve", str(path), "--probes", str(out), "--window", "200000",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == []
+    assert "no compaction happened" in result.stderr and "167,000" in result.stderr
+
+
 def test_errors_are_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"probes": [{"id": "x", "category": "nope", "needles": ["a"]}]}')

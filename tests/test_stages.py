@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from builders import Convo, words
-from worksurface import Session, compact
+from worksurface import Config, Session, compact
 from worksurface.model import Origin, ToolResult, view_text
 from worksurface.view import check_pairing
 
@@ -140,9 +140,10 @@ def test_microcompact_clears_old_results_keeps_recent_and_returns_cache_edits():
     mc = next(s for s in prepared.report.stages if s.name == "microcompact")
     assert mc.items > 0 and not mc.skipped
     res = list(results(prepared.messages).values())
-    cleared = [r for r in res if r.content.startswith("[Old tool result content cleared: Bash python step")]
+    cleared = [r for r in res if r.content.startswith("[Old tool result content cleared: ")]
     assert cleared and set(prepared.cache_edits) == {r.call_id for r in cleared}
-    assert all(not r.content.startswith("[Old") for r in res[-5:])
+    keep = Config().microcompact.keep_recent
+    assert all(not r.content.startswith("[Old") for r in res[-keep:])
     assert "tokens, artifact " in cleared[0].content
 
 
@@ -161,7 +162,7 @@ def test_microcompact_cold_cache_trigger(tmp_path):
     c.user("back after lunch")
     cold = session.prepare(c.messages, now=1000.0 + 3600)
     mc = next(s for s in cold.report.stages if s.name == "microcompact")
-    assert mc.details.get("trigger") == "cache_cold" and mc.items == 12 - 5
+    assert mc.details.get("trigger") == "cache_cold" and mc.items == 12 - Config().microcompact.keep_recent
 
 
 def test_microcompact_excludes_skill_and_memory_tools():
@@ -173,7 +174,7 @@ def test_microcompact_excludes_skill_and_memory_tools():
     view = compact(c.messages, microcompact={"trigger_tokens": 10_000, "protect_tokens": 0, "clear_at_least": 0}).messages
     res = results(view)
     assert not res[skill].content.startswith("[Old")
-    assert sum(r.content.startswith("[Old") for r in res.values()) == 12 - 5
+    assert sum(r.content.startswith("[Old") for r in res.values()) == 12 - Config().microcompact.keep_recent
 
 
 # --- collapse ----------------------------------------------------------------------------------
@@ -184,8 +185,9 @@ def test_collapse_folds_exploration_spans_into_digest_lines():
         c.tool("Grep" if i % 2 else "Read", {"pattern": f"def f{i}"} if i % 2 else {"file_path": f"/r/m{i}.py"},
                words(2_400, seed=i))
     c.say("now I understand")
+    # Compaction only at the threshold: an economic one would summarize the digest away at once.
     prepared = compact(c.messages, window=60_000, max_output=5_000, autocompact_buffer=5_000,
-                       microcompact={"trigger_tokens": 10_000_000})
+                       microcompact={"trigger_tokens": 10_000_000}, autocompact={"economic_from": 1.0})
     col = next(s for s in prepared.report.stages if s.name == "collapse")
     assert col.items >= 1
     digest = next(m for m in prepared.messages if m.origin is Origin.COLLAPSE)

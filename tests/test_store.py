@@ -101,6 +101,23 @@ def test_transaction_rolls_back_everything(store):
     assert store.token_cache() == {}
 
 
+def test_only_the_failed_outer_transaction_rolls_back_with_its_nested_ones(store):
+    with store.transaction():
+        store.set_meta("kept", 1)
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.set_meta("kept", 2)
+            with store.transaction():
+                store.set_meta("inner", "x")
+                store.set_meta("kept", 3)
+            raise RuntimeError("crash")
+    assert store.get_meta("kept") == 1
+    assert store.get_meta("inner") is None
+    with store.transaction():  # a later transaction starts from a clean slate
+        store.set_meta("inner", "y")
+    assert store.get_meta("inner") == "y"
+
+
 def test_artifacts_are_content_addressed(store):
     a = store.put_artifact("big output\n" * 100, kind="budget", meta={"call_id": "c1"})
     b = store.put_artifact("big output\n" * 100, kind="snip")

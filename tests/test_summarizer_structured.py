@@ -74,7 +74,8 @@ def test_facts_reach_their_sections():
     assert "NameError: to_csv" in section["Errors and fixes"] and "fixed by Edit src/export.py" in section["Errors and fixes"]
     assert "5 passed in 0.3s" in section["Progress"] and "[in_progress] Excel export" in section["Progress"]
     assert "1a2b3c4" in section["Progress"] and "1a2b3c4" in section["Identifiers"]
-    assert "src/export.py (edited, read;" in section["Files and artifacts"]
+    # A changed file is named with its changes; that it was read too says nothing more.
+    assert "- src/export.py (edited)" in section["Files and artifacts"]
     assert "Now adding the Excel exporter." in section["Current work"]
     assert "Continue the in-progress item: Excel export" in text
     assert "cwd: /repo" in section["Identifiers"]

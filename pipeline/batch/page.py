@@ -12,7 +12,7 @@ from html import escape
 from typing import Any, Sequence
 
 from ..report.svg import Chart, Series, line_chart, percent
-from .results import load, methods, summarize
+from .results import load, methods, summarize, summary_layout
 
 # Transcripts listed one per line on the page; past this the table is in the results file.
 MAX_TRANSCRIPT_ROWS = 500
@@ -85,23 +85,10 @@ def _pct(v: Any) -> str:
 
 
 def _summary_table(summary: Sequence[dict[str, Any]], names: Sequence[str], task: str) -> str:
-    head = ["format", "target", "transcripts", "failed", "mean tokens"]
-    if task == "compact":
-        head.append("mean view tokens")
-    if task == "replay":
-        head += ["mean input tokens", "billed USD"]
-    head += [f"retention: {m}" for m in names]
+    head, body = summary_layout(summary, task, names)
     out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
-    for line in summary:
-        cells = [escape(str(line["format"])), _num(line["target"]), str(line["transcripts"]), str(line["failed"]),
-                 _num(line["tokens"])]
-        if task == "compact":
-            cells.append(_num(line["view_tokens"]))
-        if task == "replay":
-            cost = line["billed_cost_usd"]
-            cells += [_num(line["input_tokens"]), "-" if cost is None else f"{cost:,.4f}"]
-        cells += [_pct(line["retention"].get(m)) for m in names]
-        out.append("<tr><td>" + cells[0] + "</td>" + "".join(f"<td class='num'>{c}</td>" for c in cells[1:])
+    for cells in body:
+        out.append("<tr><td>" + escape(cells[0]) + "</td>" + "".join(f"<td class='num'>{c}</td>" for c in cells[1:])
                    + "</tr>")
     return "".join(out) + "</table>"
 

@@ -280,3 +280,32 @@ def load(directory: str | os.PathLike[str]) -> tuple[ResultStore, list[Row]]:
         if store.has_results():
             return store, store.rows()
     raise ResultsError(f"{base}: no batch results here (expected {TABLE_STEM}.parquet or {TABLE_STEM}.jsonl)")
+
+
+def summary_layout(summary: Sequence[dict[str, Any]], task: str,
+                   methods: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """The summary as text cells, shared by the terminal table and the HTML page: the column names
+    (the first is the format) and one row per line of `summarize`. Counts are whole numbers with
+    thousands separators, retention a percentage, cost in USD; '-' where a figure is missing."""
+    head = ["format", "target", "transcripts", "failed", "mean tokens"]
+    if task == "compact":
+        head.append("mean view tokens")
+    elif task == "replay":
+        head += ["mean input tokens", "billed USD"]
+    head += [f"retention: {m}" for m in methods]
+    body = []
+    for line in summary:
+        cells = [str(line["format"]), _count(line["target"]), str(line["transcripts"]), str(line["failed"]),
+                 _count(line["tokens"])]
+        if task == "compact":
+            cells.append(_count(line["view_tokens"]))
+        elif task == "replay":
+            cost = line["billed_cost_usd"]
+            cells += [_count(line["input_tokens"]), "-" if cost is None else f"{cost:,.4f}"]
+        cells += ["-" if line["retention"].get(m) is None else f"{line['retention'][m]:.0%}" for m in methods]
+        body.append(cells)
+    return head, body
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else f"{value:,.0f}"

@@ -121,41 +121,21 @@ def batch(
         raise typer.Exit(INTERRUPTED_EXIT)
 
 
-def _fmt(value: Any, pct: bool = False) -> str:
-    if value is None:
-        return "-"
-    if pct:
-        return f"{value:.0%}"
-    return f"{value:,.0f}"
-
-
 def _print_summary(summary: list[dict[str, Any]], rows: list[dict[str, Any]], task: str, console: Console) -> None:
     """Per format (and target): transcripts, failures, mean tokens and the task's own figures."""
+    from ..batch.results import summary_layout
+
     if not summary:
         return
     methods = [m for m in summary[0]["retention"]]
     table = Table(title=f"worksurface batch: {task}")
-    for col in ("format", "target", "transcripts", "failed", "tokens"):
+    head, body = summary_layout(summary, task, methods)
+    for col in head:
         table.add_column(col, justify="left" if col == "format" else "right", no_wrap=True)
-    extra: list[str] = []
-    if task == "compact":
-        extra = ["view tokens"]
-    elif task == "replay":
-        extra = ["input tokens", "billed $"]
-    for col in extra + methods:
-        table.add_column(col, justify="right", no_wrap=True)
-    for line in summary:
-        cells = [line["format"], _fmt(line["target"]), str(line["transcripts"]), str(line["failed"]),
-                 _fmt(line["tokens"])]
-        if task == "compact":
-            cells.append(_fmt(line["view_tokens"]))
-        elif task == "replay":
-            cost = line["billed_cost_usd"]
-            cells += [_fmt(line["input_tokens"]), "-" if cost is None else f"{cost:.2f}"]
-        cells += [_fmt(line["retention"][m], pct=True) for m in methods]
+    for cells in body:
         table.add_row(*cells)
     if methods:
-        table.caption = "method columns: mean share of probes the view retains"
+        table.caption = "retention: mean share of probes the view retains"
     # Figures cut to '19…' are worse than a wrapped line (and piped output gets rich's 80 columns).
     needed = Console(width=1_000).measure(table).maximum
     (console if needed <= console.width else Console(width=needed)).print(table)

@@ -107,6 +107,13 @@ def curve_cmd(
         overrides = {k: v for k, v in given.items() if v is not None}
         points = curve(read_transcript(path, format.value), ProbeSet.load(probes), window=window,
                        one_shot=one_shot, **overrides)
+    if not points:
+        from ..config import Config
+        threshold = Config().with_overrides(window=window, **overrides).threshold
+        Console(stderr=True).print(
+            f"note: no compaction happened: the view never passed the autocompact threshold of {threshold:,} "
+            f"tokens (window {window:,} less the output reserve and the buffer; the earlier stages kept it under). "
+            "Lower --window, or pass --max-output and --buffer, to compact this transcript.", highlight=False)
     if as_json:
         typer.echo(json.dumps([p.to_json() for p in points], indent=2))
     else:

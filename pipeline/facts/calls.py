@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 from ..model import Message, ToolCall, ToolResult
@@ -66,12 +67,12 @@ class CallRecord:
     def output(self) -> str:
         return self.result.content if self.result is not None else ""
 
-    @property
+    @cached_property
     def rejected(self) -> bool:
         """The harness says the user rejected or interrupted this call (its own record, not output text)."""
         return is_harness_rejection(self.result, self.result_message)
 
-    @property
+    @cached_property  # asked once per later call for each open error (errors.py)
     def failed(self) -> bool:
         """The call ran (or was refused) and did not succeed."""
         return result_failed(self.result) or self.rejected

@@ -20,7 +20,8 @@ from ..model import Message, is_user_turn
 from ..toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls, tool_label
 from .errors import is_transient, tool_errors
-from .files import numbered_lines
+from .files import added_lines, numbered_lines
+from .findings import COMPLAINT, findings
 from .provenance import converted_outputs, from_other_harness, harness_reminders
 from .requests import is_user_message
 from .shell import first_line, simple_commands
@@ -75,6 +76,13 @@ ABANDON_RE = re.compile(
 MAX_TITLE_CHARS = 200
 # Evidence longer than this is cut; one approach is a sentence or two.
 MAX_EVIDENCE = 300
+# What the agent did after saying an approach failed is looked for this many messages ahead; of a
+# change, the lines sharing at least MIN_SHARED_WORDS words with what it said are kept (at most
+# FOLLOW_UP_LINES, each cut to MAX_FOLLOW_UP_CHARS).
+FOLLOW_UP_MESSAGES = 4
+MIN_SHARED_WORDS = 2
+FOLLOW_UP_LINES = 2
+MAX_FOLLOW_UP_CHARS = 120
 # A user reply to a rejection is looked for within this many messages after it.
 REPLY_WINDOW = 6
 REJECTED, INTERRUPTED, REVERTED, WORKAROUND, ABANDONED = (
@@ -155,9 +163,20 @@ def task_spec_origin(rec: CallRecord) -> str | None:
 CRITERIA_HEADINGS = ("acceptance", "success criteria", "criteria", "definition of done", "done when",
                      "deliverable", "output", "expected", "test plan", "verification", "requirement", "spec",
                      "edge case", "behavio", "fallback")
+# The order criteria are kept in, by heading: edge cases and behaviour (specific, and what a first
+# implementation misses), then what done looks like, then specifications; anything else (output
+# file lists) last.
+CRITERIA_ORDER = (("edge case", "behavio", "fallback"),
+                  ("acceptance", "success criteria", "definition of done", "done when", "criteria", "expected",
+                   "test plan", "verification"),
+                  ("requirement", "spec", "deliverable"))
 # A line naming a file the task must produce ("write the report to out/summary.md").
 OUTPUT_FILE_RE = re.compile(r"(?i)\b(?:output|write|save|produce|generate|create|emit)s?\b[^.\n]{0,80}?"
                             r"\b(?:to|in|into|as|at)\s+`?[\w./-]+\.[A-Za-z0-9]{1,6}`?")
+# An issue's header line in tracker output (beads: `○ id [EPIC] · Title   [● P2 · OPEN]`).
+ISSUE_HEADER_RE = re.compile(r"^\S (\w[\w-]*-\w+(?:\.\d+)*)(?: \[\w+\])? · .+$", re.M)
+# A separator an agent printed between two issues (`echo "==="`), at the end of a part.
+SEPARATOR_TAIL_RE = re.compile(r"\n\s*(?:={3,}|-{3,})\s*$")
 # Task text kept per spec: the description of one issue, not a whole epic tree.
 MAX_SPEC_CHARS = 4000
 MAX_CRITERIA = 20
@@ -175,20 +194,29 @@ class TaskSpec:
     index: int
     criteria: tuple[str, ...] = ()
     text: str = ""
+    issue: str = ""  # the tracker issue the text describes, when its header names one
 
 
 def task_criteria(text: str) -> tuple[str, ...]:
-    """Acceptance / success criteria and output-file lines of a task text, verbatim, in order."""
-    out: list[str] = []
-    for unit in units(text):
+    """Acceptance / success criteria and output-file lines of a task text, verbatim: edge cases first,
+    then what done looks like (acceptance, definition of done), then specs, then the list of files to
+    touch (the summary lists files apart), each group in text order."""
+    out: list[tuple[int, int, str]] = []
+    seen: set[str] = set()
+    for n, unit in enumerate(units(text)):
         if (unit.bullet and any(h in unit.heading for h in CRITERIA_HEADINGS)) or OUTPUT_FILE_RE.search(unit.text):
-            if unit.text not in out:
-                out.append(unit.text)
-    return tuple(out[:MAX_CRITERIA])
+            if unit.text not in seen:
+                seen.add(unit.text)
+                group = next((g for g, heads in enumerate(CRITERIA_ORDER) if any(h in unit.heading for h in heads)),
+                             len(CRITERIA_ORDER))
+                out.append((group, n, unit.text))
+    return tuple(t for _, _, t in sorted(out)[:MAX_CRITERIA])
 
 
 def task_specs(messages: Sequence[Message]) -> list[TaskSpec]:
-    """Task texts read (issue tracker output, task files), newest first, one per origin."""
+    """Task texts read (issue tracker output, task files), newest first, one per origin; an output
+    that shows several issues (`bd show a; bd show b`) gives one text per issue, so each keeps its
+    whole text and can be told apart from the others (open or closed)."""
     found: dict[str, TaskSpec] = {}
     for rec in tool_calls(messages):
         origin = task_spec_origin(rec)
@@ -196,11 +224,29 @@ def task_specs(messages: Sequence[Message]) -> list[TaskSpec]:
             continue
         lines = numbered_lines(rec.output) if rec.kind == "read" else None
         body = "\n".join(lines[n] for n in sorted(lines)) if lines else rec.output
-        title = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
         at = rec.result_index if rec.result_index is not None else rec.index
-        found[origin] = TaskSpec(origin, one_line(title, MAX_TITLE_CHARS), rec.result_message_id or rec.message_id, at,
-                                 task_criteria(body), trim(body.strip(), MAX_SPEC_CHARS))
+        parts = issue_parts(body)
+        for issue, part in parts:
+            key = f"{origin} ({issue})" if len(parts) > 1 else origin
+            title = next((ln.strip() for ln in part.splitlines() if ln.strip()), "")
+            found[key] = TaskSpec(key, one_line(title, MAX_TITLE_CHARS), rec.result_message_id or rec.message_id, at,
+                                  task_criteria(part), trim(part.strip(), MAX_SPEC_CHARS), issue)
     return sorted(found.values(), key=lambda t: (-t.index, t.origin))
+
+
+def issue_parts(body: str) -> list[tuple[str, str]]:
+    """(issue id, text) for each issue a tracker output shows, split at each issue's header line
+    (the text before the first header goes with it); [("", body)] when no header names an issue."""
+    heads = list(ISSUE_HEADER_RE.finditer(body))
+    if not heads:
+        return [("", body)]
+    out = []
+    for n, m in enumerate(heads):
+        start = 0 if n == 0 else m.start()
+        end = heads[n + 1].start() if n + 1 < len(heads) else len(body)
+        part = SEPARATOR_TAIL_RE.sub("", body[start:end])
+        out.append((m.group(1), part))
+    return out
 
 
 def _hook_texts(bodies: Iterable[str]) -> Iterable[tuple[str, str]]:
@@ -338,9 +384,38 @@ def excluded_approaches(messages: Sequence[Message],
                 if n < len(said) and len(text) + len(said[n].text) < MAX_EVIDENCE:
                     text += " " + said[n].text
                     n += 1
-                out.append(Approach(ABANDONED, _evidence(text), (m.id,), i))
+                then = _done_instead(records, i, text)
+                out.append(Approach(ABANDONED, _evidence(text) + then, (m.id,), i))
+    # A checker's complaint the agent restated is a negative result too (and so it is kept in the
+    # ledger with the other approaches, across compactions).
+    for f in findings(messages):
+        if f.kind == COMPLAINT:
+            out.append(Approach(COMPLAINT, _evidence(f.text), (f.message_id,), f.index))
     out.sort(key=lambda a: (a.index, a.kind))
     return _dedupe(out)
+
+
+def _done_instead(records: list[CallRecord], at: int, said: str) -> str:
+    """What the agent did right after saying an approach failed: the next command it ran, or the
+    lines of its next change that share the most words with what it said (the rewrite it announced),
+    as " -> then: ..." (empty when nothing follows within a few messages)."""
+    for rec in records:
+        if rec.index < at or rec.index > at + FOLLOW_UP_MESSAGES or not rec.succeeded:
+            continue
+        if rec.command and tool_kind(rec.call) == "shell":
+            return f" -> then ran `{one_line(first_line(rec.command), MAX_FOLLOW_UP_CHARS)}`"
+        if rec.kind not in ("edit", "write"):
+            continue
+        words = _words(said)
+        scored = [(len(words & _words(line)), n, line) for n, line in enumerate(added_lines(dict(rec.call.input)))]
+        best = sorted((s for s in scored if s[0] >= MIN_SHARED_WORDS), key=lambda s: (-s[0], s[1]))[:FOLLOW_UP_LINES]
+        lines = " ; ".join(one_line(line, MAX_FOLLOW_UP_CHARS) for _, _, line in sorted(best, key=lambda s: s[1]))
+        return f" -> then {tool_label(rec)}" + (f" (+ `{lines}`)" if lines else "")
+    return ""
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", text.lower())}
 
 
 def _interrupt_after(messages: Sequence[Message], at: int) -> str | None:

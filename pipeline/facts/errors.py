@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 from ..model import Message
@@ -25,6 +26,8 @@ from .text import one_line, trim
 
 # How far ahead (in calls) a retry or workaround of a failed call is looked for.
 RESOLUTION_WINDOW = 60
+# Outputs whose classification is remembered: enough for the error window (two per call of it).
+CLASSIFY_CACHE_SIZE = 4 * RESOLUTION_WINDOW
 # An error line longer than this is cut: the cause is at its start.
 MAX_ERROR_LINE = 300
 # Kinds that change nothing, so they cannot be what fixed an error.
@@ -64,6 +67,9 @@ PRINTED_ERROR_RE = re.compile(
 # Commands that only show text (a file, a search hit): an error signature in their output is content.
 SHOW_ONLY = {"cat", "head", "tail", "less", "more", "grep", "rg", "ag", "ack", "find", "ls", "echo",
              "printf", "sed", "awk", "jq", "git", "diff", "wc", "sort", "uniq", "bat", "nl", "tree", "file"}
+# git subcommands that only show the repository's state.
+READ_ONLY_GIT = {"status", "log", "diff", "show", "ls-files", "ls-tree", "rev-parse", "blame", "grep",
+                 "describe", "shortlog", "reflog", "check-ignore", "cat-file"}
 # A refusal of the tool itself, not of the approach: retrying differently is routine, not a lesson.
 TRANSIENT_RE = re.compile(
     r"(?i)exceeds? (?:the )?maximum allowed tokens|file content \(\d+ tokens\) exceeds|too large to read"
@@ -96,6 +102,8 @@ class ErrorFact:
         return self.resolution is not None
 
 
+# The ledger's error window re-reads the outputs of its open errors on every call: remember them.
+@lru_cache(maxsize=CLASSIFY_CACHE_SIZE)
 def error_line(output: str) -> str:
     """The line of an error output that says what went wrong (verbatim, one line)."""
     text = TAG_RE.sub("", output)
@@ -132,13 +140,18 @@ def printed_error(rec: CallRecord) -> bool:
     are not judged by what they show."""
     if rec.result is None or rec.failed or rec.command is None:
         return False
-    programs = [sc.program for sc in simple_commands(rec.command) if sc.program not in ("cd", "export")]
+    return _printed_failure(rec.command, rec.output)
+
+
+@lru_cache(maxsize=CLASSIFY_CACHE_SIZE)
+def _printed_failure(command: str, output: str) -> bool:
+    programs = [sc.program for sc in simple_commands(command) if sc.program not in ("cd", "export")]
     if not programs or programs[0] in SHOW_ONLY:
         return False
-    summary = parse_test_output(rec.output)
+    summary = parse_test_output(output)
     if summary is not None:
         return summary.failed > 0
-    return bool(PRINTED_ERROR_RE.search(TAG_RE.sub("", rec.output)))
+    return bool(PRINTED_ERROR_RE.search(TAG_RE.sub("", output)))
 
 
 def is_transient(output: str) -> bool:
@@ -191,10 +204,35 @@ def _resolve(records: list[CallRecord], i: int) -> tuple[str, str, bool] | None:
                 return (_fixed_by(changes) or "got past; next attempt failed differently", where, False)
             if later.call.input_json != failed.call.input_json and not changes:
                 return f"worked around with {_label(later)}", where, True
-            return (_fixed_by(changes) or "succeeded on retry"), where, False
-        if later.succeeded and later.kind not in PASSIVE_KINDS:
+            fixed = _fixed_by(changes) or "succeeded on retry"
+            if changes and later.command and failed.command and _label(later) != _label(failed):
+                # The retry itself changed (a flag, an argument): that change is the lesson.
+                fixed += f"; then succeeded as {_label(later)}"
+            return fixed, where, False
+        if later.succeeded and later.kind not in PASSIVE_KINDS and not _looks_only(later):
             changes.append(later)
     return None
+
+
+def _looks_only(rec: CallRecord) -> bool:
+    """A shell command that only shows things (`git ls-files`, `ls`, `cat`): it cannot have fixed
+    anything, so it is never named as a fix."""
+    if rec.command is None:
+        return False
+    commands = [sc for sc in simple_commands(rec.command) if sc.program not in ("cd", "export")]
+    if not commands:
+        return False
+    for sc in commands:
+        if sc.writes:
+            return False
+        if sc.program == "git":
+            sub = next((w for w in sc.args if not w.startswith("-")), "")
+            if sub not in READ_ONLY_GIT:
+                return False
+        elif sc.program not in SHOW_ONLY or sc.program in ("sed", "awk") and any(
+                w.startswith("-i") for w in sc.args):
+            return False
+    return True
 
 
 def _fixed_by(changes: list[CallRecord]) -> str | None:

@@ -257,16 +257,25 @@ def _edit_steps(inp: dict[str, Any]) -> list[tuple[str, str, bool]] | None:
     return None
 
 
-def edit_gist(inp: dict[str, Any]) -> str | None:
-    """The first lines an edit adds (in its new text, not in its old), stripped and joined with " ; ":
-    a short exact hint of what changed. None for edits without old/new strings or that only delete."""
+def added_lines(inp: dict[str, Any]) -> list[str]:
+    """The lines an edit adds (new text not in its old text) or a write writes, stripped, in order."""
     steps = _edit_steps(inp)
-    if not steps:
-        return None
+    if steps is None:
+        content = next((inp[k] for k in ("content", "file_text", "contents") if isinstance(inp.get(k), str)), "")
+        return [ln.strip() for ln in content.splitlines() if ln.strip()]
     added: list[str] = []
     for old, new, _ in steps:
         before = {ln.strip() for ln in old.splitlines()}
         added += [ln.strip() for ln in new.splitlines() if ln.strip() and ln.strip() not in before]
+    return added
+
+
+def edit_gist(inp: dict[str, Any]) -> str | None:
+    """The first lines an edit adds (in its new text, not in its old), stripped and joined with " ; ":
+    a short exact hint of what changed. None for edits without old/new strings or that only delete."""
+    if not _edit_steps(inp):
+        return None
+    added = added_lines(inp)
     if not added:
         return None
     gist = added[0][:GIST_CHARS]

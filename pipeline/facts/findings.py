@@ -13,10 +13,15 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import Message, Origin
-from .text import trim, units
+from ..model import Message, Origin, Thinking
+from .text import Unit, trim, units
 
 PRE_EXISTING, CAUSE, USE_INSTEAD, CONCLUSION = "pre-existing", "cause", "use instead", "conclusion"
+# A checker's complaint the agent restated ("Credo reports nesting too deep in f", "the mypy error is
+# about X"): often the only record of what a linter or compiler objected to, since hooks and
+# piped runs leave just the agent's reading of it. A negative result even once fixed: the next
+# edit of the same code must not bring it back.
+COMPLAINT = "checker complaint"
 # (kind, pattern), strongest first; a sentence gets the first kind that matches.
 FINDING_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (PRE_EXISTING, re.compile(r"(?i)\bpre-?existing\b|\balready (?:failing|broken|failed) (?:before|on main)"
@@ -28,9 +33,15 @@ FINDING_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (USE_INSTEAD, re.compile(r"(?i)\binstead,? (?:use|call|run|we (?:should|need to|must) use)\b"
                              r"|\bshould (?:use|call|run) \S+ instead\b|\buse \S+ instead of\b|\bneed(?:s)? to use\b"
                              r"|\bthe (?:right|correct|proper) (?:way|approach|fix) is\b")),
+    (COMPLAINT, re.compile(
+        r"(?i)\b(?:credo|eslint|ruff|mypy|pyright|pylint|flake8|clippy|rubocop|tsc|dialyzer|golangci-lint|"
+        r"shellcheck|biome|stylelint|phpstan|psalm|linter|compiler|type ?checker)\b[^.]{0,80}?"
+        r"\b(?:complain\w*|reports?|reported|flag(?:s|ged)?|warns?|warnings?|objects?)\b")),
     (CONCLUSION, re.compile(r"(?i)^(?:so |this (?:means|confirms)|confirmed:?|found it|key (?:insight|finding)"
                             r"|important:|note:)")),
 )
+# Sentences that announce what the agent will do next: a plan, not a finding.
+INTENT_RE = re.compile(r"(?i)^(?:let me|let's|i'll|i will|i need to|now\b)")
 # A finding is a sentence or two; longer units are cut.
 MAX_FINDING_CHARS = 300
 MIN_FINDING_CHARS = 20
@@ -48,27 +59,42 @@ class Finding:
 
 
 def findings(messages: Sequence[Message]) -> list[Finding]:
-    """Findings stated in assistant prose, oldest first, each text once."""
+    """Findings stated in assistant prose, oldest first, each text once. Checker complaints are read
+    from the assistant's thinking too: the agent often restates a hook's or a piped run's complaint
+    only there."""
     out: list[Finding] = []
     seen: set[str] = set()
+    complaint = dict(FINDING_RES)[COMPLAINT]
     for i, m in enumerate(messages):
-        if m.role != "assistant" or m.origin is not Origin.CONVERSATION or not m.text.strip():
+        if m.role != "assistant" or m.origin is not Origin.CONVERSATION:
             continue
-        said = units(m.text)
-        n = 0
-        while n < len(said):
-            text = said[n].text
-            n += 1
-            kind = next((k for k, pattern in FINDING_RES if pattern.search(text)), None)
-            if kind is None or len(text) < MIN_FINDING_CHARS:
-                continue
-            # "The cause is X." often ends with a colon that the next sentence completes.
-            if text.rstrip().endswith(":") and n < len(said):
-                text += " " + said[n].text
-                n += 1
-            key = " ".join(text.split()).casefold()
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(Finding(kind, trim(" ".join(text.split()), MAX_FINDING_CHARS), m.id, i))
+        sources: list[tuple[str, str | None]] = [(m.text, None)] if m.text.strip() else []
+        thinking = "\n".join(b.text for b in m.blocks if isinstance(b, Thinking) and not b.redacted)
+        if thinking.strip():
+            sources.append((thinking, COMPLAINT))
+        for text_of, only in sources:
+            _scan(units(text_of), only, complaint, m.id, i, seen, out)
     return out
+
+
+def _scan(said: list[Unit], only: str | None, complaint: re.Pattern[str], message_id: str, index: int,
+          seen: set[str], out: list[Finding]) -> None:
+    n = 0
+    while n < len(said):
+        text = said[n].text
+        n += 1
+        if only is None:
+            kind = next((k for k, pattern in FINDING_RES if pattern.search(text)), None)
+        else:
+            kind = only if complaint.search(text) and not INTENT_RE.match(text) else None
+        if kind is None or len(text) < MIN_FINDING_CHARS:
+            continue
+        # "The cause is X." often ends with a colon that the next sentence completes.
+        if text.rstrip().endswith(":") and n < len(said):
+            text += " " + said[n].text
+            n += 1
+        key = " ".join(text.split()).casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Finding(kind, trim(" ".join(text.split()), MAX_FINDING_CHARS), message_id, index))

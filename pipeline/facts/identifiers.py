@@ -4,14 +4,16 @@ issue ids, test counts and URLs. A summary that paraphrases these loses them; ea
 
 from __future__ import annotations
 
+import json
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model import Message
-from ..toolkinds import tool_kind
+from ..toolkinds import call_path, tool_kind
 from .calls import tool_calls
-from .files import file_activity
+from .files import file_activity, numbered_lines
 from .meta import message_branch, message_cwd
 from .requests import is_user_message
 from .progress import COMMIT_RE, PUSH_NEW_RE, PUSH_RANGE_RE, test_runs
@@ -27,6 +29,9 @@ DEFAULT_MAX_COMMANDS = 40
 MAX_COMMAND_CHARS = 400
 # Names defined in edit and write bodies kept, newest first.
 MAX_SYMBOLS = 60
+# Manifest scripts kept (each cut to MAX_SCRIPT_CHARS): a project's test, build and lint entries.
+MAX_SCRIPTS = 12
+MAX_SCRIPT_CHARS = 120
 # Commands that only look at things; the commands worth restating are the ones that do something.
 LOOK_ONLY = {"ls", "cat", "head", "tail", "pwd", "echo", "wc", "less", "more", "tree", "which", "file", "stat"}
 
@@ -70,6 +75,9 @@ class Identifiers:
     test_counts: tuple[str, ...]
     urls: tuple[str, ...]
     symbols: tuple[str, ...] = ()  # names an edit or write defined (facts that live only in edit bodies)
+    # Scripts a project manifest the agent read declares (`test: vitest run` from package.json): how
+    # this project runs its tests and builds, which the agent would otherwise look up again.
+    scripts: tuple[str, ...] = ()
 
     @classmethod
     def empty(cls) -> Identifiers:
@@ -163,13 +171,35 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
     for rec in tool_calls(messages):
         if rec.succeeded and rec.kind in ("edit", "write"):
             symbols.extend(_defined(rec.call.input), rec.index)
+    scripts = _Newest()
+    for rec in tool_calls(messages):
+        if rec.succeeded and rec.kind == "read":
+            scripts.extend(manifest_scripts(call_path(rec.call) or "", rec.output), rec.index)
     runs = _Newest()
     for run in test_runs(messages):
         runs.add(run.summary, run.index)
     return Identifiers(cwd, branches.newest_first(), worktrees.newest_first(), hashes.newest_first(),
                        issues.newest_first(), tuple(f.path for f in file_activity(messages)),
                        commands.newest_first(max_commands), runs.newest_first(), urls.newest_first(),
-                       symbols.newest_first(MAX_SYMBOLS))
+                       symbols.newest_first(MAX_SYMBOLS), scripts.newest_first(MAX_SCRIPTS))
+
+
+def manifest_scripts(path: str, output: str) -> list[str]:
+    """`name: command` for each script a package.json read declares ([] for other files, or a
+    partial or unparsable read)."""
+    if posixpath.basename(path) != "package.json":
+        return []
+    lines = numbered_lines(output)
+    text = "\n".join(lines[n] for n in sorted(lines)) if lines else output
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    found = data.get("scripts") if isinstance(data, dict) else None
+    if not isinstance(found, dict):
+        return []
+    return [f"{name}: {trim(cmd, MAX_SCRIPT_CHARS)}" for name, cmd in found.items()
+            if isinstance(name, str) and isinstance(cmd, str)][:MAX_SCRIPTS]
 
 
 def _defined(inp: Mapping[str, Any]) -> list[str]:
@@ -254,3 +284,63 @@ def _from_words(words: tuple[str, ...], i: int, branches: _Newest, worktrees: _N
                 issues.add(issue, i)
                 if "-" in arg:
                     prefixes.add(arg.split("-")[0])
+
+
+# Programs whose runs are shown elsewhere (tracker updates, commits) or only plumb output: not a
+# command form worth naming.
+FORM_SKIP = LOOK_ONLY | {"cd", "grep", "rg", "sed", "awk", "sort", "uniq", "xargs", "tee", "true", "false",
+                         "sleep", "export", "source", ".", "set", "test", "["}
+# `git` and tracker subcommands that the summary already shows as commits and tracker updates.
+FORM_SHOWN_ELSEWHERE = {("git", "add"), ("git", "commit"), ("git", "log"), ("git", "status"), ("git", "diff"),
+                        ("git", "show")}
+# Programs that run another tool named by their next word.
+RUNNERS = {"npm", "npx", "uv", "uvx", "poetry", "pipx", "bundle", "pnpm", "yarn", "bunx", "cargo", "go", "dotnet"}
+# A form keeps at most this many flags (a long flag list is one-off, not a workflow).
+MAX_FORM_FLAGS = 3
+# Flags and subcommands are short words; anything longer is an argument.
+FORM_WORD_RE = re.compile(r"^[A-Za-z][\w.:-]{0,40}$")
+
+
+def command_form(command: str) -> list[str]:
+    """The forms of a command line: each simple command as program, subcommand and flags, without
+    its file arguments, values and output plumbing (`mix test test/x_test.exs 2>&1 | tail -5` ->
+    `mix test`). What a workflow repeats is the form; the arguments change from run to run."""
+    forms: list[str] = []
+    for sc in simple_commands(first_line(command)):
+        words = list(sc.words)
+        if not words or words[0] in FORM_SKIP or "/" in words[0] and not words[0].startswith("./"):
+            continue
+        form = [words[0]]
+        rest = words[1:]
+        if words[0].startswith("python") and len(rest) > 1 and rest[0] == "-m":
+            form, rest = form + rest[:2], rest[2:]  # `python -m pytest`: the module is the program
+        elif words[0] in RUNNERS and rest and not rest[0].startswith("-"):
+            form, rest = form + rest[:1], rest[1:]  # `npx vitest`, `uv run pytest`: the tool is run
+            if form[-1] == "run" and rest and not rest[0].startswith("-"):
+                form, rest = form + rest[:1], rest[1:]
+        if rest and not rest[0].startswith("-") and FORM_WORD_RE.match(rest[0]):
+            form.append(rest[0])
+            rest = rest[1:]
+        if len(form) > 1 and (form[0], form[1]) in FORM_SHOWN_ELSEWHERE:
+            continue
+        if form[0] in TRACKERS and len(form) > 1 and form[1] in ("show", "update", "close", "create"):
+            continue
+        flags = [w.split("=", 1)[0] for w in rest if w.startswith("-") and len(w) > 1 and w != "--"]
+        form += flags[:MAX_FORM_FLAGS]
+        text = " ".join(form)
+        if text not in forms:
+            forms.append(text)
+    return forms
+
+
+def command_forms(commands: Sequence[str]) -> list[tuple[str, int]]:
+    """(form, how many distinct commands used it) over `commands` (newest first, as `Identifiers`
+    lists them), most used first and then newest: the session's working commands (its build, test,
+    lint and sync steps), short enough to name all of them."""
+    counts: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
+    for n, command in enumerate(commands):
+        for form in command_form(command):
+            counts[form] = counts.get(form, 0) + 1
+            first_seen.setdefault(form, n)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], first_seen[kv[0]]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 # `<<EOF`, `<<'EOF'`, `<<-"EOF"`: the delimiter of a heredoc whose body follows on the next lines.
@@ -22,6 +23,9 @@ NON_FILES = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 ROUGH_TOKEN_RE = re.compile(r"&&|\|\||>>|[;|&()<>]|[^\s;|&()<>]+")
 # Wrappers that run the rest of the line as the real command.
 WRAPPERS = {"sudo", "time", "env", "nohup", "command", "exec", "timeout"}
+# Parsed command lines remembered: a call's new commands are read by several extractors, and a
+# heredoc body can be large, so a few hundred is enough without holding a session's every write.
+PARSE_CACHE_SIZE = 512
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,13 @@ def _simple(tokens: list[str], heredoc: str | None) -> SimpleCommand | None:
 
 def simple_commands(command: str) -> list[SimpleCommand]:
     """The simple commands of a command line, in order; heredoc bodies go to the command that opens them."""
+    return list(_parsed(command))
+
+
+# Every fact extractor (files, identifiers, tests, tracker, errors) parses the same new commands on a
+# call; remembering the last few hundred parses makes that one parse per command.
+@lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _parsed(command: str) -> tuple[SimpleCommand, ...]:
     out: list[SimpleCommand] = []
     for line, heredoc in _logical_lines(command):
         tokens = _tokens(line)
@@ -155,7 +166,7 @@ def simple_commands(command: str) -> list[SimpleCommand]:
             sc = _simple(group, heredoc)
             if sc is not None:
                 out.append(sc)
-    return out
+    return tuple(out)
 
 
 def first_line(command: str) -> str:

@@ -4,8 +4,9 @@ issue, its new state and title, which make the todo list when an agent tracks wo
 
 Only commands the agent ran are read (the command in the call's own arguments), and only the
 confirmation lines those commands print: beads `bd create` (pending, with title), `bd update
---status` (the new status), `bd close` (completed) and `bd show` headers. Listings (`bd ready`,
-`bd list`) name unrelated issues and are not read.
+--status` (the new status), `bd close` (completed), `bd show` headers and the issues a shown issue
+lists as its children, parent, dependencies and dependents (with their state marks). Listings
+(`bd ready`, `bd list`) name unrelated issues and are not read.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ _UPDATED = re.compile(rf"^✓ Updated issue: ({_ID})\s*$", re.M)
 _CLOSED = re.compile(rf"^✓ Closed ({_ID}):", re.M)
 _CREATED = re.compile(rf"^✓ Created issue: ({_ID})\s*\n\s*Title: (.+)$", re.M)
 _SHOWN = re.compile(rf"^\S ({_ID})(?: \[\w+\])? · (.+?)\s+\[.*· ([A-Z_]+)\]\s*$", re.M)
+# A related issue listed under a shown one (CHILDREN, DEPENDS ON, BLOCKS, PARENT): arrow, state mark,
+# id, title, priority. The issues of the same epic are the plan the agent works through.
+_RELATED = re.compile(rf"^\s*[↳→←↑]\s+([○◐✓●❄])\s+({_ID}):\s+(.+?)(?:\s+●\s*P\d)?\s*$", re.M)
+_MARK_STATUS = {"○": "pending", "◐": "in_progress", "✓": "completed", "●": "pending", "❄": "pending"}
 _STATUS = {"open": "pending", "in_progress": "in_progress", "closed": "completed",
            "blocked": "pending", "deferred": "pending"}
 
@@ -76,6 +81,8 @@ def issue_changes(command: str, output: str) -> list[IssueChange]:
     if "bd show" in command:
         found += [(m.start(), IssueChange(m.group(1), _STATUS.get(m.group(3).lower()), m.group(2)))
                   for m in _SHOWN.finditer(output)]
+        found += [(m.start(), IssueChange(m.group(2), _MARK_STATUS[m.group(1)], m.group(3)))
+                  for m in _RELATED.finditer(output)]
     return [u for _, u in sorted(found, key=lambda p: p[0])]
 
 

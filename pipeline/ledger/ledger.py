@@ -16,7 +16,7 @@ import dataclasses
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import facts
-from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Identifiers,
+from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
                      PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.errors import RESOLUTION_WINDOW
 from ..facts.files import FileTracker
@@ -45,6 +45,9 @@ MAX_CONTENT_CHARS = 40_000
 # An unresolved error keeps the errors window open back to it, up to this many messages (a retry
 # or fix is looked for RESOLUTION_WINDOW calls ahead, two messages a call).
 MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
+# Records whose JSON is remembered between saves; past this the memo starts over (a long session's
+# ledger holds a few thousand records).
+MAX_JSON_MEMO = 20_000
 # Edit gists kept (newest): a summary offers at most a few dozen.
 MAX_EDIT_GISTS = 60
 LEDGER_VERSION = 1
@@ -65,6 +68,7 @@ class _Records:
     requests: dict[str, UserMessage] = dataclasses.field(default_factory=dict)
     constraints: dict[str, Constraint] = dataclasses.field(default_factory=dict)
     approaches: dict[str, Approach] = dataclasses.field(default_factory=dict)
+    findings: dict[str, Finding] = dataclasses.field(default_factory=dict)  # the agent's own conclusions
     specs: dict[str, TaskSpec] = dataclasses.field(default_factory=dict)
     errors: dict[str, ErrorFact] = dataclasses.field(default_factory=dict)
     files: dict[str, FileFact] = dataclasses.field(default_factory=dict)
@@ -92,8 +96,13 @@ class _Records:
     conversation_seen: int = 0
 
 
+# Records rebuilt from other stored state on load rather than stored themselves: the file records are
+# a rendering of the file tracker (saved per file), and re-encoding all of them whenever one file
+# changed was most of a call's save.
+DERIVED_PARTS = frozenset({"files"})
 _RECORD_TYPES: dict[str, type] = {
-    "requests": UserMessage, "constraints": Constraint, "approaches": Approach, "specs": TaskSpec,
+    "requests": UserMessage, "constraints": Constraint, "approaches": Approach, "findings": Finding,
+    "specs": TaskSpec,
     "errors": ErrorFact, "files": FileFact, "tests": TestRun, "commits": Commit, "edits": EditGist, "tracker": TrackerUpdate,
     "skills": SkillUse, "announcements": Announcement, "agents": AgentUse, "subagents": SubagentTask,
 }
@@ -119,6 +128,7 @@ class Ledger:
         self._saved: tuple[dict[str, Any], dict[str, tuple[Any, ...]]] = ({}, {})
         self._files_rendered: dict[str, tuple[Any, ...]] | None = None
         self.last_window = 0  # messages the last `update` read (new ones and the carry window)
+        self._json_memo: dict[int, tuple[Any, Any]] = {}  # id(record) -> (record, its JSON)
 
     # --- folding ----------------------------------------------------------------------------------
 
@@ -168,8 +178,11 @@ class Ledger:
         index = [i for i, _ in window]
         messages = [m for _, m in window]
         called_at = {rec.call.id: index[rec.index] for rec in facts.tool_calls(messages)}
+        errors = self.records.errors
         for e in facts.tool_errors(messages):
-            self.records.errors[e.call_id] = dataclasses.replace(e, index=index[e.index])
+            e = dataclasses.replace(e, index=index[e.index])
+            if errors.get(e.call_id) != e:  # re-read every call while open: store only what changed
+                errors[e.call_id] = e
         unresolved = [called_at[e.call_id] for e in self.records.errors.values()
                       if not e.resolved and e.call_id in called_at]
         self.errors_from = min(unresolved, default=end)
@@ -206,6 +219,10 @@ class Ledger:
             key = f"{a.kind}:{_fold_text(a.text)}"
             if key not in r.approaches:
                 r.approaches[key] = dataclasses.replace(a, index=at(a.index))
+        for f in facts.findings(messages):
+            key = f"{f.kind}:{_fold_text(f.text)}"
+            if key not in r.findings:
+                r.findings[key] = dataclasses.replace(f, index=at(f.index))
         for s in facts.task_specs(messages):
             r.specs[s.origin] = dataclasses.replace(s, index=at(s.index))
         records = facts.tool_calls(messages)
@@ -310,14 +327,26 @@ class Ledger:
 
         def kind(name: str) -> tuple[Any, Callable[[], Any]]:
             d = getattr(r, name)
-            return dict(d), lambda: {k: codec.to_json(v) for k, v in d.items()}
+            return dict(d), lambda: {k: self._record_json(v) for k, v in d.items()}
 
-        parts = {name: kind(name) for name in _RECORD_TYPES}
+        parts = {name: kind(name) for name in _RECORD_TYPES if name not in DERIVED_PARTS}
         parts.update(todo=(r.todo, lambda: codec.to_json(r.todo)), plan=(r.plan, lambda: codec.to_json(r.plan)),
                      identifiers=(r.identifiers, lambda: codec.to_json(r.identifiers)),
                      earlier=(dict(r.earlier), lambda: dict(r.earlier)),
                      own_summaries=(dict(r.own_summaries), lambda: dict(r.own_summaries)))
         return parts
+
+    def _record_json(self, record: Any) -> Any:
+        """`codec.to_json(record)`, remembered per record object: records are frozen, and a part that
+        changed by one entry would otherwise re-encode all of its entries."""
+        known = self._json_memo.get(id(record))
+        if known is not None and known[0] is record:
+            return known[1]
+        if len(self._json_memo) > MAX_JSON_MEMO:
+            self._json_memo.clear()
+        data = codec.to_json(record)
+        self._json_memo[id(record)] = (record, data)  # the record is held, so its id is not reused
+        return data
 
     def _file_marks(self) -> dict[str, tuple[Any, ...]]:
         return {path: _file_mark(st) for path, st in _tracker_files(self.files).items()}
@@ -387,6 +416,7 @@ class Ledger:
         r.earlier = dict(data.get("earlier", {}))
         r.own_summaries = dict(data.get("own_summaries", {}))
         r.conversation_seen = int(data.get("conversation_seen", 0))
+        r.files = _with_newest_contents(ledger.files.facts())  # derived, not stored (DERIVED_PARTS)
         ledger._files_rendered = ledger._file_marks()
         return ledger
 
@@ -415,6 +445,9 @@ class LedgerView:
 
     def standing_constraints(self) -> list[Constraint]:
         return self._before(self.r.constraints.values(), lambda c: c.index)
+
+    def findings(self) -> list[Finding]:
+        return self._before(self.r.findings.values(), lambda f: f.index)
 
     def excluded_approaches(self) -> list[Approach]:
         return self._before(self.r.approaches.values(), lambda a: a.index)
@@ -535,9 +568,11 @@ def _file_mark(st: Any) -> tuple[Any, ...]:
 
 
 def _file_json(st: Any) -> dict[str, Any]:
-    """One file of `FileTracker.to_json()["files"]`."""
-    data = dataclasses.asdict(st)
+    """One file of `FileTracker.to_json()["files"]`. Field by field rather than `dataclasses.asdict`,
+    which deep-copies every held line of the file before it is serialized anyway."""
+    data = {f.name: getattr(st, f.name) for f in dataclasses.fields(st)}
     data["actions"] = sorted(data["actions"])
+    data["added"], data["removed"] = list(data["added"]), list(data["removed"])
     if data["lines"] is not None:
         data["lines"] = {str(k): v for k, v in data["lines"].items()}
     return data

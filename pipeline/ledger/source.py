@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from .. import facts
-from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Identifiers,
+from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
                      PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.meta import message_cwd
 from ..model import Message, Origin
@@ -43,6 +43,7 @@ class FactSource(Protocol):
     def user_messages(self) -> list[UserMessage]: ...
     def standing_constraints(self) -> list[Constraint]: ...
     def excluded_approaches(self) -> list[Approach]: ...
+    def findings(self) -> list[Finding]: ...
     def task_specs(self) -> list[TaskSpec]: ...
     def tool_errors(self) -> list[ErrorFact]: ...
     def file_activity(self) -> list[FileFact]: ...
@@ -88,6 +89,9 @@ class MessageFacts:
 
     def excluded_approaches(self) -> list[Approach]:
         return facts.excluded_approaches(self.messages, self.queued)
+
+    def findings(self) -> list[Finding]:
+        return facts.findings(self.messages)
 
     def task_specs(self) -> list[TaskSpec]:
         return facts.task_specs(self.messages)

@@ -23,6 +23,15 @@ ELISION = " […] "
 # Newline and list framing around one item, beyond its own text.
 ITEM_OVERHEAD = 1
 INLINE_SEPARATOR = " | "
+# After the first claims, the room left is shared out in rounds: each round offers every section
+# its next item and more up to this share of what is left (at least ROUND_MIN_TOKENS, a list line).
+ROUND_SHARE = 0.05
+# The first claims (shares) take this part of the room; the rest is shared out in rounds, so a long
+# item high in an important section (a plan, a long request) still finds room in an early round.
+FIRST_CLAIM = 0.5
+ROUND_MIN_TOKENS = 30
+# A section's step is scaled by its share of the budget over this (a typical share).
+ROUND_NORMAL_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -52,10 +61,12 @@ class Section:
     used: int = 0
 
 
-def render_section(section: Section) -> str:
+def render_section(section: Section, omit_empty: bool = False) -> str:
     lines = [f"## {section.heading}"] if section.heading else []
     items = sorted(section.chosen, key=lambda it: it.order)
     if not items:
+        if omit_empty:
+            return ""
         if section.heading:
             lines.append(section.empty)
         return "\n".join(lines)
@@ -73,8 +84,8 @@ def render_section(section: Section) -> str:
     return "\n".join(lines)
 
 
-def render(sections: list[Section]) -> str:
-    return "\n\n".join(t for t in (render_section(s) for s in sections) if t)
+def render(sections: list[Section], omit_empty: bool = False) -> str:
+    return "\n\n".join(t for t in (render_section(s, omit_empty) for s in sections) if t)
 
 
 def shrink(item: Item, tokens: int) -> Item | None:
@@ -89,12 +100,13 @@ def shrink(item: Item, tokens: int) -> Item | None:
 
 
 class _Packer:
-    def __init__(self, sections: list[Section], budget: int, counter: TokenCounter) -> None:
+    def __init__(self, sections: list[Section], budget: int, counter: TokenCounter, omit_empty: bool = False) -> None:
         self.sections = sorted(sections, key=lambda s: s.priority)
         self.budget = budget
         self.counter = counter
+        self.omit_empty = omit_empty
         self.groups: dict[int, set[str]] = {id(s): set() for s in sections}
-        self.total = counter.text(render(sections))  # headings and empty markers
+        self.total = counter.text(render(sections, omit_empty))  # headings and empty markers
 
     def cost(self, section: Section, item: Item) -> int:
         n = self.counter.text(item.text) + ITEM_OVERHEAD
@@ -103,7 +115,10 @@ class _Packer:
         if item.group not in self.groups[id(section)]:
             n += self.counter.text(item.group) + ITEM_OVERHEAD
         if not section.chosen:
-            n -= self.counter.text(section.empty)  # the empty marker goes away
+            if self.omit_empty:  # the heading appears with the first item
+                n += self.counter.text(f"## {section.heading}") + 2 if section.heading else 0
+            else:
+                n -= self.counter.text(section.empty)  # the empty marker goes away
         return n
 
     def take(self, section: Section, item: Item, cost: int) -> None:
@@ -112,10 +127,10 @@ class _Packer:
         self.total += cost
         self.groups[id(section)].add(item.group)
 
-    def fill(self, section: Section, limit: int) -> None:
+    def fill(self, section: Section, limit: int, may_cut: bool = True) -> None:
         """Add the section's best remaining items, in rank order, while the section stays within
         `limit` tokens. An item that does not fit stops the filling (a less important item never
-        jumps ahead of it) unless it could never fit, or can be cut to fit."""
+        jumps ahead of it) unless it could never fit, or can be cut to fit (when `may_cut`)."""
         for item in sorted(section.items, key=lambda it: it.rank):
             if item in section.chosen:
                 continue
@@ -126,7 +141,7 @@ class _Packer:
             if cost <= room:
                 self.take(section, item, cost)
                 continue
-            if item.shrinkable:
+            if item.shrinkable and may_cut:
                 overhead = cost - self.counter.text(item.text)
                 cut = shrink(item, room - overhead - 2)
                 if cut is not None:
@@ -136,19 +151,49 @@ class _Packer:
             if cost <= min(limit, section.cap if section.cap is not None else limit, self.budget):
                 break
 
+    def offer(self, section: Section, step: int) -> bool:
+        """One round for `section`: its next items in rank order, at least one and then while they
+        stay within `step` tokens, each only whole and only if it fits what is left. False once the
+        section has nothing left that fits (the final pass may still cut an item to fit)."""
+        took = 0
+        for item in sorted(section.items, key=lambda it: it.rank):
+            if item in section.chosen:
+                continue
+            room = self.budget - self.total
+            if section.cap is not None:
+                room = min(room, section.cap - section.used)
+            cost = self.cost(section, item)
+            if cost > room:
+                return False
+            if took and took + cost > step:
+                return True
+            self.take(section, item, cost)
+            took += cost
+        return False
+
     def run(self) -> None:
         room = max(0, self.budget - self.total)
+        # First claims take whole items only: a long item cut to a small share would stay cut.
         for s in self.sections:
-            self.fill(s, int(room * s.share))
+            self.fill(s, int(room * s.share * FIRST_CLAIM), may_cut=False)
+        # What the shares left goes round the sections in rounds, most important section first in
+        # each: every round offers each section its next item (and more up to a step of tokens), so
+        # one section's 40th item never comes before another's 3rd (value per token across
+        # sections, not section order alone).
+        open_sections = list(self.sections)
+        while open_sections:
+            step = max(ROUND_MIN_TOKENS, int((self.budget - self.total) * ROUND_SHARE))
+            open_sections = [s for s in open_sections if self.offer(s, int(step * s.share / ROUND_NORMAL_SHARE))]
         for s in self.sections:
             self.fill(s, self.budget)
 
 
-def pack(sections: list[Section], budget: int, counter: TokenCounter) -> str:
-    """Render the sections with as many items as fit in `budget` tokens (measured on the final text)."""
-    packer = _Packer(sections, budget, counter)
+def pack(sections: list[Section], budget: int, counter: TokenCounter, omit_empty: bool = False) -> str:
+    """Render the sections with as many items as fit in `budget` tokens (measured on the final text);
+    with `omit_empty`, a section with no item is left out whole (heading included)."""
+    packer = _Packer(sections, budget, counter, omit_empty)
     packer.run()
-    text = render(sections)
+    text = render(sections, omit_empty)
     # Token counts are not additive across joins: drop the least important items until it fits.
     by_weakness = sorted(sections, key=lambda s: -s.priority)
     while counter.text(text) > budget:
@@ -156,7 +201,7 @@ def pack(sections: list[Section], budget: int, counter: TokenCounter) -> str:
         if victim is None:
             break
         victim.chosen.remove(max(victim.chosen, key=lambda it: it.rank))
-        text = render(sections)
+        text = render(sections, omit_empty)
     limit = budget
     while text and counter.text(text) > budget:  # headings alone over a tiny budget
         text = truncate_to_tokens(text, max(0, limit))

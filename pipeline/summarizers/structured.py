@@ -13,6 +13,8 @@ from typing import Sequence
 
 from .. import facts
 from ..errors import SummarizerError
+from ..facts.findings import COMPLAINT
+from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
 from ..model import Message, Origin, is_user_turn
 from ..tokens import PER_MESSAGE_OVERHEAD, TokenCounter
@@ -29,28 +31,34 @@ PLAN: dict[str, tuple[int, float]] = {
     "": (0, 0.06),             # title and the focus note from custom instructions
     ACTIVE_REQUEST: (1, 0.10),
     NEXT_STEP: (2, 0.03),
-    DECISIONS: (3, 0.17),
+    DECISIONS: (3, 0.13),
     TRIED: (4, 0.08),
     PROGRESS: (5, 0.10),
-    IDENTIFIERS: (6, 0.08),
+    IDENTIFIERS: (6, 0.12),
     ERRORS: (7, 0.08),
     FILES: (8, 0.10),
     USER_MESSAGES: (9, 0.12),
     CURRENT_WORK: (10, 0.08),
 }
 # How many task texts, earlier test runs and recent tool calls are worth naming.
-MAX_TASK_TITLES = 5
+MAX_TASK_TITLES = 8
 MAX_TEST_COMMANDS = 5
 RECENT_CALLS = 6
 RECENT_EDITS = 3
+# Command forms and tools named before any other list's tail (each costs a few tokens).
+HEAD_COMMAND_FORMS = 12
+HEAD_TOOLS = 12
 # Edit gists worth offering when the budget has room: what an edit added often exists nowhere else.
 MAX_EDITS = 20
 # A tracker command longer than this is cut where its result repeats it.
 MAX_TRACKER_COMMAND_CHARS = 80
 # A tracker command that claims an issue (so finishing it is the next step).
 IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
+# The bracketed priority and state at the end of a tracker's issue header (`[● P2 · OPEN]`).
+TRACKER_STATE_RE = re.compile(r"\s*\[[^\]]*·\s*[A-Z_]+\]\s*$")
+TRACKER_MARK_RE = re.compile(r"^[○◐✓●❄]\s+")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
-APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, "abandoned": 2}
+APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1, "abandoned": 2}
 
 
 class StructuredSummarizer:
@@ -70,6 +78,12 @@ class StructuredSummarizer:
         return Summary(text, NAME, counter.text(text), {"items_kept": kept, "items_offered": offered})
 
 
+def candidate_sections(request: SummaryRequest) -> list[Section]:
+    """Every section with all its candidate items, before packing: the summary packs them into its
+    budget, and the `details` reinjector offers what the summary had no room for."""
+    return _Builder(request).sections()
+
+
 class _Builder:
     def __init__(self, request: SummaryRequest) -> None:
         self.request = request
@@ -86,6 +100,8 @@ class _Builder:
         self.plan = self.src.plan_mode()
         self.errors_found = self.src.tool_errors()
         self.tracker = self.src.tracker_updates()
+        self.closed_specs = closed_spec_texts(self.src)
+        self.findings = self.src.findings()
 
     def rel(self, path: str) -> str:
         """A path under the session's working directory shown relative to it (the cwd is listed once)."""
@@ -138,8 +154,26 @@ class _Builder:
         if any(is_user_turn(m) for m in self.request.tail):
             items.append(Item("Newer user messages follow in the kept recent conversation; they take precedence.",
                               (1,), (1,)))
-        for n, spec in enumerate(self.src.task_specs()[:MAX_TASK_TITLES]):
-            items.append(Item(f"- Task text read with `{spec.origin}`: {spec.title}", (3, n), (3, -spec.index)))
+        closed = closed_issues(self.src)
+        # Newest first whichever source answers (the ledger lists records oldest first).
+        specs = sorted(self.src.task_specs(), key=lambda t: (-t.index, t.origin))[:MAX_TASK_TITLES]
+        for n, spec in enumerate(specs):
+            rank = (3, spec.issue in closed, n)
+            # A text split out of a multi-issue output is named by its own header (the command that
+            # printed several would only repeat itself).
+            label = "- Task text read:" if spec.issue and spec.origin.endswith(f"({spec.issue})") else \
+                f"- Task text read with `{spec.origin}`:"
+            # The state a tracker header printed is the state when read: the known one replaces it.
+            title = TRACKER_MARK_RE.sub("", TRACKER_STATE_RE.sub("", spec.title)) if spec.issue else spec.title
+            if spec.issue in closed:
+                title += " (closed since)"
+            items.append(Item(f"{label} {title}", rank, (3, -spec.index, n)))
+        # What done looks like for the tasks still open (verbatim from their text); a closed task's
+        # criteria are met or moot.
+        for n, spec in enumerate(s for s in specs if s.issue not in closed):
+            for k, criterion in enumerate(spec.criteria):
+                items.append(Item(f"- {criterion}", (5, k, n), (5, -spec.index, n, k),
+                                  f"Task criteria (from `{spec.issue or spec.origin}`):"))
         if self.earlier:
             items.append(Item(f"Earlier summary (verbatim):\n{self.earlier[-1]}", (9,), (9,), shrinkable=True))
         return items
@@ -157,18 +191,21 @@ class _Builder:
         items = []
         for f in self.src.file_activity():
             modified = bool(f.actions - {"read"})
-            notes = ", ".join(sorted(f.actions))
+            # Newest first already says when; a file changed was read too, which says nothing new.
+            notes = ", ".join(sorted(f.actions - {"read"} if modified else f.actions))
             if f.stale:
                 notes += "; changed since last seen"
-            line = f"- {self.rel(f.path)} ({notes}; last seen msg {f.last_index})"
+            line = f"- {self.rel(f.path)} ({notes})"
             key = (0 if modified else 1, -f.last_index, f.path)
             items.append(Item(line, key, key))
         return items + self.carried_items(FILES)
 
     def errors(self) -> list[Item]:
         items, seen = [], set()
+        # A failure worked around is listed under Tried and excluded approaches: not twice.
+        tried = {a.text for a in self.src.excluded_approaches() if a.kind == "worked around"}
         for e in reversed(self.errors_found):
-            if (e.label, e.line) in seen:
+            if (e.label, e.line) in seen or any(t.startswith(f"{e.label} failed: ") for t in tried):
                 continue
             seen.add((e.label, e.line))
             outcome = e.resolution or "UNRESOLVED"
@@ -178,19 +215,27 @@ class _Builder:
 
     def decisions(self) -> list[Item]:
         items = []
+        done = self.closed_specs
         for n, c in enumerate(self.src.standing_constraints()):
             origin = f" `{self.rel(c.origin)}`" if c.origin else ""
             group = f"From {c.source}{origin}:"
-            items.append(Item(f"- {c.text}", (-c.strength, c.source != "user", -c.index, n), (c.index, n), group))
+            # A rule only the task text of an issue the agent has since closed states was about
+            # finished work: it ranks after every rule that still applies.
+            finished = (bool(done[0]) and c.source == "task spec" and _in_any(c.text, done[0])
+                        and not _in_any(c.text, done[1]))
+            items.append(Item(f"- {c.text}", (finished, -c.strength, c.source != "user", -c.index, n), (c.index, n),
+                              group))
         plan = self.plan
         if plan.approved and plan.plan_path:
-            items.append(Item(f"- Plan approved by the user; saved to {plan.plan_path}", (-3, False, 0, -1),
+            items.append(Item(f"- Plan approved by the user; saved to {plan.plan_path}", (False, -3, False, 0, -1),
                               (-1, 0), "Decisions:"))
-        for n, f in enumerate(facts.findings(self.messages)):
-            items.append(Item(f"- ({f.kind}) {f.text}", (5, -f.index, n), (f.index, n),
+        for n, f in enumerate(self.findings):
+            if f.kind == COMPLAINT:
+                continue  # a negative result: listed under Tried and excluded approaches
+            items.append(Item(f"- ({f.kind}) {f.text}", (False, 5, -f.index, n), (f.index, n),
                               "Findings (the agent's own conclusions):"))
         for n, text in enumerate(self.carried.get(DECISIONS, [])):
-            items.append(Item(text, (9, n), (-2, n), CARRIED_GROUP))
+            items.append(Item(text, (False, 9, n), (-2, n), CARRIED_GROUP))
         return items
 
     def tried(self) -> list[Item]:
@@ -224,26 +269,29 @@ class _Builder:
                               (2, 0), "Plan:"))
         if plan.plan:
             state = "approved" if plan.approved else "proposed, not approved"
-            items.append(Item(f"- Plan ({state}):\n{plan.plan}", (4, 0), (2, 1), "Plan:", shrinkable=True))
+            # The plan the work follows ranks right after the latest test run: it is what the agent
+            # would otherwise have to re-derive.
+            items.append(Item(f"- Plan ({state}):\n{plan.plan}", (0, 1), (2, 1), "Plan:", shrinkable=True))
         made = self.src.commits()
         for n, c in enumerate(reversed(made)):
             pushed = " (pushed)" if c.pushed else ""
             items.append(Item(f"- {c.hash} {c.subject}{pushed}", (1 if n == 0 else 2, n), (3, n),
                               "Commits (newest first):"))
+        seen_issues: set[str] = set()
         for n, u in enumerate(reversed(self.tracker)):
-            items.append(Item(f"- `{_short_command(u.command, u.result)}` -> {u.result}", (1 if n == 0 else 2, n),
+            # An update every issue of which a newer update changed again (a claim its close
+            # followed) says nothing the newer one does not: it ranks last.
+            issues = {c.issue for c in u.changes}
+            superseded = bool(issues) and issues <= seen_issues
+            seen_issues |= issues
+            order = (6, n) if superseded else (1 if n == 0 else 2, n)
+            items.append(Item(f"- `{_short_command(u.command, u.result)}` -> {u.result}", order,
                               (4, n), "Issue tracker updates (newest first):"))
         return items + self.carried_items(PROGRESS, group=CARRIED_GROUP)
 
     def current_work(self) -> list[Item]:
         work = facts.current_work(self.messages, RECENT_CALLS)
         items: list[Item] = []
-        # What done looks like, from task text the agent read (verbatim; it fills what is left).
-        specs = self.src.task_specs() if hasattr(self, "src") else facts.task_specs(self.messages)
-        for n, spec in enumerate(specs[:MAX_TASK_TITLES]):
-            for k, criterion in enumerate(spec.criteria):
-                items.append(Item(f"- {criterion}", (4, n, k), (4, -spec.index, k),
-                                  f"Task criteria (from `{spec.origin}`):"))
         if work.text:
             items.append(Item(f"Last assistant message (verbatim):\n{work.text}", (0,), (0,), shrinkable=True))
         for n, label in enumerate(work.pending_calls):
@@ -286,27 +334,34 @@ class _Builder:
         ids = self.src.identifiers()
         items: list[Item] = []
 
-        def add(kind: str, values: Sequence[str], rank: int, fmt: str = "{}") -> None:
+        def add(kind: str, values: Sequence[str], head: int, fmt: str = "{}") -> None:
+            # The first `head` values of every list come before the rest of any list: the newest
+            # commit, the current issue and the working commands are worth more than a 15th hash.
             for n, v in enumerate(values):
-                items.append(Item(fmt.format(v), (rank, n), (len(items), n), f"{kind}:"))
+                rank = (0, n) if n < head else (1, n - head)
+                items.append(Item(fmt.format(v), rank, (len(items), n), f"{kind}:"))
 
-        add("cwd", [ids.cwd] if ids.cwd else [], 0)
-        add("branches", ids.branches, 0)
-        add("worktrees", ids.worktrees, 0)
-        add("commits", ids.commits, 1)
-        add("issues", ids.issues, 1)
-        add("test results", ids.test_counts, 1)
-        add("commands", ids.commands, 2, "`{}`")
-        add("urls", ids.urls, 2)
-        # Paths are listed under Files and artifacts; repeating them here carries nothing new.
-        add("names defined in edits", ids.symbols, 1)
+        add("cwd", [ids.cwd] if ids.cwd else [], 9)
+        add("branches", ids.branches, 2)
+        add("worktrees", ids.worktrees, 2)
+        # Command forms, most used first: the session's build, test, lint and sync steps in a few tokens.
+        forms = [f"`{form}`" + (f" ({n})" if n > 1 else "") for form, n in facts.command_forms(ids.commands)]
+        add("command forms used (distinct runs)", forms, HEAD_COMMAND_FORMS)
         # Tools in use, busiest first: after a compaction the model should still know what it has
         # been working with (deferred and plan-mode tools especially).
         used = sorted(self.src.tools_used().items(), key=lambda kv: (-kv[1], kv[0]))
-        add("tools used", [f"{name} ({calls})" for name, calls in used], 2)
+        add("tools used", [f"{name} ({calls})" for name, calls in used], HEAD_TOOLS)
+        add("project scripts (package.json)", ids.scripts, 3, "`{}`")
+        add("commits", ids.commits, 3)
+        add("issues", ids.issues, 4)
+        add("test results", ids.test_counts, 2)
+        # Paths are listed under Files and artifacts; repeating them here carries nothing new.
+        add("names defined in edits", ids.symbols, 4)
+        add("commands", ids.commands, 0, "`{}`")
+        add("urls", ids.urls, 1)
         for n, line in enumerate(self.carried.get(IDENTIFIERS, [])):
             kind, _, values = line.partition(": ")
-            items.append(Item(values, (4, n), (len(items), n), f"{kind} (earlier):"))
+            items.append(Item(values, (2, n), (len(items), n), f"{kind} (earlier):"))
         return items
 
     def carried_items(self, heading: str, group: str = "") -> list[Item]:
@@ -319,6 +374,36 @@ class _Builder:
         return text.replace(self.cwd.rstrip("/") + "/", "")
 
 
+def closed_issues(src: FactSource) -> set[str]:
+    """Tracker issues whose latest known state is closed: from the tracker updates the agent ran and
+    from the states later task texts list for their related issues (an epic reopened when new
+    children were added reads as open again)."""
+    latest: dict[str, tuple[int, str]] = {}
+
+    def note(issue: str, index: int, status: str | None) -> None:
+        if status is not None and index >= latest.get(issue, (-1, ""))[0]:
+            latest[issue] = (index, status)
+
+    for u in src.tracker_updates():
+        for change in u.changes:
+            note(change.issue, u.index, change.status)
+    for spec in src.task_specs():
+        for change in issue_changes("bd show", spec.text):
+            if change.issue != spec.issue:  # its own header is the state when read, before any claim
+                note(change.issue, spec.index, change.status)
+    return {issue for issue, (_, status) in latest.items() if status == "completed"}
+
+
+def closed_spec_texts(src: FactSource) -> tuple[list[str], list[str]]:
+    """The texts of task specs whose issue is closed, and of the others (folded for lookups)."""
+    closed = closed_issues(src)
+    done: list[str] = []
+    open_: list[str] = []
+    for spec in src.task_specs():
+        (done if spec.issue in closed else open_).append(" ".join(spec.text.lower().split()))
+    return done, open_
+
+
 def fact_source(request: SummaryRequest) -> FactSource:
     """The session's ledger as of the first kept message, or the facts of the summarized messages."""
     if request.ledger is None:
@@ -326,6 +411,11 @@ def fact_source(request: SummaryRequest) -> FactSource:
     positions = (request.ledger.position(m.id) for m in request.tail if m.origin is Origin.CONVERSATION)
     cut = next((p for p in positions if p is not None), None)
     return request.ledger.upto(cut)
+
+
+def _in_any(text: str, folded_texts: Sequence[str]) -> bool:
+    t = " ".join(text.lower().split())
+    return any(t in f for f in folded_texts)
 
 
 def _carried(summaries: Sequence[str]) -> dict[str, list[str]]:

@@ -1,0 +1,92 @@
+"""The direct walk of the graph (`graph.run_unedited`) on calls where no stage edits gives exactly what
+the compiled graph gives: same views, same stage reports, on every call of a replay that also has
+calls where stages fire (so the hand-off to the graph is exercised too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builders import Convo, words
+from worksurface import Session, graph
+from worksurface.session import PrepareReport
+
+
+def _session_with_every_stage(steps: int = 70) -> Convo:
+    c = Convo().system("You are a coding agent.").user("Port the service to async. Don't touch vendor/.")
+    for i in range(steps):
+        if i % 4 == 0:
+            c.tool("Read", {"file_path": f"/repo/mod{i % 5}.py"}, words(2_500, seed=i % 5))  # re-reads: snip
+        elif i % 4 == 1:
+            c.tool("Bash", {"command": f"pytest tests/test_{i}.py"}, "\x1b[32m" + words(1_200, seed=i) + "\x1b[0m\n"
+                   + "Compiling module ...\n" * 200)  # repeated lines: ingest
+        elif i % 4 == 2:
+            c.tool("Bash", {"command": "cat build.log"}, words(30_000, seed=i))  # over the result budget
+        else:
+            c.tool("Grep", {"pattern": f"async def f{i}"}, words(800, seed=i))
+        c.say(f"step {i} done")
+    return c
+
+
+def _summary(report: PrepareReport) -> list[tuple[Any, ...]]:
+    return [(s.name, s.skipped, s.items, s.tokens_before, s.tokens_after) for s in report.stages]
+
+
+def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list[str], list[tuple[Any, ...]], bool]]:
+    if monkeypatch is not None:
+        monkeypatch.setattr("worksurface.session.run_unedited", lambda state, ctx: None)
+    out = []
+    with Session.open(None, window=60_000) as session:
+        for n in range(3, len(c.messages) + 1):
+            if c.messages[n - 1].role != "assistant":
+                continue
+            prepared = session.prepare(c.messages[:n], now=1000.0 + 10 * n)
+            out.append(([m.text for m in prepared.messages], _summary(prepared.report),
+                         prepared.report.boundary is not None))
+    return out
+
+
+def test_direct_walk_and_compiled_graph_agree_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = _session_with_every_stage()
+    import worksurface.session as session_module
+    walks: list[bool] = []
+
+    def counting(state: Any, ctx: Any) -> Any:
+        final = graph.run_unedited(state, ctx)
+        walks.append(final is not None)
+        return final
+
+    monkeypatch.setattr(session_module, "run_unedited", counting)
+    walked = _replay(c, None)
+    monkeypatch.undo()
+    assert any(walks) and not all(walks)  # walked directly on quiet calls, handed to the graph on others
+    compiled = _replay(c, monkeypatch)
+    assert len(walked) == len(compiled)
+    for call, (a, b) in enumerate(zip(walked, compiled)):
+        assert a == b, f"call {call} differs"
+    fired = {s[0] for _, stages, _ in walked for s in stages if s[2] and not s[1]}
+    # The replay exercised the hand-off: stages fired on some calls, none on others.
+    assert {"ingest", "budget"} <= fired
+    assert any(all(s[1] for s in stages) for _, stages, _ in walked)
+
+
+def test_a_forced_call_is_left_to_the_graph() -> None:
+    c = _session_with_every_stage(steps=4)
+    with Session.open(None) as session:
+        session.prepare(c.messages[:-1], now=10.0)
+        calls = []
+        original = graph.run_unedited
+
+        def spy(state: Any, ctx: Any) -> Any:
+            calls.append(ctx.forced)
+            return original(state, ctx)
+
+        import worksurface.session as session_module
+        session_module.run_unedited = spy  # type: ignore[assignment]
+        try:
+            prepared = session.compact(c.messages, now=20.0)
+        finally:
+            session_module.run_unedited = original  # type: ignore[assignment]
+    assert calls == [True]
+    assert prepared.report.boundary is not None
