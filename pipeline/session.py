@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .config import Config
-from .edits import Edit, apply_edits, refers_to, removed_refs
+from .edits import Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
 from .errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
 from .formats.base import Transcript
 from .graph import STAGE_NAMES, build_graph, run_unedited
@@ -32,7 +32,7 @@ from .pricing import CallStats, PromptCache, is_call_start, price_model
 from .state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
 from .status import PublisherState, event_to_json
 from .status.events import Event
-from .statusbar import FIRST_EPOCH, StatusBar
+from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
 from .status.replay import epoch_after
 from .store import MemoryStore, SessionStore, Store
 from .summarizers.base import Summarizer
@@ -253,7 +253,7 @@ class Session:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
             if new_edits or rewound:
-                self._check(live, out_view)  # an unedited view is the previous one plus the transcript's
+                self._check(live, out_view, new_edits, bool(rewound))  # an unedited view: the previous one plus new
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
             report.status = status_report
             billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view))
@@ -443,7 +443,13 @@ class Session:
             final = self._graph.invoke(start, context=ctx)
         return final
 
-    def _check(self, live: list[Message], view: list[Message]) -> None:
+    def _check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True) -> None:
+        if not rewound and edits and all(_status_only(e) for e in edits):
+            # The status bar inserts and removes only its own messages, which carry no tool blocks: pairing
+            # cannot change, so only the ids are checked (at C speed, on most calls of a session).
+            if len({m.id for m in view}) != len(view):
+                raise InvariantError("worksurface produced an invalid view: " + "; ".join(check_no_duplicates(view)[:5]))
+            return
         before_calls, before_results = orphans(live)
         after_calls, after_results = orphans(view)
         problems = []
@@ -574,6 +580,15 @@ class Session:
     def _bump_generation(self) -> None:
         self._generation = self.store.get_meta("generation", 0) + 1
         self.store.set_meta("generation", self._generation)
+
+
+def _status_only(edit: Edit) -> bool:
+    """An edit of the status bar's own messages: an insert of block-free status messages, or a removal."""
+    if edit.stage != STATUS_STAGE:
+        return False
+    if isinstance(edit, Insert):
+        return all(m.origin is Origin.STATUS and not m.tool_calls and not m.tool_results for m in edit.messages)
+    return isinstance(edit, ReplaceMessages) and not edit.replacement
 
 
 def view_digest(view: Sequence[Message]) -> str:

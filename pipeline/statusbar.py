@@ -63,6 +63,12 @@ class StatusBar:
         boundaries is an epoch), so `worksurface status` and the session agree on one file."""
         snapshot = self._snapshot(live, keep, emitted, history)
         publisher = self._publisher_state(live, snapshot, None if self.reset_pending else stored, history)
+        if self.reset_pending and stored is not None:
+            # After a rewind the status starts over, but its ids continue where the previous ones
+            # stopped: a status a compaction reinjected may still be in the view under such an id.
+            prior = PublisherState.from_json(stored)
+            publisher = dataclasses.replace(publisher, epoch=max(publisher.epoch, prior.epoch),
+                                            seq=max(publisher.seq, prior.seq))
         planned = publish(publisher, snapshot, strategy=publisher.strategy, now=now)
         return StatusInputs(snapshot, publisher, lambda tokens: self._resized(emitted, tokens)), planned
 

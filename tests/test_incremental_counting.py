@@ -4,7 +4,7 @@ stage fires reads, counts and folds only the messages new since the previous cal
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from builders import Convo, words
@@ -42,6 +42,9 @@ def _assert_totals_match(session: Session, prepared) -> None:
 @given(st.lists(st.tuples(st.sampled_from(["grow", "rewind", "compact"]), st.integers(1, 12)),
                 min_size=3, max_size=10),
        st.integers(0, 50))
+# A rewind after a compaction restarted the status ids at epoch 1 while the compaction's reinjected
+# status (epoch 2) stayed in the view; the next compaction published the same id again.
+@example(steps=[("grow", 1), ("compact", 1), ("grow", 1), ("rewind", 1), ("compact", 1)], seed=0)
 def test_running_totals_equal_a_full_recount_after_rewinds_and_compactions(steps, seed):
     messages = _convo(30, seed).messages
     with Session.open(None, **SMALL) as session:

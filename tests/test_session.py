@@ -145,3 +145,18 @@ def test_calls_left_without_a_result_by_a_crash_are_closed_on_recovery(tmp_path)
     assert view.index(recovery[0]) == [m.id for m in view].index("a-crash") + 1
     assert recovery[0].tool_results[0].is_error and "interrupted" in recovery[0].tool_results[0].content
     assert check_pairing(view) == ["tool call pending has no result"]  # the final turn is left alone
+
+
+def test_the_check_after_status_only_edits_still_catches_a_duplicate_id():
+    from worksurface.edits import Insert
+    from worksurface.model import Origin
+    from worksurface.session import InvariantError
+
+    m = Message("m1", "user", (Text("hi"),))
+    status = Message("status-2-1", "user", (Text("<agent-status>cwd: /r</agent-status>"),), Origin.STATUS,
+                     {"epoch": 2, "seq": 1})
+    edit = Insert("status", "m1", (status,))
+    with Session.open(None) as session:
+        session._check([m], [m, status], [edit], False)  # valid: nothing raised
+        with pytest.raises(InvariantError, match="appears twice"):
+            session._check([m], [m, status, status], [edit], False)
