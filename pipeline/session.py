@@ -140,6 +140,7 @@ class Session:
         self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
         self._boundary_seen: tuple[int, Message, int] | None = None  # (messages read, the last, epoch)
         self._calls_seen: tuple[int, int] = (0, 0)  # (live messages read, model calls among them)
+        self._scratch: dict[str, Any] = {}  # stages' memory between calls (StageContext.scratch)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
         self.ledger = Ledger.load(store.get_meta)
@@ -398,7 +399,7 @@ class Session:
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
             unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None,
-            call_stats=self._call_stats(live, keep))
+            call_stats=self._call_stats(live, keep), scratch=self._scratch)
 
     def _call_stats(self, live: list[Message], keep: int) -> CallStats:
         """`pricing.stats_from_transcript(live)`, counting call starts only in the new messages and

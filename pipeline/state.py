@@ -121,6 +121,9 @@ class StageContext:
     # Transcript ids no earlier call sent (new since the previous view): ingestion reduces only
     # these, and an edit re-bills only the others. None: the transcript's last assistant turn on.
     unsent_ids: frozenset[str] | None = None
+    # Per-session memory a stage may keep between calls (keyed by stage name), so it reads only what
+    # is new; a stage validates what it finds there and decides exactly as without it. None: no memory.
+    scratch: dict[str, Any] | None = None
 
 
 def tokenizer_ratio(ctx: StageContext) -> float:

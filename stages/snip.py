@@ -9,9 +9,11 @@ wait until they are worth `min_gain_tokens` (or the cache is cold anyway).
 from __future__ import annotations
 
 import hashlib
+import operator
 import time
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, Sequence
 
 from rapidfuzz import fuzz
 
@@ -25,6 +27,8 @@ from worksurface.toolkinds import call_path, call_target, effective_kind
 from worksurface.view import calls_by_id
 
 NAME = "snip"
+# (undecided results by call id, redundant ones -> (marker, view index), stale status messages)
+_Reading = tuple[dict[str, tuple[int, ToolResult]], dict[str, tuple[str, int]], list[Message]]
 # Comparing two long outputs character by character is costly; only results whose lengths are
 # this close can reach the near-duplicate ratio anyway.
 LENGTH_RATIO_FOR_NEAR_DUPLICATE = 0.9
@@ -36,14 +40,11 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
     started = time.perf_counter()
     view, tokens = state["view"], state["tokens"]
     counter = ctx.counter
-    calls = calls_by_id(view)
-    results = _undecided_results(view, ctx.protected)
-
-    replacements: dict[str, tuple[str, int]] = {}  # call id -> (marker text, tokens freed)
-    for call_id, marker in _superseded_reads(results, calls).items():
-        replacements[call_id] = marker
-    for call_id, marker in _duplicates(results, calls, config).items():
-        replacements.setdefault(call_id, marker)
+    found = _read_incrementally(view, config, ctx)
+    if found is None:
+        results, replacements, stale = _read_whole_view(view, config, ctx)
+    else:
+        results, replacements, stale = found
 
     edits: list[Edit] = []
     freed = 0
@@ -57,7 +58,6 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
         freed += gain
         edits.append(ReplaceResult(NAME, call_id, text, tokens_freed=gain))
 
-    stale = _superseded_status(view)
     if stale:
         gain = sum(counter.message(m) for m in stale)
         freed += gain
@@ -88,6 +88,117 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
         report.skipped = None
         report.details["explicit"] = list(explicit.ids)
     return StageResult(edits, report)
+
+
+def _read_whole_view(view: Sequence[Message], config: SnipConfig, ctx: StageContext) -> _Reading:
+    """(undecided results, call id -> (marker, view index) of the redundant ones, stale status messages)."""
+    calls = calls_by_id(view)
+    results = _undecided_results(view, ctx.protected)
+    replacements: dict[str, tuple[str, int]] = {}
+    for call_id, marker in _superseded_reads(results, calls).items():
+        replacements[call_id] = marker
+    for call_id, marker in _duplicates(results, calls, config).items():
+        replacements.setdefault(call_id, marker)
+    return results, replacements, _superseded_status(view)
+
+
+@dataclass
+class _Index:
+    """What snip has read of the view up to its last assistant message (the part no longer protected),
+    kept in the session's scratch so a call reads only the messages new since the previous one.
+    Results relate only within groups (reads of one path, copies of one content, outputs of one call
+    target), so a new result re-decides only the groups it joins."""
+
+    config: SnipConfig | None = None  # the configuration the groups were formed under
+    prefix: list[Message] = field(default_factory=list)
+    results: dict[str, tuple[int, ToolResult]] = field(default_factory=dict)
+    ordinal: dict[str, int] = field(default_factory=dict)  # call id -> its place among the results
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    status: list[Message] = field(default_factory=list)
+    groups: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
+    member_of: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    reads: dict[str, tuple[str, int]] = field(default_factory=dict)  # superseded reads
+    copies: dict[str, tuple[str, int]] = field(default_factory=dict)  # exact and near duplicates
+
+
+def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageContext) -> _Reading | None:
+    """`_read_whole_view`'s answer, reading only what is new since the previous call (None: no scratch,
+    or a view this index cannot follow, such as a protected message that carries results)."""
+    if ctx.scratch is None:
+        return None
+    frontier = next((i + 1 for i in range(len(view) - 1, -1, -1) if view[i].role == "assistant"), 0)
+    index = ctx.scratch.get(NAME)
+    if (not isinstance(index, _Index) or index.config is not config or len(index.prefix) > frontier
+            or not all(map(operator.is_, view[:len(index.prefix)], index.prefix))):
+        index = _Index(config)
+    new: list[str] = []
+    for i in range(len(index.prefix), frontier):
+        m = view[i]
+        index.calls.update((c.id, c) for c in m.tool_calls)
+        if m.origin is Origin.STATUS:
+            index.status.append(m)
+        if m.origin is not Origin.CONVERSATION or not m.tool_results:
+            continue
+        if m.id in ctx.protected:
+            ctx.scratch.pop(NAME, None)
+            return None
+        for r in m.tool_results:
+            if edited_stage(m, r.call_id) is None and not r.is_error:
+                index.results[r.call_id] = (i, r)
+                index.ordinal[r.call_id] = len(index.ordinal)
+                new.append(r.call_id)
+    index.prefix = list(view[:frontier])
+    for call_id in new:
+        _join_groups(index, call_id, config)
+    _redecide(index, new, config)
+    ctx.scratch[NAME] = index
+    replacements = dict(_newest_first(index, index.reads))
+    for call_id, marker in _newest_first(index, index.copies):
+        replacements.setdefault(call_id, marker)
+    status = index.status + [m for m in view[frontier:] if m.origin is Origin.STATUS]
+    return index.results, replacements, _superseded_status(status)
+
+
+def _join_groups(index: _Index, call_id: str, config: SnipConfig) -> None:
+    result = index.results[call_id][1]
+    call = index.calls.get(call_id)
+    keys: list[tuple[str, ...]] = []
+    path = call_path(call) if call is not None and effective_kind(call) == "read" else None
+    if path:
+        keys.append(("path", path))
+    if len(result.content) >= config.min_result_tokens * 2:  # what `_duplicates` looks at
+        keys.append(("digest", _content_digest(result.content)))
+        keys.append(("target", call.name if call else "", call_target(call) if call else ""))
+    index.member_of[call_id] = keys
+    for key in keys:
+        index.groups.setdefault(key, []).append(call_id)
+
+
+def _redecide(index: _Index, new: list[str], config: SnipConfig) -> None:
+    """Decide again every result related to a new one (closed over all three groupings), with the same
+    functions the whole-view reading uses, on just those results."""
+    affected: set[str] = set()
+    todo = list(new)
+    while todo:
+        call_id = todo.pop()
+        if call_id in affected:
+            continue
+        affected.add(call_id)
+        for key in index.member_of.get(call_id, ()):
+            todo.extend(c for c in index.groups[key] if c not in affected)
+    if not affected:
+        return
+    subset = {c: index.results[c] for c in sorted(affected, key=index.ordinal.__getitem__)}
+    for call_id in affected:
+        index.reads.pop(call_id, None)
+        index.copies.pop(call_id, None)
+    index.reads.update(_superseded_reads(subset, index.calls))
+    index.copies.update(_duplicates(subset, index.calls, config))
+
+
+def _newest_first(index: _Index, verdicts: dict[str, tuple[str, int]]) -> list[tuple[str, tuple[str, int]]]:
+    """In the order the whole-view reading finds them: newest message first, then view order."""
+    return sorted(verdicts.items(), key=lambda kv: (-kv[1][1], index.ordinal[kv[0]]))
 
 
 def _ms(started: float) -> float:

@@ -1,0 +1,91 @@
+"""Snip reads only what is new since the previous call (its index in the session's scratch) and
+decides exactly what a reading of the whole view decides: on every call of replays with re-reads,
+exact and near duplicates, status messages, rewinds and compactions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import Convo, words
+from shared import TRANSCRIPTS
+from worksurface import Session
+from worksurface.formats import read_transcript
+from worksurface.stages import snip
+
+REPO = Path(__file__).resolve().parents[1]
+REDUNDANT: list[bool] = []  # per reading: whether the whole view held anything redundant
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every incremental reading is compared with the whole-view reading of the same call."""
+    used: list[bool] = []
+    incremental = snip._read_incrementally
+
+    def both(view: Any, config: Any, ctx: Any) -> Any:
+        found = incremental(view, config, ctx)
+        whole = snip._read_whole_view(view, config, ctx)
+        if found is not None:
+            assert found[0] == whole[0]
+            assert list(found[1].items()) == list(whole[1].items())  # same verdicts, same order
+            assert [m.id for m in found[2]] == [m.id for m in whole[2]]
+        used.append(found is not None)
+        REDUNDANT.append(bool(whole[1]))
+        return found
+
+    monkeypatch.setattr(snip, "_read_incrementally", both)
+    return used
+
+
+def _redundant_session(steps: int = 60) -> Convo:
+    c = Convo().system("You are a coding agent.").user("Refactor the parser.")
+    for i in range(steps):
+        if i % 5 == 0:
+            c.tool("Read", {"file_path": f"/r/m{i % 3}.py"}, words(900, seed=i % 3))  # full re-reads
+        elif i % 5 == 1:
+            c.tool("Read", {"file_path": f"/r/m{i % 3}.py", "offset": 10, "limit": 40}, words(300, seed=i))
+        elif i % 5 == 2:
+            c.tool("Bash", {"command": "pytest -q"}, words(700, seed=7) + f"\n{i % 2} failed")  # near copies
+        elif i % 5 == 3:
+            c.tool("Bash", {"command": "git status"}, words(500, seed=11))  # exact copies
+        else:
+            c.tool("Grep", {"pattern": f"def f{i}"}, words(400, seed=100 + i))
+        c.say(f"step {i}")
+        if i % 17 == 16:
+            c.user(f"also part {i}")
+    return c
+
+
+def _replay(messages: list[Any], rewind_at: int | None = None, **config: Any) -> None:
+    with Session.open(None, **config) as session:
+        n, step = 2, 0
+        while n <= len(messages):
+            if messages[n - 1].role == "assistant":
+                step += 1
+                session.prepare(messages[:n], now=1_000.0 + 10 * step)
+                if rewind_at is not None and step == rewind_at:
+                    session.prepare(messages[:n - 6], now=1_000.0 + 10 * step + 5)
+            n += 1
+
+
+def test_a_replay_with_redundancy_decides_like_the_whole_view(checked: list[bool]) -> None:
+    REDUNDANT.clear()
+    _replay(_redundant_session().messages, window=60_000, snip={"min_gain_tokens": 1_500})
+    assert sum(checked) > 20 and sum(REDUNDANT) > 10
+
+
+def test_rewinds_and_compactions_start_the_index_over(checked: list[bool]) -> None:
+    _replay(_redundant_session(80).messages, rewind_at=30, window=30_000)
+    assert sum(checked) > 20
+
+
+@pytest.mark.parametrize("path", [REPO / "fixtures" / "small.jsonl",
+                                  TRANSCRIPTS / "claude-code" / "tool_heavy.jsonl"], ids=lambda p: p.name)
+def test_real_transcripts_decide_like_the_whole_view(path: Path, checked: list[bool]) -> None:
+    if not path.is_file():
+        pytest.skip(f"{path} is not available")
+    _replay(read_transcript(path).messages, window=40_000)
+    assert sum(checked) > 5
