@@ -30,6 +30,9 @@ _STAGES = {s.NAME: s for s in REDUCING_STAGES}
 SUMMARIZING_STAGE = autocompact.NAME
 REINJECT = "reinject"
 STATUS_REINJECTOR = "status"
+# The status baseline quotes the rebuilt view's size: between its dry run and the real one its figures
+# can grow by a few tokens.
+STATUS_SIZE_MARGIN = 16
 
 
 def _stage_config(config: Config, name: str) -> Any:
@@ -74,14 +77,20 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
     # The status baseline keeps its priority claim on the budget but runs last, so that it reports the
     # size of the rebuilt view (summary, tail and every other reinjected part).
     status_last = [r for r in ctx.reinjectors if r.NAME == STATUS_REINJECTOR]
-    reserved = min(ctx.config.reinject.status_tokens, max(0, budget_left)) if status_last else 0
+    ratio = tokenizer_ratio(ctx)
+    reserved = 0
+    if status_last:
+        # Reserve what the baseline takes (a dry run at the current size; the figures it quotes change
+        # by a few tokens), not its whole cap: the rest of the cap is room the other reinjectors can use.
+        cap = min(ctx.config.reinject.status_tokens, max(0, budget_left))
+        dry = status_last[0].run(view, ctx.config.reinject, ctx, int(cap / ratio))
+        reserved = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + STATUS_SIZE_MARGIN)
     budget_left -= reserved
     for reinjector in [r for r in ctx.reinjectors if r.NAME != STATUS_REINJECTOR] + status_last:
         if reinjector.NAME == STATUS_REINJECTOR:
             budget_left += reserved
         started = time.perf_counter()
         # Reinjectors count with worksurface's tokenizer; the budget is in the provider's tokens.
-        ratio = tokenizer_ratio(ctx)
         result: Reinjection = reinjector.run(view + added, ctx.config.reinject, ctx, int(budget_left / ratio))
         budget_left -= round(ctx.counter.messages(result.messages) * ratio)
         added.extend(result.messages)

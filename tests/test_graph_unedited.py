@@ -90,3 +90,32 @@ def test_a_forced_call_is_left_to_the_graph() -> None:
             session_module.run_unedited = original  # type: ignore[assignment]
     assert calls == [True]
     assert prepared.report.boundary is not None
+
+
+def test_the_status_reserves_what_its_baseline_takes_not_its_whole_cap() -> None:
+    """The reinjectors before the status get the target's room less the baseline's actual size."""
+    from worksurface.config import Config
+    from worksurface.reinjectors import status
+    from worksurface.state import Reinjection
+    from worksurface.store import MemoryStore
+    from worksurface.reinject import report as reinject_report
+
+    budgets: list[int] = []
+
+    class Recorder:
+        NAME = "recorder"
+
+        @staticmethod
+        def run(view: Any, config: Any, ctx: Any, budget: int) -> Reinjection:
+            budgets.append(budget)
+            return Reinjection([], reinject_report("recorder", 0, 0, [], [], []))
+
+    config = Config(window=60_000, post_compact_target_tokens=6_000)
+    session = Session(MemoryStore(), config, reinjectors=(Recorder(), status))
+    prepared = session.compact(_session_with_every_stage(steps=12).messages, now=10.0)
+    base = next(m for m in prepared.messages if m.origin.value == "status")
+    compacted = prepared.report.boundary["post_tokens"]
+    assert budgets, "the recorder did not run"
+    room = config.post_compact_target - compacted
+    assert budgets[0] < room - session.counter.message(base)  # the baseline's room is kept for it
+    assert budgets[0] > room - config.reinject.status_tokens + 300  # ... but not the whole 600 cap

@@ -5,6 +5,7 @@ never read back as facts)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -159,16 +160,23 @@ def _long_convo(rounds: int, seed: int = 0) -> Convo:
     return c
 
 
+def _replay_each_call(session: Session, messages: list[Message]) -> tuple[Any, int]:
+    """One prepare before each assistant turn: (the last prepared view, compactions made)."""
+    compactions = 0
+    prepared = None
+    for n in range(2, len(messages) + 1):
+        if messages[n - 1].role != "assistant":
+            continue
+        prepared = session.prepare(messages[:n], now=float(n))
+        compactions += prepared.report.boundary is not None
+    return prepared, compactions
+
+
 def test_facts_survive_many_compactions_in_one_session():
     """Ten compactions later the first request, the rule and the earliest edit are still there."""
     c = _long_convo(60)
     session = Session.open(None, **REPEATED)
-    compactions = 0
-    for n in range(2, len(c.messages) + 1):
-        if c.messages[n - 1].role != "assistant":
-            continue
-        prepared = session.prepare(c.messages[:n], now=float(n))
-        compactions += prepared.report.boundary is not None
+    prepared, compactions = _replay_each_call(session, c.messages)
     view_text = "\n".join(m.text for m in prepared.messages)
     assert compactions >= 5
     assert "Port the parser to the new API" in view_text
@@ -240,12 +248,7 @@ def test_the_agents_findings_survive_repeated_compactions():
     c.messages.insert(3, Message("finding-1", "assistant", (Text(
         "The root cause is the stale lockfile in the vendored parser, not the new API."),), Origin.CONVERSATION))
     session = Session.open(None, **REPEATED)
-    compactions = 0
-    for n in range(2, len(c.messages) + 1):
-        if c.messages[n - 1].role != "assistant":
-            continue
-        prepared = session.prepare(c.messages[:n], now=float(n))
-        compactions += prepared.report.boundary is not None
+    prepared, compactions = _replay_each_call(session, c.messages)
     assert compactions >= 5
     assert "stale lockfile in the vendored parser" in "\n".join(m.text for m in prepared.messages)
     assert any("stale lockfile" in f.text for f in session.ledger.upto().findings())
