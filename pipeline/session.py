@@ -242,7 +242,8 @@ class Session:
             # The status published after the graph counts against every trigger, so a view that the
             # stages leave under the threshold is still under it with its status.
             offset += self.counter.messages(planned[1].messages)
-            ctx = self._context(now, force, instructions, view, live, keep, transcript, status_inputs, offset)
+            ctx = self._context(now, force, instructions, view, live, keep, transcript, status_inputs, offset,
+                                raw_tokens)
             if calibration is not None:
                 ctx = dataclasses.replace(ctx, calibration=calibration, anchor_counted=counted)
             final = self._run_graph(view, counted + offset, ctx)
@@ -329,6 +330,7 @@ class Session:
             removed = removed_refs(self._log[keep:])
             self._edits = [e for e in self._edits if not refers_to(e.refs, removed) and e.stage != "status"]
             self._cached = None
+            self._boundary_seen = None
             self.status_bar.reset()
         return keep, rewound
 
@@ -379,7 +381,7 @@ class Session:
 
     def _context(self, now: float, force: bool, instructions: str | None, view: list[Message],
                  live: list[Message], keep: int, transcript: Transcript | Sequence[Message],
-                 status: StatusInputs, offset: int) -> StageContext:
+                 status: StatusInputs, offset: int, raw_tokens: int) -> StageContext:
         store = self.store
         last = store.get_meta("last_prepare_at")
         snips = [(tuple(ids), reason) for ids, reason in store.get_meta("pending_snips", [])]
@@ -399,15 +401,14 @@ class Session:
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
             unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None,
-            call_stats=self._call_stats(live, keep), scratch=self._scratch)
+            call_stats=self._call_stats(live, keep, raw_tokens), scratch=self._scratch)
 
-    def _call_stats(self, live: list[Message], keep: int) -> CallStats:
-        """`pricing.stats_from_transcript(live)`, counting call starts only in the new messages and
-        taking the tokens from the running totals."""
+    def _call_stats(self, live: list[Message], keep: int, tokens: int) -> CallStats:
+        """`pricing.stats_from_transcript(live)` (whose size is `tokens`), counting call starts only in
+        the new messages."""
         seen, calls = self._calls_seen if self._calls_seen[0] <= keep else (0, 0)
         calls += sum(1 for i in range(seen, len(live)) if is_call_start(live, i))
         self._calls_seen = (len(live), calls)
-        tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])
         return CallStats(calls, tokens / calls if calls else float(tokens))
 
     def _boundary_epoch(self, full: Sequence[Message]) -> int:
