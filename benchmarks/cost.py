@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from worksurface import Config, Session
 from fixturegen import write_session
 from worksurface.harnesses import default_harnesses
-from worksurface.pricing import PER_MILLION, BilledCall, PriceModel, PromptCache, price_model
+from worksurface.pricing import PER_MILLION, BilledCall, PriceModel, PromptCache, price_model, summarize_bill
 from worksurface.tokens import TokenCounter
 from worksurface.view import live_slice
 
@@ -104,12 +104,12 @@ def price_methods(messages: Sequence[Any], config: Config, prices: PriceModel) -
 def _summary(billed: list[BilledCall], max_view: int, prices: PriceModel) -> dict[str, Any]:
     """Totals of one method's bill, split into what reading the cached prefix and writing the rest
     cost (where the money goes: a large view read on every call, or rewrites of an edited prefix)."""
-    tokens = sum(b.tokens for b in billed)
+    totals = summarize_bill(billed)
     return {"costs": [b.cost for b in billed], "total": billed[-1].total if billed else 0.0,
-            "cached_share": round(sum(b.cached for b in billed) / tokens, 4) if tokens else 0.0,
-            "max_view": max_view, "mean_view": round(tokens / len(billed)) if billed else 0,
-            "read_usd": sum(b.cached for b in billed) * prices.cache_read / PER_MILLION,
-            "write_usd": sum(b.written for b in billed) * prices.cache_write / PER_MILLION,
+            "cached_share": totals["cached_share"],
+            "max_view": max_view, "mean_view": round(totals["tokens"] / len(billed)) if billed else 0,
+            "read_usd": totals["cached"] * prices.cache_read / PER_MILLION,
+            "write_usd": totals["written"] * prices.cache_write / PER_MILLION,
             "big_rewrites": sum(1 for b in billed if b.written > BIG_REWRITE_TOKENS)}
 
 

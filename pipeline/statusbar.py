@@ -28,14 +28,6 @@ FIRST_EPOCH = 1
 STAGE = "status"
 
 
-def history_before(messages: Sequence[Message]) -> Sequence[Message]:
-    """The messages before the transcript's last compact boundary (what `live_slice` leaves out)."""
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].meta.get("compact_boundary") or messages[i].origin is Origin.BOUNDARY:
-            return messages[:i]
-    return ()
-
-
 class StatusBar:
     """One per Session. `begin` before the graph runs, `finish` after it."""
 

@@ -13,7 +13,7 @@ import operator
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Sequence
 
 from rapidfuzz import fuzz
 

@@ -14,11 +14,9 @@ from typing import Sequence
 
 from ..model import Message, ToolCall, ToolResult
 from ..toolkinds import call_target, effective_kind, shell_command, tool_kind
-from .provenance import REJECTION_PREFIXES, is_harness_rejection
+from .provenance import is_harness_rejection
 from .shell import first_line
 
-# Claude Code's text for a tool use the user rejected or interrupted (the call never ran as asked).
-REJECTION_MARKERS = REJECTION_PREFIXES
 # Claude Code prefixes a failed shell result with its exit code; OpenHands appends one.
 EXIT_CODE_RE = re.compile(r"^\s*Exit code (\d+)|\[Command finished with exit code (\d+)\]")
 # A cascade failure of a parallel call, not a failure of the call itself.
@@ -80,12 +78,6 @@ class CallRecord:
     @property
     def succeeded(self) -> bool:
         return self.result is not None and not self.failed
-
-
-def is_rejection(text: str) -> bool:
-    """Text shaped like a harness rejection. Shape alone proves nothing (a tool can print it): facts
-    use `CallRecord.rejected`, which checks the record's structure."""
-    return text.lstrip().startswith(REJECTION_MARKERS)
 
 
 def exit_code(text: str) -> int | None:
