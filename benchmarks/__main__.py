@@ -17,7 +17,7 @@ from typing import Any
 from . import cache, cost, ledger, overhead, report_page, retention, scale
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
-from worksurface.fileio import atomic_write
+from worksurface.core.fileio import atomic_write
 
 from .report import caption, dumps
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from worksurface import Config, Session
-from worksurface.model import Message, Origin
-from worksurface.pricing import common_prefix_tokens
-from worksurface.tokens import TokenCounter
-from worksurface.view import live_slice
+from worksurface.core.model import Message, Origin
+from worksurface.engine.pricing import common_prefix_tokens
+from worksurface.core.tokens import TokenCounter
+from worksurface.core.view import live_slice
 
 from . import replay
 from .harnesses import SummarizeAtThreshold, sliding_window

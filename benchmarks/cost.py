@@ -2,7 +2,7 @@
 
 Every method replays the same transcripts on the same call points and clock (message timestamps, so
 real idle gaps expire the cache) and is billed by the same provider cache model
-(`worksurface.pricing.PromptCache`, Anthropic prices by default): per call the prefix still cached is
+(`worksurface.engine.pricing.PromptCache`, Anthropic prices by default): per call the prefix still cached is
 read, the rest written. Transcripts: the two long Claude Code sessions, the long fixture, and a
 generated session long enough to compact at least three times at the threshold. Writes one plot per
 transcript (cost per call and cumulative cost) next to RESULTS.md.
@@ -17,10 +17,10 @@ from typing import Any, Sequence
 
 from worksurface import Config, Session
 from fixturegen import write_session
-from worksurface.harnesses import default_harnesses
-from worksurface.pricing import PER_MILLION, BilledCall, PriceModel, PromptCache, price_model, summarize_bill
-from worksurface.tokens import TokenCounter
-from worksurface.view import live_slice
+from worksurface.probes.harnesses import default_harnesses
+from worksurface.engine.pricing import PER_MILLION, BilledCall, PriceModel, PromptCache, price_model, summarize_bill
+from worksurface.core.tokens import TokenCounter
+from worksurface.core.view import live_slice
 
 from . import replay
 from .plan import Plan

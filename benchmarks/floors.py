@@ -16,10 +16,10 @@ from typing import Any, Sequence
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from worksurface.graph import REINJECT, STAGE_NAMES
-from worksurface.model import Message, message_text
-from worksurface.state import PipelineState
-from worksurface.tokens import PER_MESSAGE_OVERHEAD, get_encoding
+from worksurface.graph.compose import REINJECT, STAGE_NAMES
+from worksurface.core.model import Message, message_text
+from worksurface.engine.state import PipelineState
+from worksurface.core.tokens import PER_MESSAGE_OVERHEAD, get_encoding
 
 NOT_RUN = "under target"  # the skip reason worksurface's report gives a stage the graph did not visit
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from worksurface.formats import read_transcript
 from worksurface.ledger import Ledger
-from worksurface.replay import call_points
-from worksurface.tokens import TokenCounter
+from worksurface.offline.replay import call_points
+from worksurface.core.tokens import TokenCounter
 
 from .plan import SCALE_SEED, Plan
 from .report import table

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from worksurface import Config, Session
-from worksurface.view import live_slice
+from worksurface.core.view import live_slice
 
 from . import floors, replay
 from .plan import Plan

@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # before pyplot: benchmarks run headless (CI, ssh)
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, PercentFormatter  # noqa: E402
 
-from worksurface.fileio import atomic_write  # noqa: E402
+from worksurface.core.fileio import atomic_write  # noqa: E402
 
 PANEL_INCHES = (5.2, 3.8)
 DPI = 100

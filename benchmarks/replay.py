@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from worksurface.formats import Transcript, read_transcript
-from worksurface.model import Message
-from worksurface.replay import call_points, replay_clock
+from worksurface.core.model import Message
+from worksurface.offline.replay import call_points, replay_clock
 
 REPO = Path(__file__).resolve().parents[1]
 # Real transcripts are read in place from the shared folder beside the repository, never copied;

@@ -13,7 +13,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Iterator
 
-from worksurface.fileio import atomic_write
+from worksurface.core.fileio import atomic_write
 from fixturegen import write_session
 from worksurface.report import build_report, render_html
 

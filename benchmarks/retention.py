@@ -14,7 +14,7 @@ from typing import Any
 
 from worksurface import Config
 from worksurface.formats import Transcript, read_transcript
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 from . import replay
 from .plan import Plan

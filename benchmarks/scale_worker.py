@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from worksurface import compact
     from worksurface.formats import read_transcript
-    from worksurface.tokens import get_encoding
+    from worksurface.core.tokens import get_encoding
 
     get_encoding()  # loading the BPE table is a fixed cost per process, not part of the scaling
     base_rss = _current_mb()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worksurface.fileio import atomic_write
+from worksurface.core.fileio import atomic_write
 
 from .records import CHARS_PER_TOKEN, Call, RecordWriter
 from .repo import ENTITIES, FakeRepo, numbered, pytest_output

@@ -22,7 +22,7 @@ MODEL = "claude-sonnet-4-5-20250929"
 # Characters per cl100k token, measured on the generator's own output (see fixtures/README.md):
 # prose and code near 4, numbered file reads and logs denser because of digits and punctuation.
 CHARS_PER_TOKEN = {"prose": 4.5, "code": 3.8, "read": 3.33, "log": 2.54}
-# The token counter adds these per message and per tool call (worksurface.tokens).
+# The token counter adds these per message and per tool call (worksurface.core.tokens).
 MESSAGE_OVERHEAD = 4
 TOOL_CALL_OVERHEAD = 8
 # Beyond this many characters a structured toolUseResult keeps only a preview of its text.

@@ -7,27 +7,27 @@ compaction the reinjectors (`worksurface.reinjectors`) restore the working surfa
 
 from typing import TYPE_CHECKING
 
-from .lazy import lazy_getattr
+from .core.lazy import lazy_getattr
 
-from .errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, FormatError,
+from .core.errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, FormatError,
                      SessionError, SessionLockedError, SummarizerError, UnknownFormatError,
                      WorksurfaceError)
 
 if TYPE_CHECKING:
-    from .config import Config
-    from .model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
-    from .session import InvariantError, Prepared, PrepareReport, Session, compact
-    from .tokens import TokenCounter
+    from .core.config import Config
+    from .core.model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+    from .session.session import InvariantError, Prepared, PrepareReport, Session, compact
+    from .core.tokens import TokenCounter
 
 # Imported on first use (PEP 562): the session pulls in LangGraph (seconds), config pydantic and tokens
 # tiktoken; `import worksurface.x` (the pytest plugin pytest loads in every run, the CLI's help) must
 # not pay for them before anything is asked of them.
 _LAZY = {
-    "Config": "config",
+    "Config": "core.config",
     **dict.fromkeys(("Image", "Message", "Opaque", "Origin", "Text", "Thinking", "ToolCall", "ToolResult"),
-                    "model"),
-    "TokenCounter": "tokens",
-    **dict.fromkeys(("InvariantError", "Prepared", "PrepareReport", "Session", "compact"), "session"),
+                    "core.model"),
+    "TokenCounter": "core.tokens",
+    **dict.fromkeys(("InvariantError", "Prepared", "PrepareReport", "Session", "compact"), "session.session"),
 }
 
 

@@ -1,11 +1,11 @@
 """Reinjectors: rebuild the working surface after a compact boundary, in priority order.
 
-Each module satisfies `worksurface.state.Reinjector`: `NAME` and
+Each module satisfies `worksurface.engine.state.Reinjector`: `NAME` and
 `run(view, config, ctx, budget) -> Reinjection`; the graph's reinjection node runs them in this order, each within what the ones before it left of the
 post-compact target, so budgets shrink from the least valuable end.
 """
 
-from worksurface.state import Reinjector
+from worksurface.engine.state import Reinjector
 
 from . import constraints, details, files, plan, skills, status, tools
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from worksurface.config import ReinjectConfig
+from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import Approach, Constraint
-from worksurface.model import Message
-from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
-from worksurface.state import Reinjection, StageContext
+from worksurface.core.model import Message
+from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, StageContext
 
 NAME = "constraints"
 HEADER = "<standing-constraints>\nRules still in force (verbatim; where each came from in brackets):"

@@ -10,12 +10,12 @@ the task texts of issues not closed yet, verbatim, newest first (what the work m
 
 from __future__ import annotations
 
-from worksurface.config import ReinjectConfig
+from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import TaskSpec
 from worksurface.ledger.source import FactSource
-from worksurface.model import Message, Origin
-from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
-from worksurface.state import Reinjection, StageContext
+from worksurface.core.model import Message, Origin
+from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.engine.state import Reinjection, StageContext
 from worksurface.summarizers.base import SummaryRequest
 from worksurface.summarizers.packing import Item, Section, pack
 from worksurface.summarizers.sections import CURRENT_WORK, NEXT_STEP, TITLE

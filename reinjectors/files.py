@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from rapidfuzz import fuzz
 
-from worksurface.config import ReinjectConfig
-from worksurface.errors import WorkspaceReadError
+from worksurface.core.config import ReinjectConfig
+from worksurface.core.errors import WorkspaceReadError
 from worksurface.facts.files import FileFact, numbered_lines
-from worksurface.fileio import read_confined
-from worksurface.model import Message
-from worksurface.reinject import escape_attr, escape_wrapped, facts_of, reinjected, report, tail_of, uncleared_results
-from worksurface.state import Reinjection, StageContext
-from worksurface.tokens import truncate_to_tokens
-from worksurface.toolkinds import call_path
-from worksurface.view import calls_by_id
+from worksurface.core.fileio import read_confined
+from worksurface.core.model import Message
+from worksurface.engine.reinject import escape_attr, escape_wrapped, facts_of, reinjected, report, tail_of, uncleared_results
+from worksurface.engine.state import Reinjection, StageContext
+from worksurface.core.tokens import truncate_to_tokens
+from worksurface.core.toolkinds import call_path
+from worksurface.core.view import calls_by_id
 
 NAME = "files"
 # Files larger than this are not read from disk at all: a reinjection is capped at a few thousand

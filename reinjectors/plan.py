@@ -3,11 +3,11 @@ mode if the session is in it."""
 
 from __future__ import annotations
 
-from worksurface.config import ReinjectConfig
-from worksurface.model import Message
-from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
-from worksurface.state import Reinjection, StageContext
-from worksurface.tokens import truncate_to_tokens
+from worksurface.core.config import ReinjectConfig
+from worksurface.core.model import Message
+from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, StageContext
+from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "plan"
 # Items in progress matter most after a compaction, then pending ones; done items least.

@@ -5,11 +5,11 @@ Each is head-truncated (the instructions come first) with a marker saying how to
 
 from __future__ import annotations
 
-from worksurface.config import ReinjectConfig
-from worksurface.model import Message
-from worksurface.reinject import escape_attr, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
-from worksurface.state import Reinjection, StageContext
-from worksurface.tokens import truncate_to_tokens
+from worksurface.core.config import ReinjectConfig
+from worksurface.core.model import Message
+from worksurface.engine.reinject import escape_attr, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.engine.state import Reinjection, StageContext
+from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "skills"
 # A skill body shorter than this is not worth its framing; skip rather than reinject a stub.

@@ -7,10 +7,10 @@ that the bar's cost is counted first in the post-compact budget. The graph place
 
 from __future__ import annotations
 
-from worksurface.config import ReinjectConfig
-from worksurface.model import Message
-from worksurface.reinject import report
-from worksurface.state import Reinjection, StageContext, StatusUpdate, view_offset
+from worksurface.core.config import ReinjectConfig
+from worksurface.core.model import Message
+from worksurface.engine.reinject import report
+from worksurface.engine.state import Reinjection, StageContext, StatusUpdate, view_offset
 from worksurface.status import PublisherState, publish
 
 NAME = "status"

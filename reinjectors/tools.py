@@ -9,12 +9,12 @@ announcement removed, are skipped.
 
 from __future__ import annotations
 
-from worksurface.config import ReinjectConfig
+from worksurface.core.config import ReinjectConfig
 from worksurface.facts.tools import ToolEntry
-from worksurface.model import Message
-from worksurface.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
-from worksurface.state import Reinjection, StageContext
-from worksurface.tokens import truncate_to_tokens
+from worksurface.core.model import Message
+from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, StageContext
+from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "tools"
 # Headings per announcement kind, in the order they are rendered.

@@ -12,17 +12,18 @@ from __future__ import annotations
 import hashlib
 import time
 
-from worksurface.artifacts import FETCH_TOOL_NAME
-from worksurface.config import AutocompactConfig
-from worksurface.edits import Compact, stable_prefix_length
-from worksurface.errors import SummarizerError
+from worksurface.core.artifacts import FETCH_TOOL_NAME
+from worksurface.core.config import AutocompactConfig
+from worksurface.core.edits import Compact, stable_prefix_length
+from worksurface.core.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
-from worksurface.model import Message, Origin, Text, is_user_turn
-from worksurface.pricing import EditDecision, decide_edit
-from worksurface.state import PipelineState, StageContext, StageReport, StageResult, counted_target
+from worksurface.core.model import Message, Origin, Text, is_user_turn
+from worksurface.engine.pricing import EditDecision, decide_edit
+from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult, counted_target
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
-from worksurface.view import last_user_turn_index, tail_start
+from worksurface.core.view import tail_start
+from worksurface.engine.protection import last_user_turn_index
 
 NAME = "autocompact"
 SUMMARY_PREFIX = (

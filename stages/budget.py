@@ -9,14 +9,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from worksurface.artifacts import how_to_fetch
-from worksurface.config import BudgetConfig
-from worksurface.edits import ReplaceResult, edited_stage
-from worksurface.model import Message, Origin, ToolResult
-from worksurface.state import PipelineState, StageContext, StageReport, StageResult
-from worksurface.tokens import get_encoding
-from worksurface.toolkinds import call_target
-from worksurface.view import calls_for, new_messages_start, turn_start
+from worksurface.core.artifacts import how_to_fetch
+from worksurface.core.config import BudgetConfig
+from worksurface.core.edits import ReplaceResult, edited_stage
+from worksurface.core.model import Message, Origin, ToolResult
+from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.core.tokens import get_encoding
+from worksurface.core.toolkinds import call_target
+from worksurface.core.view import calls_for, new_messages_start, turn_start
 
 NAME = "budget"
 # Results this small are never worth an artifact even when a turn is over its cap.

@@ -11,13 +11,14 @@ import hashlib
 import time
 from typing import Sequence
 
-from worksurface.config import CollapseConfig
-from worksurface.edits import ReplaceMessages
-from worksurface.model import Message, Origin, Text, ToolResult
-from worksurface.pricing import decide_edit
-from worksurface.state import PipelineState, StageContext, StageReport, StageResult
-from worksurface.toolkinds import call_target, effective_kind
-from worksurface.view import Round, rounds, stable_prefix_length
+from worksurface.core.config import CollapseConfig
+from worksurface.core.edits import ReplaceMessages
+from worksurface.core.model import Message, Origin, Text, ToolResult
+from worksurface.engine.pricing import decide_edit
+from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.core.toolkinds import call_target, effective_kind
+from worksurface.core.edits import stable_prefix_length
+from worksurface.core.view import Round, rounds
 
 NAME = "collapse"
 EXPLORATION_KINDS = frozenset({"read", "grep", "glob", "list", "search", "fetch"})

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import time
 
-from worksurface.config import IngestConfig
-from worksurface.edits import ReplaceResult, edited_stage
-from worksurface.model import Origin
-from worksurface.pricing import unsent_ids
-from worksurface.reduce_output import reduce_output
-from worksurface.state import PipelineState, StageContext, StageReport, StageResult
-from worksurface.toolkinds import call_target, effective_kind
-from worksurface.view import calls_for, new_messages_start
+from worksurface.core.config import IngestConfig
+from worksurface.core.edits import ReplaceResult, edited_stage
+from worksurface.core.model import Origin
+from worksurface.engine.pricing import unsent_ids
+from worksurface.engine.reduce_output import reduce_output
+from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.core.toolkinds import call_target, effective_kind
+from worksurface.core.view import calls_for, new_messages_start
 
 NAME = "ingest"
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from worksurface.config import MicrocompactConfig
-from worksurface.edits import ReplaceResult, edited_stage
-from worksurface.model import Message, Origin, ToolCall, ToolResult
-from worksurface.pricing import decide_edit
-from worksurface.state import PipelineState, StageContext, StageReport, StageResult
-from worksurface.toolkinds import effective_kind, normalize_name, tool_kind
-from worksurface.view import calls_for
+from worksurface.core.config import MicrocompactConfig
+from worksurface.core.edits import ReplaceResult, edited_stage
+from worksurface.core.model import Message, Origin, ToolCall, ToolResult
+from worksurface.engine.pricing import decide_edit
+from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.core.toolkinds import effective_kind, normalize_name, tool_kind
+from worksurface.core.view import calls_for
 
 NAME = "microcompact"
 # The placeholder costs about 20 tokens (wording, size and artifact id); a result must be larger by a

@@ -17,14 +17,14 @@ from typing import Sequence
 
 from rapidfuzz import fuzz
 
-from worksurface.config import SnipConfig
-from worksurface.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
-from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
-from worksurface.pricing import decide_edit
-from worksurface.state import PipelineState, StageContext, StageReport, StageResult
-from worksurface.tokens import TokenCounter
-from worksurface.toolkinds import call_path, call_target, effective_kind
-from worksurface.view import calls_by_id
+from worksurface.core.config import SnipConfig
+from worksurface.core.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.engine.pricing import decide_edit
+from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.core.tokens import TokenCounter
+from worksurface.core.toolkinds import call_path, call_target, effective_kind
+from worksurface.core.view import calls_by_id
 
 NAME = "snip"
 # (undecided results by call id, redundant ones -> (marker, view index), stale status messages)

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from shared import TRANSCRIPTS as _TRANSCRIPTS
 
 TRANSCRIPTS = _TRANSCRIPTS

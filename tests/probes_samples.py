@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from worksurface.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from shared import TRANSCRIPTS as _TRANSCRIPTS, PROBES as _PROBES
 
 TRANSCRIPTS = _TRANSCRIPTS

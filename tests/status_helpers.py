@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from worksurface.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from shared import TRANSCRIPTS as _TRANSCRIPTS
 
 CLAUDE_CODE = _TRANSCRIPTS / "claude-code"

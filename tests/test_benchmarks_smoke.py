@@ -17,8 +17,8 @@ from benchmarks.plan import Plan  # noqa: E402
 from benchmarks.report import dumps  # noqa: E402
 from benchmarks.stats import percentile  # noqa: E402
 from fixturegen import write_session  # noqa: E402
-from worksurface.model import Message, Text  # noqa: E402
-from worksurface.tokens import TokenCounter  # noqa: E402
+from worksurface.core.model import Message, Text  # noqa: E402
+from worksurface.core.tokens import TokenCounter  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 from builders import LONG_CC
 from worksurface.cli import app
 from worksurface.formats import read_transcript
-from worksurface.tokens import TokenCounter
-from worksurface.view import check_pairing, live_slice
+from worksurface.core.tokens import TokenCounter
+from worksurface.core.view import check_pairing, live_slice
 
 FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
 runner = CliRunner()

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from worksurface.cli import app
 from worksurface.cli.app import configure_logging
-from worksurface.config import Config, find_config_file
-from worksurface.errors import ConfigError
+from worksurface.core.config import Config, find_config_file
+from worksurface.core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -166,8 +166,8 @@ def test_license_file_matches_the_declared_license() -> None:
     assert declared == "MIT" and text.startswith("MIT License") and "WITHOUT WARRANTY OF ANY KIND" in text
 
 
-HEAVY = ("langgraph", "pydantic", "tiktoken", "rich", "rapidfuzz", "diskcache", "httpx", "worksurface.session",
-         "worksurface.config", "worksurface.tokens")
+HEAVY = ("langgraph", "pydantic", "tiktoken", "rich", "rapidfuzz", "diskcache", "httpx", "worksurface.session.session",
+         "worksurface.core.config", "worksurface.core.tokens")
 
 
 def test_pytest_plugin_imports_nothing_heavy(tmp_path: Path) -> None:

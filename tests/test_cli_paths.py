@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from worksurface.cli import app
-from worksurface.errors import OutputPathError, WorkspaceReadError
-from worksurface.fileio import check_output_path, read_confined
+from worksurface.core.errors import OutputPathError, WorkspaceReadError
+from worksurface.core.fileio import check_output_path, read_confined
 
 runner = CliRunner()
 CHAT = [{"role": "user", "content": "fix the parser"}, {"role": "assistant", "content": "done"}]
@@ -170,9 +170,9 @@ def test_files_reinjector_reports_a_nul_path_instead_of_crashing(workspace: Path
 
 
 def test_prepare_with_a_nul_byte_in_a_tool_path_and_a_workspace_root(workspace: Path) -> None:
-    from worksurface.config import Config
+    from worksurface.core.config import Config
     from worksurface.formats import loads
-    from worksurface.session import Session
+    from worksurface.session.session import Session
 
     msgs: list[dict[str, object]] = [{"role": "user", "content": "go"}]
     for i in range(3):

@@ -22,8 +22,8 @@ from fake_responses import (FakeResponses, Recorded, Reply, Steps, codex_env, fi
                             rollouts, write_codex_config)
 from worksurface.cli import app
 from worksurface.formats import read_transcript
-from worksurface.model import Origin
-from worksurface.view import check_pairing, live_slice
+from worksurface.core.model import Origin
+from worksurface.core.view import check_pairing, live_slice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 CODEX = find_codex()

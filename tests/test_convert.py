@@ -16,7 +16,7 @@ from worksurface.cli import app
 from worksurface.formats import WRITABLE_FORMATS, Transcript, convert, detect_format, dumps_report, loads, read_transcript
 from worksurface.formats import claude_code
 from worksurface.formats.convert import ERROR_MARKER
-from worksurface.model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, orphans
+from worksurface.core.model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, orphans
 
 runner = CliRunner()
 CC_8463 = TRANSCRIPTS / "claude-code" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"

@@ -18,8 +18,8 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.replay import call_points
-from worksurface.view import check_pairing
+from worksurface.offline.replay import call_points
+from worksurface.core.view import check_pairing
 
 KILLS = 12
 SMALL = dict(window=30_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=9_000,
@@ -82,8 +82,8 @@ def test_killed_prepares_leave_a_consistent_session(tmp_path):
 
 
 def test_two_processes_are_serialized_by_the_lock(tmp_path):
-    from worksurface.errors import SessionLockedError
-    from worksurface.store import SessionStore
+    from worksurface.core.errors import SessionLockedError
+    from worksurface.session.store import SessionStore
 
     directory = tmp_path / "s"
     # Opening reads the log under the lock, so open before the other process takes it.

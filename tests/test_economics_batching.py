@@ -11,13 +11,13 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.config import Config
-from worksurface.model import Message, Text
-from worksurface.pricing import (PRESETS, CallStats, PromptCache, economic_batch_tokens, rebilled_tokens, unsent_ids,
+from worksurface.core.config import Config
+from worksurface.core.model import Message, Text
+from worksurface.engine.pricing import (PRESETS, CallStats, PromptCache, economic_batch_tokens, rebilled_tokens, unsent_ids,
                                  worth_editing)
-from worksurface.state import Artifact, StageContext
+from worksurface.engine.state import Artifact, StageContext
 from worksurface.stages import microcompact
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 ANTHROPIC = PRESETS["anthropic"]
 
@@ -159,7 +159,7 @@ def test_a_forced_call_does_not_clear_results_inside_the_tail_autocompact_keeps(
 
 def _parallel_reads(c: Convo, first: int, n: int) -> None:
     """One assistant turn with `n` parallel reads, answered by one message with all the results."""
-    from worksurface.model import ToolCall, ToolResult
+    from worksurface.core.model import ToolCall, ToolResult
     calls = [ToolCall(f"call-{first + k}", "Read", {"file_path": f"/repo/p{first + k}.py"}) for k in range(n)]
     c.messages.append(Message(f"pa{first}", "assistant", tuple(calls)))
     c.messages.append(Message(f"pr{first}", "user",

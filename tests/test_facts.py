@@ -9,7 +9,7 @@ import pytest
 from worksurface import facts
 from worksurface.facts.files import numbered_lines
 from worksurface.facts.shell import signature, simple_commands
-from worksurface.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
 
 from facts_transcripts import CLAUDE_CODE, LONG_SESSIONS, SMALL_SESSIONS, Chat, before_compaction, load
 

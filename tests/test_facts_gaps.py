@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from worksurface import facts
 from worksurface.facts.errors import error_line
-from worksurface.model import Message, Text
+from worksurface.core.model import Message, Text
 
 from facts_transcripts import Chat
 

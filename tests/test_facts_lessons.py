@@ -11,7 +11,7 @@ from worksurface.facts.constraints import issue_parts, task_specs
 from worksurface.facts.findings import COMPLAINT
 from worksurface.facts.identifiers import command_form, command_forms
 from worksurface.facts.tracker import issue_changes
-from worksurface.model import Message, Text, Thinking
+from worksurface.core.model import Message, Text, Thinking
 
 IGNORED = ("The following paths are ignored by one of your .gitignore files:\npriv/static/app.css\n"
            "hint: Use -f if you really want to add them.")

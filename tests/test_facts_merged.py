@@ -11,7 +11,7 @@ from shared import TRANSCRIPTS, needs_shared
 from worksurface import facts
 from worksurface.facts.testsummary import TestRunWatcher, is_test_command, parse_test_output
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from worksurface.status import VerificationFinished, derive_events, reduce
 from worksurface.status.events import TaskUpdated
 

@@ -6,8 +6,8 @@ import pytest
 
 from builders import Convo, words
 from worksurface import ContextOverflowError, Session
-from worksurface.errors import SummarizerError
-from worksurface.model import Message, Text
+from worksurface.core.errors import SummarizerError
+from worksurface.core.model import Message, Text
 
 # Microcompact stays out of the way (a 24k window would scale its trigger down to 12k): these tests
 # are about autocompact.

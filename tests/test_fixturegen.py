@@ -13,8 +13,8 @@ import pytest
 
 from fixturegen import MIN_TOKENS, generate_jsonl, generate_records
 from worksurface.formats import loads
-from worksurface.model import Message, Text, Thinking, ToolCall, ToolResult
-from worksurface.tokens import TokenCounter
+from worksurface.core.model import Message, Text, Thinking, ToolCall, ToolResult
+from worksurface.core.tokens import TokenCounter
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.15

@@ -9,8 +9,8 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.errors import SessionError
-from worksurface.store import MemoryStore
+from worksurface.core.errors import SessionError
+from worksurface.session.store import MemoryStore
 
 SMALL = {"budget": {"max_result_tokens": 100, "preview_head_tokens": 20, "preview_tail_tokens": 20}}
 

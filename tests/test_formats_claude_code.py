@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worksurface.errors import FormatError
+from worksurface.core.errors import FormatError
 from worksurface.formats import claude_code as cc
 from worksurface.formats.base import Transcript
-from worksurface.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult
+from worksurface.core.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult
 from shared import TRANSCRIPTS as _TRANSCRIPTS
-from worksurface.view import is_safe_cut
+from worksurface.core.view import is_safe_cut
 
 DATA = _TRANSCRIPTS / "claude-code"
 FILES = sorted(DATA.rglob("*.jsonl")) if DATA.is_dir() else []

@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from worksurface.cli import app
-from worksurface.errors import FormatError
+from worksurface.core.errors import FormatError
 from worksurface.formats import claude_code as cc
 from worksurface.formats import read_transcript
 from worksurface.formats.claude_code_projects import project_dir_name
-from worksurface.view import check_pairing, live_slice
+from worksurface.core.view import check_pairing, live_slice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SMALL = FIXTURES / "small.jsonl"

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from worksurface.errors import FormatError
+from worksurface.core.errors import FormatError
 from worksurface.formats import codex, detect_format, dumps, loads
 from worksurface.formats.base import Transcript
-from worksurface.model import Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
-from worksurface.view import live_slice
+from worksurface.core.model import Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+from worksurface.core.view import live_slice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 SESSION = FIXTURES / "session.jsonl"

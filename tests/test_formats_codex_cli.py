@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from worksurface.cli import app
 from worksurface.formats import read_transcript
-from worksurface.model import Origin
-from worksurface.view import check_pairing, live_slice
+from worksurface.core.model import Origin
+from worksurface.core.view import check_pairing, live_slice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 SESSION = FIXTURES / "session.jsonl"

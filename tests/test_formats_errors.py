@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from worksurface.errors import FormatError, UnknownFormatError
+from worksurface.core.errors import FormatError, UnknownFormatError
 from worksurface.formats import (aider, anthropic_messages, detect_format, loads, mini_swe_agent, openai_chat,
                                  openhands, swe_agent)
 from worksurface.formats.validate import CallIds, check_pairing, mark_unanswered, INTERRUPTED
-from worksurface.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
 
 PATH = "/tmp/broken.json"
 JSON_ADAPTERS = [openai_chat, anthropic_messages, swe_agent, openhands, mini_swe_agent]

@@ -10,7 +10,7 @@ import pytest
 
 from worksurface.formats import ADAPTERS, detect_format, read_transcript
 from worksurface.formats.validate import INTERRUPTED
-from worksurface.model import ROLES, Origin, orphans
+from worksurface.core.model import ROLES, Origin, orphans
 from shared import TRANSCRIPTS as _TRANSCRIPTS
 
 TRANSCRIPTS = _TRANSCRIPTS

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worksurface.errors import FormatError
+from worksurface.core.errors import FormatError
 from worksurface.formats import anthropic_messages as anthropic
 from worksurface.formats import detect_format, openai_chat as openai, read_transcript
 from worksurface.formats.base import Transcript
 from worksurface.formats.validate import NO_RESULT
-from worksurface.model import (Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult,
+from worksurface.core.model import (Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult,
                                orphans)
 from shared import TRANSCRIPTS as _TRANSCRIPTS
 

@@ -13,12 +13,12 @@ import pytest
 from builders import Convo, words
 from shared import TRANSCRIPTS, needs_shared
 from worksurface import Session
-from worksurface.errors import FormatError
+from worksurface.core.errors import FormatError
 from worksurface.formats import (ADAPTERS, WRITABLE_FORMATS, Transcript, detect_format, dumps, dumps_report,
                                  loads, read_transcript)
 from worksurface.formats import aider, mini_swe_agent, openhands, swe_agent
 from worksurface.formats.convert import CALL_AS_TEXT, ERROR_MARKER, ORIGIN_FIELD
-from worksurface.model import Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
+from worksurface.core.model import Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
 
 LOG_FORMATS = ("swe-agent", "openhands", "mini-swe-agent", "aider")
 FOLDER = {"swe-agent": "swe-agent", "openhands": "openhands", "mini-swe-agent": "mini-swe-agent", "aider": "aider"}

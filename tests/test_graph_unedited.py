@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from builders import Convo, words
-from worksurface import Session, graph
-from worksurface.session import PrepareReport
+from worksurface import Session
+from worksurface.graph import compose as graph
+from worksurface.session.session import PrepareReport
 
 
 def _session_with_every_stage(steps: int = 70) -> Convo:
@@ -35,7 +36,7 @@ def _summary(report: PrepareReport) -> list[tuple[Any, ...]]:
 
 def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list[str], list[tuple[Any, ...]], bool]]:
     if monkeypatch is not None:
-        monkeypatch.setattr("worksurface.session.run_unedited", lambda state, ctx: None)
+        monkeypatch.setattr("worksurface.session.session.run_unedited", lambda state, ctx: None)
     out = []
     with Session.open(None, window=60_000) as session:
         for n in range(3, len(c.messages) + 1):
@@ -49,7 +50,7 @@ def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list
 
 def test_direct_walk_and_compiled_graph_agree_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
     c = _session_with_every_stage()
-    import worksurface.session as session_module
+    import worksurface.session.session as session_module
     walks: list[bool] = []
 
     def counting(state: Any, ctx: Any) -> Any:
@@ -82,7 +83,7 @@ def test_a_forced_call_is_left_to_the_graph() -> None:
             calls.append(ctx.forced)
             return original(state, ctx)
 
-        import worksurface.session as session_module
+        import worksurface.session.session as session_module
         session_module.run_unedited = spy  # type: ignore[assignment]
         try:
             prepared = session.compact(c.messages, now=20.0)
@@ -94,11 +95,11 @@ def test_a_forced_call_is_left_to_the_graph() -> None:
 
 def test_the_status_reserves_what_its_baseline_takes_not_its_whole_cap() -> None:
     """The reinjectors before the status get the target's room less the baseline's actual size."""
-    from worksurface.config import Config
+    from worksurface.core.config import Config
     from worksurface.reinjectors import status
-    from worksurface.state import Reinjection
-    from worksurface.store import MemoryStore
-    from worksurface.reinject import report as reinject_report
+    from worksurface.engine.state import Reinjection
+    from worksurface.session.store import MemoryStore
+    from worksurface.engine.reinject import report as reinject_report
 
     budgets: list[int] = []
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.session import NOTHING_NEW
-from worksurface.tokens import TokenCounter
+from worksurface.session.session import NOTHING_NEW
+from worksurface.core.tokens import TokenCounter
 
 # Small windows so a short generated session crosses the thresholds and compacts.
 SMALL = {"window": 12_000, "post_compact_target_tokens": 4_000}
@@ -131,7 +131,7 @@ def test_compact_json_carries_the_billed_cost(tmp_path):
     from typer.testing import CliRunner
 
     from worksurface.cli import app
-    from worksurface.pricing import PRESETS
+    from worksurface.engine.pricing import PRESETS
 
     small = Path(__file__).resolve().parents[1] / "fixtures" / "small.jsonl"
     res = CliRunner().invoke(app, ["compact", str(small), "-o", str(tmp_path / "out.jsonl"), "--force", "--json"])
@@ -145,7 +145,7 @@ def test_compact_json_carries_the_billed_cost(tmp_path):
 
 def test_the_running_bill_equals_an_independent_bill_of_the_returned_views():
     from worksurface import Config
-    from worksurface.pricing import PromptCache, price_model
+    from worksurface.engine.pricing import PromptCache, price_model
 
     messages = _convo(40, 5).messages
     cache = PromptCache(price_model(Config().pricing), TokenCounter())

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from builders import Convo, words
-from worksurface.config import Config
-from worksurface.model import Message
-from worksurface.pricing import unsent_ids
-from worksurface.state import Artifact, StageContext
+from worksurface.core.config import Config
+from worksurface.core.model import Message
+from worksurface.engine.pricing import unsent_ids
+from worksurface.engine.state import Artifact, StageContext
 from worksurface.stages import ingest
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 BAR = "".join(f"\r{p:3d}%|{'█' * (p // 10):<10}| {p}/100" for p in range(0, 101, 10))  # one line, redrawn
 NOISY = "\n".join(["\x1b[32mPASS\x1b[0m tests/test_a.py", BAR]

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from worksurface.cli import app
 from worksurface.formats import read_transcript
 from worksurface.formats.base import Transcript
-from worksurface.inspect import inspect_transcript
-from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
-from worksurface.tokens import TokenCounter
+from worksurface.offline.inspect import inspect_transcript
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.core.tokens import TokenCounter
 from shared import TRANSCRIPTS as _TRANSCRIPTS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,9 +14,9 @@ from shared import LONG_CC, needs_shared
 from worksurface import Session
 from worksurface.cli import app
 from worksurface.formats import Transcript, read_transcript, write_transcript
-from worksurface.inspect import inspect_transcript
-from worksurface.model import Message, Origin, Text
-from worksurface.tokens import TokenCounter
+from worksurface.offline.inspect import inspect_transcript
+from worksurface.core.model import Message, Origin, Text
+from worksurface.core.tokens import TokenCounter
 
 runner = CliRunner()
 

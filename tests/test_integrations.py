@@ -20,12 +20,12 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from worksurface.errors import FormatError
+from worksurface.core.errors import FormatError
 from worksurface.integrations.langchain_messages import ConversionCache, from_worksurface, to_worksurface
 from worksurface.integrations.langgraph import make_compaction_subgraph, make_pre_model_hook
 from worksurface.integrations.sessions import SessionPool, thread_dirname
-from worksurface.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
-from worksurface.serial import message_from_json, message_to_json
+from worksurface.core.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
+from worksurface.core.serial import message_from_json, message_to_json
 
 # Results over this many tokens are replaced in the view (the budget stage's smallest cap), with
 # short previews, so a single tool call makes the view differ from the state.

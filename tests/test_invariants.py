@@ -25,8 +25,8 @@ from worksurface import Session
 from worksurface.formats import WRITABLE_FORMATS, Transcript, dumps, loads
 from worksurface.formats.convert import TOOL_CALL_FORMATS
 from worksurface.facts.requests import is_user_message
-from worksurface.model import Message, Origin, Text, ToolCall, ToolResult, view_text
-from worksurface.view import check_no_duplicates, check_pairing
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, view_text
+from worksurface.core.view import check_no_duplicates, check_pairing
 
 # Small enough that budget, snip, microcompact, collapse and autocompact all fire on generated input.
 SMALL = dict(window=24_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=8_000,

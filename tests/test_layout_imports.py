@@ -139,7 +139,7 @@ def test_typecheck_reports_repository_paths(tmp_path):
     prefixes = script["build_tree"](tmp_path)
     package = tmp_path / "worksurface"
     assert (package / "stages").resolve() == REPO / "stages"
-    assert (package / "session.py").resolve() == REPO / "pipeline" / "session.py"
+    assert (package / "session").resolve() == REPO / "pipeline" / "session"
 
     def mapped(line: str) -> str:
         return script["to_repo_path"](line, prefixes, tmp_path)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from builders import Convo, words
 from worksurface import Session, compact
 from worksurface.ledger import Ledger
-from worksurface.model import Message, Origin, Text
+from worksurface.core.model import Message, Origin, Text
 from worksurface.summarizers.sections import TITLE
 
 

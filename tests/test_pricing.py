@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 
 from builders import Convo, words
-from worksurface.config import Config, PricingConfig
-from worksurface.errors import ConfigError
-from worksurface.model import Message, Text
-from worksurface.pricing import (PRESETS, CallStats, SentCall, bill, common_prefix_tokens, input_cost, preset_for_model,
+from worksurface.core.config import Config, PricingConfig
+from worksurface.core.errors import ConfigError
+from worksurface.core.model import Message, Text
+from worksurface.engine.pricing import (PRESETS, CallStats, SentCall, bill, common_prefix_tokens, input_cost, preset_for_model,
                                  price_model, stats_from_transcript, unsent_ids, worth_editing)
-from worksurface.state import Artifact, StageContext
+from worksurface.engine.state import Artifact, StageContext
 from worksurface.stages import collapse, microcompact, snip
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 
 class Sink:

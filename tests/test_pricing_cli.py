@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from worksurface.cli import app
-from worksurface.pricing import PRESETS
+from worksurface.engine.pricing import PRESETS
 
 SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.jsonl"
 BASELINES = {"unmanaged transcript", "summarize at threshold", "sliding window (40k)",

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from probes_samples import TRANSCRIPTS, long_session, session
 from worksurface.formats import read_transcript
-from worksurface.model import orphans
+from worksurface.core.model import orphans
 from worksurface.probes.baselines import BASELINES, MASK_KEEP_TURNS, clean_starts, mask, truncate
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 NO_LANGCHAIN = importlib.util.find_spec("langchain_core") is None

@@ -12,13 +12,13 @@ from worksurface import Session
 from worksurface import compact as real_compact
 from worksurface.formats import read_transcript
 from worksurface.formats.base import Transcript
-from worksurface.model import Message, Text, orphans
+from worksurface.core.model import Message, Text, orphans
 from worksurface.probes import ProbeError, ProbeSet, derive, score
 from worksurface.probes.cut import cut
-from worksurface.replay import call_points
+from worksurface.offline.replay import call_points
 from worksurface.probes.check import check
 from worksurface.probes.curve import curve
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 
@@ -34,7 +34,7 @@ def compactions(monkeypatch):
                                      overrides=overrides))
         return real_compact(transcript, force=force, **overrides)
 
-    monkeypatch.setattr("worksurface.session.compact", spy)  # check imports it at call time
+    monkeypatch.setattr("worksurface.session.session.compact", spy)  # check imports it at call time
     return calls
 
 
@@ -142,7 +142,7 @@ SMALL = {"window": 4_000, "max_output": 500, "autocompact_buffer": 500}
 
 
 def test_curve_scores_after_each_compaction_only_what_was_established(monkeypatch):
-    monkeypatch.setattr("worksurface.session.Session", RecordingSession)  # curve imports it at call time
+    monkeypatch.setattr("worksurface.session.session.Session", RecordingSession)  # curve imports it at call time
     messages = session() + long_session(35, seed=2, tag="x", users=False)[1:]
     probes = derive(messages)
     points = curve(messages, probes, **SMALL)

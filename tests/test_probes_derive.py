@@ -6,7 +6,7 @@ import pytest
 
 from probes_samples import TRANSCRIPTS, session
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Text, ToolCall, ToolResult, view_text
+from worksurface.core.model import Message, Text, ToolCall, ToolResult, view_text
 from worksurface.probes import CATEGORIES, derive, score
 from worksurface.probes.cut import cut
 

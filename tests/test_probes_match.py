@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.probes import Probe, retained, score
 from worksurface.probes.match import haystack, needle_visible, normalize
 

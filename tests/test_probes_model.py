@@ -7,7 +7,7 @@ import json
 import pytest
 
 from probes_samples import PROBES
-from worksurface.errors import FormatError
+from worksurface.core.errors import FormatError
 from worksurface.probes import CATEGORIES, Probe, ProbeSet
 
 GOOD = {"id": "a1", "category": "artifact", "needles": ["lib/x.ex"], "match": "exact"}

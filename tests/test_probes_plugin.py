@@ -6,7 +6,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from worksurface.model import Message, Text
+from worksurface.core.model import Message, Text
 from worksurface.probes import Probe, assert_retains
 
 pytest_plugins = ["pytester"]
@@ -43,7 +43,7 @@ def test_plugin_fixtures_in_a_user_test_suite(pytester):
     pytester.makefile(".json", probes='{"probes": [{"id": "plan-1", "category": "plan", '
                                       '"needles": ["write the migration"], "match": "exact"}]}')
     pytester.makepyfile("""
-        from worksurface.model import Message, Text
+        from worksurface.core.model import Message, Text
 
         VIEW = [Message("u", "user", (Text("Next: write the tests."),))]
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from worksurface import facts
 from worksurface.facts.provenance import harness_reminders, is_harness_rejection
 from worksurface.formats import FORMAT_NAMES, Transcript, dumps, loads
-from worksurface.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
-from worksurface.reinject import escape_wrapped
+from worksurface.core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
+from worksurface.engine.reinject import escape_wrapped
 from worksurface.status import derive_events, reduce
 
 CANARY = "CANARY7"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from shared import TRANSCRIPTS, needs_shared
-from worksurface.config import IngestConfig
+from worksurface.core.config import IngestConfig
 from worksurface.formats import read_transcript
-from worksurface.reduce_output import (collapse_progress, collapse_repeats, elide_log, is_important,
+from worksurface.engine.reduce_output import (collapse_progress, collapse_repeats, elide_log, is_important,
                                        lost_important_lines, reduce_output, replace_blobs, resolve_redraws,
                                        shorten_json, strip_ansi)
 

@@ -8,7 +8,7 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session, compact
-from worksurface.model import Origin, view_text
+from worksurface.core.model import Origin, view_text
 
 
 def _reinjected(prepared, name):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from builders import Convo
 from worksurface import compact
-from worksurface.model import message_text
-from worksurface.tokens import TokenCounter
+from worksurface.core.model import message_text
+from worksurface.core.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 

@@ -103,7 +103,7 @@ def test_screenshot_of_a_replay_with_probes_is_not_blank(chromium, tmp_path):
     from worksurface.probes.derivation import derive
     from test_report_html import compacting_window
     from worksurface.formats import read_transcript
-    from worksurface.tokens import TokenCounter
+    from worksurface.core.tokens import TokenCounter
 
     transcript = read_transcript(SMALL)
     probes = derive(transcript.messages, SMALL.name, transcript.queued_inputs)

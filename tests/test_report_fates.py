@@ -8,11 +8,11 @@ from pathlib import Path
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.edits import Compact, Insert, ReplaceMessages, ReplaceResult, apply_edits
+from worksurface.core.edits import Compact, Insert, ReplaceMessages, ReplaceResult, apply_edits
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Origin, Text
+from worksurface.core.model import Message, Origin, Text
 from worksurface.report.fates import Fate, clip, compute_cells
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -127,7 +127,7 @@ def test_messages_before_the_harness_boundary_are_dropped_and_status_messages_ar
     marker = Message("cc-boundary", "system", (Text("compacted"),), meta={"compact_boundary": True})
     status = Message("status-1-1", "user", (Text("<agent-status/>"),), Origin.STATUS, {"epoch": 1, "seq": 1})
     messages = c.messages[:3] + [marker] + c.messages[3:] + [status]
-    from worksurface.view import live_slice
+    from worksurface.core.view import live_slice
     live = live_slice(messages)
     view = apply_edits(live, [])
     cells = compute_cells(messages, [], view, TokenCounter())

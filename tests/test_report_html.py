@@ -20,7 +20,7 @@ from worksurface.report.data import TEXT_BUDGET_CHARS, text_chars
 from worksurface.report.fates import Fate
 from worksurface.report.html import FATE_INDEX
 from worksurface.report.svg import Bar, Chart, Series, before_after_bars, line_chart, nice_ticks
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "fixtures" / "small.jsonl"
@@ -82,7 +82,7 @@ def long_report() -> dict:
 @pytest.fixture(scope="module")
 def small_full(tmp_path_factory) -> dict:
     """small.jsonl replayed with a window small enough to compact, with probes."""
-    from worksurface.config import Config
+    from worksurface.core.config import Config
 
     transcript = read_transcript(SMALL)
     probes = derive(transcript.messages, SMALL.name, transcript.queued_inputs)
@@ -94,7 +94,7 @@ def small_full(tmp_path_factory) -> dict:
 def compacting_window(tokens: int) -> tuple[int, int]:
     """A window whose autocompact threshold is about half the transcript (so a replay compacts a few
     times, whatever the config's reserve rule), and a post-compact target well under it."""
-    from worksurface.config import Config
+    from worksurface.core.config import Config
 
     for window in range(2_000, 200_001, 250):
         threshold = Config().with_overrides(window=window).threshold

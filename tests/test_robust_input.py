@@ -15,15 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worksurface import fileio
-from worksurface.errors import FormatError, UnknownFormatError
-from worksurface.fileio import atomic_write, read_text
+from worksurface.core import fileio
+from worksurface.core.errors import FormatError, UnknownFormatError
+from worksurface.core.fileio import atomic_write, read_text
 from worksurface.formats import (aider, anthropic_messages, dumps, loads, mini_swe_agent, openai_chat, openhands,
                                  read_transcript, swe_agent)
 from worksurface.formats.jsondoc import MAX_DEPTH
-from worksurface.inspect import MAX_EXACT_CHARS, BoundedCounter, inspect_transcript
-from worksurface.model import Text
-from worksurface.tokens import TokenCounter
+from worksurface.offline.inspect import MAX_EXACT_CHARS, BoundedCounter, inspect_transcript
+from worksurface.core.model import Text
+from worksurface.core.tokens import TokenCounter
 
 PATH = "/tmp/in.json"
 JSON_ADAPTERS = [openai_chat, anthropic_messages, swe_agent, openhands, mini_swe_agent]

@@ -14,13 +14,13 @@ from typer.testing import CliRunner
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.artifacts import FETCH_TOOL_NAME, fetch, fetch_tool
+from worksurface.core.artifacts import FETCH_TOOL_NAME, fetch, fetch_tool
 from worksurface.cli.app import app
-from worksurface.config import Config
-from worksurface.errors import ContextOverflowError
-from worksurface.model import Origin
-from worksurface.store import Store
-from worksurface.view import check_pairing
+from worksurface.core.config import Config
+from worksurface.core.errors import ContextOverflowError
+from worksurface.core.model import Origin
+from worksurface.session.store import Store
+from worksurface.core.view import check_pairing
 
 needs_fork = pytest.mark.skipif(sys.platform == "win32" or not hasattr(os, "fork"), reason="needs fork")
 SMALL = dict(window=30_000, post_compact_target_tokens=9_000)
@@ -72,14 +72,14 @@ def _kill_at_write(k: int) -> None:
             return original(self, *args)
         return wrapped
 
-    from worksurface.store import SessionStore
+    from worksurface.session.store import SessionStore
     SessionStore._put = counting(SessionStore._put)  # type: ignore[method-assign]
     SessionStore._delete = counting(SessionStore._delete)  # type: ignore[method-assign]
     del put, delete
 
 
 def _writes_in_scenario(tmp_path) -> int:
-    from worksurface.store import SessionStore
+    from worksurface.session.store import SessionStore
     count = [0]
     put, delete = SessionStore._put, SessionStore._delete
     SessionStore._put = lambda self, *a: (count.__setitem__(0, count[0] + 1), put(self, *a))[1]  # type: ignore

@@ -6,7 +6,7 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session, compact
-from worksurface.model import Message, Text
+from worksurface.core.model import Message, Text
 
 
 def _long_session(steps: int = 60, size: int = 3_000) -> Convo:
@@ -54,7 +54,7 @@ def test_reopening_reproduces_the_view_byte_for_byte(tmp_path):
         assert s2.view() == first
         again = s2.prepare(c.messages, now=6.0).messages
     assert again == first
-    from worksurface.serial import message_to_json
+    from worksurface.core.serial import message_to_json
     assert [message_to_json(m) for m in again] == [message_to_json(m) for m in first]
 
 
@@ -111,7 +111,7 @@ def test_usage_anchoring_shifts_the_estimate(tmp_path):
 
 
 def test_reopening_a_damaged_session_is_refused(tmp_path):
-    from worksurface.errors import SessionError
+    from worksurface.core.errors import SessionError
     c = _long_session(10)
     with Session.open(tmp_path / "s") as s:
         s.prepare(c.messages, now=1.0)
@@ -133,8 +133,8 @@ def test_token_counts_are_persisted_with_the_session(tmp_path):
 
 
 def test_calls_left_without_a_result_by_a_crash_are_closed_on_recovery(tmp_path):
-    from worksurface.model import Origin, ToolCall
-    from worksurface.view import check_pairing
+    from worksurface.core.model import Origin, ToolCall
+    from worksurface.core.view import check_pairing
     c = Convo().user("deploy it")
     c.messages.append(Message("a-crash", "assistant", (ToolCall("lost", "Bash", {"command": "make deploy"}),)))
     c.user("the harness restarted; where were we?")
@@ -148,9 +148,9 @@ def test_calls_left_without_a_result_by_a_crash_are_closed_on_recovery(tmp_path)
 
 
 def test_the_check_after_status_only_edits_still_catches_a_duplicate_id():
-    from worksurface.edits import Insert
-    from worksurface.model import Origin
-    from worksurface.session import InvariantError
+    from worksurface.core.edits import Insert
+    from worksurface.core.model import Origin
+    from worksurface.session.session import InvariantError
 
     m = Message("m1", "user", (Text("hi"),))
     status = Message("status-2-1", "user", (Text("<agent-status>cwd: /r</agent-status>"),), Origin.STATUS,

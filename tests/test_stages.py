@@ -6,8 +6,8 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Config, Session, compact
-from worksurface.model import Origin, ToolResult, view_text
-from worksurface.view import check_pairing
+from worksurface.core.model import Origin, ToolResult, view_text
+from worksurface.core.view import check_pairing
 
 
 def results(view):
@@ -35,7 +35,7 @@ def test_budget_replaces_an_oversized_result_with_head_tail_preview_and_artifact
 def test_budget_turn_cap_replaces_largest_results_first():
     c = Convo().user("read them all")
     sizes = [9_000, 11_000, 10_000, 10_000, 11_500, 2_000]
-    from worksurface.model import Message, ToolCall
+    from worksurface.core.model import Message, ToolCall
     calls = [ToolCall(f"c{i}", "Read", {"file_path": f"/r/f{i}.py"}) for i in range(len(sizes))]
     c.messages.append(Message("a", "assistant", tuple(calls)))
     for i, n in enumerate(sizes):

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from status_helpers import CLAUDE_CODE, LONG_SESSIONS, Chat
-from worksurface.model import Message, Origin, Text
+from worksurface.core.model import Message, Origin, Text
 from worksurface.status import (EnvironmentChanged, RepositoryChanged, TaskUpdated, TodoItem,
                                 VerificationFinished, derive_events, reduce, render)
 from worksurface.status.parse_git import parse_git
 from worksurface.facts.testsummary import parse_test_output as parse_test_summary
 from worksurface.facts.tracker import issue_changes as tracker_updates
 from worksurface.status.replay import replay
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 # Seed 000: a typical coding session's baseline stays under this many tokens.
 BASELINE_TOKEN_LIMIT = 300

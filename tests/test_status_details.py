@@ -7,7 +7,7 @@ from pathlib import Path
 
 from shared import TRANSCRIPTS, needs_shared
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from worksurface.status import derive_events, reduce, render
 from worksurface.status.replay import replay
 

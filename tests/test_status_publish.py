@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from status_helpers import INJECTION, Chat
-from worksurface.errors import ConfigError
-from worksurface.model import Origin
+from worksurface.core.errors import ConfigError
+from worksurface.core.model import Origin
 from worksurface.status import (EMPTY, KINDS, Cleared, EnvironmentChanged, PermissionsChanged, PublisherState,
                                 ResourcesChanged, StatusError, TaskUpdated, ToolFinished, ToolStarted,
                                 VerificationFinished, derive_events, diff, publish, reduce, render,

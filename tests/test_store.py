@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from worksurface.edits import Compact, Insert, ReplaceMessages, ReplaceResult
-from worksurface.errors import ArtifactNotFoundError, SessionError, SessionLockedError
-from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
-from worksurface.store import MemoryStore, SessionStore, content_digest
+from worksurface.core.edits import Compact, Insert, ReplaceMessages, ReplaceResult
+from worksurface.core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.session.store import MemoryStore, SessionStore, content_digest
 
 
 def _messages(n: int, start: int = 0) -> list[Message]:
@@ -177,7 +177,7 @@ def test_open_rejects_a_file(tmp_path):
 
 _HOLDER = """
 import sys, time
-from worksurface.store import SessionStore
+from worksurface.session.store import SessionStore
 store = SessionStore.open(sys.argv[1])
 with store.lock():
     print("locked", flush=True)

@@ -15,7 +15,7 @@ from worksurface.cli.app import app
 from worksurface.facts.subagents import SubagentTask, notifications, subagent_tasks
 from worksurface.formats import read_transcript
 from worksurface.ledger import Ledger
-from worksurface.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from worksurface.subagents.sidechains import BY_AGENT_ID, BY_PROMPT, BY_TIME, Sidechain, link, sidechain_tree
 
 CC = TRANSCRIPTS / "claude-code"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from builders import Convo
 from worksurface import Session
-from worksurface.model import Message, Text, Thinking, ToolCall, ToolResult
-from worksurface.view import clean_recovered
+from worksurface.core.model import Message, Text, Thinking, ToolCall, ToolResult
+from worksurface.core.view import clean_recovered
 
 
 def _a(mid: str, *blocks: object, api: str | None = None) -> Message:

@@ -13,8 +13,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from worksurface.errors import ConfigError, SummarizerError
-from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.core.errors import ConfigError, SummarizerError
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.summarizers.base import Summary, SummaryRequest
 from worksurface.summarizers.fallback import FallbackSummarizer
 from worksurface.summarizers.llm import LLMSummarizer
@@ -23,7 +23,7 @@ from worksurface.summarizers.structured import (ACTIVE_REQUEST, CURRENT_WORK, FI
                                                  NEXT_STEP, USER_MESSAGES)
 from worksurface.summarizers.providers import token_gap
 from worksurface.summarizers.retry import parse_retry_after
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 # Long enough for a loopback reply, short enough that three timed-out attempts cost well under 2 s.
 TIMEOUT = 0.3

@@ -7,7 +7,7 @@ from builders import Convo
 from worksurface import compact
 from worksurface.summarizers import StructuredSummarizer, SummaryRequest
 from worksurface.summarizers.packing import Item, Section, pack
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 

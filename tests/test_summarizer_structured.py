@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worksurface.errors import ConfigError, SummarizerError
-from worksurface.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.core.errors import ConfigError, SummarizerError
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.summarizers import StructuredSummarizer, Summarizer, SummaryRequest, get_summarizer
 from worksurface.summarizers.structured import HEADINGS, TITLE
-from worksurface.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter
 
 from facts_transcripts import CLAUDE_CODE, LONG_SESSIONS, Chat, before_compaction
 

@@ -11,7 +11,7 @@ from shared import TRANSCRIPTS, needs_shared
 from worksurface.facts import file_activity
 from worksurface.facts.files import command_output
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Text
+from worksurface.core.model import Message, Text
 
 BODY = "\n".join(f"line {i}" for i in range(1, 21)) + "\n"
 

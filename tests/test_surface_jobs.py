@@ -6,7 +6,7 @@ from __future__ import annotations
 from builders import Convo
 from shared import LONG_CC, needs_shared
 from worksurface.formats import read_transcript
-from worksurface.model import Message, ToolCall, ToolResult
+from worksurface.core.model import Message, ToolCall, ToolResult
 from worksurface.status.reducer import StatusReducer
 from worksurface.status.derive import derive_events
 from worksurface.status.render import render

@@ -14,8 +14,8 @@ from builders import Convo
 from shared import LONG_CC, needs_shared
 from worksurface.cli import app
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Origin, Text
-from worksurface.session import Session
+from worksurface.core.model import Message, Origin, Text
+from worksurface.session.session import Session
 from worksurface.status.replay import replay, transcript_epoch
 
 

@@ -15,8 +15,8 @@ from shared import TRANSCRIPTS, needs_shared
 from worksurface.facts import announced_tools
 from worksurface.facts.tools import attachment_announcements
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Text
-from worksurface.session import Session
+from worksurface.core.model import Message, Text
+from worksurface.session.session import Session
 
 SHORT = TRANSCRIPTS / "claude-code" / "tool_heavy.jsonl"
 

@@ -1,4 +1,4 @@
-"""worksurface.usage: the provider-measured size recorded in transcripts, and reports anchored on it."""
+"""worksurface.core.usage: the provider-measured size recorded in transcripts, and reports anchored on it."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 from shared import LONG_CC, needs_shared
 from worksurface.cli import app
 from worksurface.formats import read_transcript
-from worksurface.model import Message, Text
+from worksurface.core.model import Message, Text
 from worksurface.probes.cut import cut, cut_transcript
-from worksurface.tokens import TokenCounter
-from worksurface.usage import (Calibration, calibrate, call_usage, find_usage, message_usage, parse_usage,
+from worksurface.core.tokens import TokenCounter
+from worksurface.core.usage import (Calibration, calibrate, call_usage, find_usage, message_usage, parse_usage,
                                usage_report, view_figures)
-from worksurface.view import live_slice
+from worksurface.core.view import live_slice
 
 runner = CliRunner()
 # Claude Code's own figure for the context at the real compaction of 8463c716 (compactMetadata.preTokens).

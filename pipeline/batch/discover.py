@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from ..errors import WorksurfaceError
-from ..fileio import atomic_write, read_text
+from ..core.errors import WorksurfaceError
+from ..core.fileio import atomic_write, read_text
 from ..formats import detect_format
 from .tasks import DEFAULT_MAX_BYTES, transcript_path
 

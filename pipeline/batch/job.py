@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..config import Config
-from ..errors import WorksurfaceError
+from ..core.config import Config
+from ..core.errors import WorksurfaceError
 from .discover import Discovery, discover, write_manifest
 from .results import MANIFEST_FILE, ResultStore, ResultsError
 from .run import RunStats, TaskFn, run_dask, run_local, sigint_ignored

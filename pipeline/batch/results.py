@@ -24,8 +24,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Iterable, Sequence
 
-from ..errors import WorksurfaceError
-from ..fileio import atomic_write, read_text
+from ..core.errors import WorksurfaceError
+from ..core.fileio import atomic_write, read_text
 from .tasks import VOLATILE_COLUMNS, WORKER_LOST, Row
 
 FORMATS: tuple[str, ...] = ("parquet", "jsonl")

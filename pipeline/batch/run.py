@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from distributed import WorkerPlugin
 
-from ..errors import WorksurfaceError
+from ..core.errors import WorksurfaceError
 from .tasks import WORKER_LOST, Row, TaskSpec, error_row, run_task
 
 # Dask retries a task whose function raised this many times (our tasks turn input errors into rows,

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..config import Config
-from ..errors import FormatError, WorksurfaceError
-from ..fileio import read_text
+from ..core.config import Config
+from ..core.errors import FormatError, WorksurfaceError
+from ..core.fileio import read_text
 from ..formats import Transcript, loads
-from ..tokens import TokenCounter
+from ..core.tokens import TokenCounter
 
 Row = dict[str, Any]
 
@@ -130,7 +130,7 @@ def _per_target(spec: TaskSpec, base: Row, one: Callable[[int | None], Row]) -> 
 
 
 def _inspect(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
-    from ..inspect import inspect_transcript
+    from ..offline.inspect import inspect_transcript
 
     report = inspect_transcript(transcript, TokenCounter())
     row: Row = {**base}
@@ -147,7 +147,7 @@ def _inspect(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
 
 
 def _compact(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
-    from ..session import Session
+    from ..session.session import Session
 
     def one(target: int | None) -> Row:
         config = spec.config.with_overrides(window=spec.window, post_compact_target_tokens=target)
@@ -198,8 +198,8 @@ def _probe(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
 
 
 def _replay(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
-    from ..replay import replay
-    from ..session import Session
+    from ..offline.replay import replay
+    from ..session.session import Session
 
     def one(target: int | None) -> Row:
         config = spec.config.with_overrides(window=spec.window, post_compact_target_tokens=target)
@@ -218,7 +218,7 @@ def _replay(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
 
 
 def billed(summary: dict[str, Any]) -> Row:
-    """The replay's bill under the configured price model (`worksurface.pricing`, applied by the
+    """The replay's bill under the configured price model (`worksurface.engine.pricing`, applied by the
     replay itself): USD and the price model's name; empty when the replay was not priced."""
     cost = summary.get("cost")
     usd = cost.get("worksurface") if isinstance(cost, dict) else None

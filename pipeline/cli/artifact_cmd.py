@@ -8,9 +8,9 @@ from typing import Optional
 
 import typer
 
-from ..artifacts import fetch
-from ..errors import ArtifactNotFoundError, WorksurfaceError
-from ..store import SessionStore
+from ..core.artifacts import fetch
+from ..core.errors import ArtifactNotFoundError, WorksurfaceError
+from ..session.store import SessionStore
 from .app import app, fail
 
 

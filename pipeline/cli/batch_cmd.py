@@ -15,7 +15,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import WorksurfaceError
+from ..core.errors import WorksurfaceError
 from .app import app, fail
 
 # Exit status after Ctrl-C, as a shell reports a process ended by SIGINT.
@@ -150,7 +150,7 @@ def report_batch_page(directory: Path, out: Optional[Path]) -> Path:
     """`worksurface report --batch DIR`: write the batch page of a results folder (default
     DIR/report.html) and say where; errors exit with status 2."""
     from ..batch.page import load_page_data, render_batch_page
-    from ..fileio import atomic_write
+    from ..core.fileio import atomic_write
 
     destination = out or directory / "report.html"
     try:

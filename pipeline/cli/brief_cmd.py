@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import WorksurfaceError
+from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..formats.base import Transcript
 from ..probes.cut import cut, cut_transcript
@@ -30,7 +30,7 @@ def brief(
     """Print a briefing for a fresh sub-agent on TASK: the goal, the rules that apply, the relevant files,
     what was tried and excluded, the identifiers it needs and what to report back, packed by value per
     token into the budget. The same transcript and task give the same brief."""
-    from ..session import Session  # LangGraph is slow to import; only commands that need it pay for it
+    from ..session.session import Session  # LangGraph is slow to import; only commands that need it pay for it
     from ..subagents.brief import BriefError
 
     try:

@@ -10,15 +10,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..config import Config
-from ..errors import WorksurfaceError
-from ..fileio import STDIN, check_output_path, display_name, read_text
+from ..core.config import Config
+from ..core.errors import WorksurfaceError
+from ..core.fileio import STDIN, check_output_path, display_name, read_text
 from ..formats import WRITABLE_FORMATS, Dropped, Transcript, claude_code, loads, write_transcript
 from ..formats.claude_code_projects import (Target, content_hash, file_hash, new_session_id, projects_target,
                                             write_target)
 from ..formats.claude_code_projects import session_id as claude_projects_session_id
-from ..usage import find_usage, usage_report
-from ..view import live_slice
+from ..core.usage import find_usage, usage_report
+from ..core.view import live_slice
 from ..probes.cut import cut, cut_transcript
 from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, app, fail
 
@@ -63,7 +63,7 @@ def compact(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Run the staged pipeline once on a saved transcript and write the resulting view."""
-    from ..session import Session  # LangGraph is slow to import; only commands that compact pay for it
+    from ..session.session import Session  # LangGraph is slow to import; only commands that compact pay for it
 
     try:
         text = read_text(path, "transcript")

@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import WorksurfaceError
+from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
-from ..inspect import BoundedCounter, inspect_transcript
+from ..offline.inspect import BoundedCounter, inspect_transcript
 from .app import InputFormat, app, fail
 
 CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue": "dialogue (text, thinking)",

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import WorksurfaceError
-from ..fileio import check_output_path, display_name
+from ..core.errors import WorksurfaceError
+from ..core.fileio import check_output_path, display_name
 from ..formats import read_transcript
 from ..probes.check import DEFAULT_BASELINES, CheckResult, check
 from ..probes.curve import CurvePoint, curve
@@ -108,7 +108,7 @@ def curve_cmd(
         points = curve(read_transcript(path, format.value), ProbeSet.load(probes), window=window,
                        one_shot=one_shot, **overrides)
     if not points:
-        from ..config import Config
+        from ..core.config import Config
         threshold = Config().with_overrides(window=window, **overrides).threshold
         Console(stderr=True).print(
             f"note: no compaction happened: the view never passed the autocompact threshold of {threshold:,} "

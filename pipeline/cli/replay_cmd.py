@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..config import Config
-from ..errors import WorksurfaceError
+from ..core.config import Config
+from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail
 
@@ -39,15 +39,15 @@ def replay_command(
                                                       help="USD per million tokens written to the cache."),
     cache_ttl: Optional[float] = typer.Option(None, "--cache-ttl", help="Seconds a cached prefix lives unused."),
     baselines: bool = typer.Option(True, "--baselines/--no-baselines",
-                                   help="Also bill the baseline harnesses (worksurface.harnesses) on the same calls."),
+                                   help="Also bill the baseline harnesses (worksurface.probes.harnesses) on the same calls."),
 ) -> None:
     """Replay a transcript one model call at a time and report, per call: view tokens (counted, and
     anchored on the measured usage), tokens served from the previous view's prefix (the provider
     cache), stages fired, status bytes, ms."""
-    from ..harnesses import default_harnesses
-    from ..pricing import price_model
-    from ..replay import replay
-    from ..session import Session
+    from ..probes.harnesses import default_harnesses
+    from ..engine.pricing import price_model
+    from ..offline.replay import replay
+    from ..session.session import Session
 
     try:
         transcript = read_transcript(path, format)

@@ -8,9 +8,9 @@ from typing import Optional
 
 import typer
 
-from ..config import Config
-from ..errors import WorksurfaceError
-from ..fileio import atomic_write
+from ..core.config import Config
+from ..core.errors import WorksurfaceError
+from ..core.fileio import atomic_write
 from ..formats import read_transcript
 from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail
 

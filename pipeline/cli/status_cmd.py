@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..config import Config
-from ..errors import WorksurfaceError
+from ..core.config import Config
+from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..status.display import display
 from ..status.publish import DEFAULT_STRATEGY, STRATEGIES

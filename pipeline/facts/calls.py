@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
-from ..model import Message, ToolCall, ToolResult
-from ..toolkinds import call_target, effective_kind, shell_command, tool_kind
+from ..core.model import Message, ToolCall, ToolResult
+from ..core.toolkinds import call_target, effective_kind, shell_command, tool_kind
 from .provenance import is_harness_rejection
 from .shell import first_line
 

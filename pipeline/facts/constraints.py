@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..model import Message, is_user_turn
-from ..toolkinds import call_path, normalize_name, tool_kind
+from ..core.model import Message, is_user_turn
+from ..core.toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls, tool_label
 from .errors import is_transient, tool_errors
 from .files import added_lines, numbered_lines

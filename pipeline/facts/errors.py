@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from ..model import Message
-from ..toolkinds import call_path, tool_kind
+from ..core.model import Message
+from ..core.toolkinds import call_path, tool_kind
 from .calls import CallRecord, is_sibling_error, tool_calls, tool_label
 from .testsummary import parse_test_output
 from .files import edit_gist

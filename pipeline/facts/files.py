@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..model import Message
-from ..toolkinds import call_path, normalize_name, tool_kind
+from ..core.model import Message
+from ..core.toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .meta import is_harness_output, message_cwd, normalize_path
 from .provenance import aider_command_output

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import Message, Origin, Thinking
+from ..core.model import Message, Origin, Thinking
 from .text import Unit, trim, units
 
 PRE_EXISTING, CAUSE, USE_INSTEAD, CONCLUSION = "pre-existing", "cause", "use instead", "conclusion"

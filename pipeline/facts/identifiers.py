@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..model import Message
-from ..toolkinds import call_path, tool_kind
+from ..core.model import Message
+from ..core.toolkinds import call_path, tool_kind
 from .calls import tool_calls
 from .files import file_activity, numbered_lines
 from .meta import message_branch, message_cwd

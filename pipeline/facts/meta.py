@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from ..model import Message
+from ..core.model import Message
 
 # Keys an adapter may use for the source record it keeps in meta.
 RECORD_KEYS = ("record", "raw", "source_record")

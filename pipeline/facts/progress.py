@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..model import Message
-from ..toolkinds import normalize_name, tool_kind
+from ..core.model import Message
+from ..core.toolkinds import normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .meta import message_branch
 from .testsummary import TestRunWatcher, parse_test_output

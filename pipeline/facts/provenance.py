@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any, Iterator, Sequence
 
-from ..model import Message, Opaque, Origin, Text, ToolResult
+from ..core.model import Message, Opaque, Origin, Text, ToolResult
 from .text import reminders
 
 # Claude Code's `toolUseResult` for a call the user rejected in the permission prompt.

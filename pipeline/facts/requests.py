@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import Message, is_user_turn
+from ..core.model import Message, is_user_turn
 from .calls import tool_calls, tool_label
 from .meta import is_harness_output
 from .provenance import converted_outputs

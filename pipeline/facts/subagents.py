@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..model import Message, Origin, Text
-from ..toolkinds import tool_kind
+from ..core.model import Message, Origin, Text
+from ..core.toolkinds import tool_kind
 from .calls import CallRecord, tool_calls
 from .provenance import claude_record
 

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..model import ToolCall
-from ..toolkinds import call_path, normalize_name, shell_command, tool_kind
+from ..core.model import ToolCall
+from ..core.toolkinds import call_path, normalize_name, shell_command, tool_kind
 from .files import numbered_lines
 from .shell import simple_commands
 

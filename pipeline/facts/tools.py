@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..model import Message, Origin, Text
-from ..toolkinds import tool_kind
+from ..core.model import Message, Origin, Text
+from ..core.toolkinds import tool_kind
 from .calls import tool_calls
 from .files import file_activity
 from .provenance import converted_outputs, harness_reminders, structured_tool_references

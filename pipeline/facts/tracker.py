@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import Message
-from ..toolkinds import tool_kind
+from ..core.model import Message
+from ..core.toolkinds import tool_kind
 from .calls import tool_calls
 from .text import one_line
 

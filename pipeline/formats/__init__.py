@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from ..errors import FormatError, UnknownFormatError
-from ..fileio import atomic_write, display_name, read_text
-from ..model import Message
+from ..core.errors import FormatError, UnknownFormatError
+from ..core.fileio import atomic_write, display_name, read_text
+from ..core.model import Message
 from . import aider, anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat, openhands, swe_agent
 from .base import FormatAdapter, Transcript
 from .diagnose import unrecognised

@@ -28,8 +28,8 @@ import re
 from collections import defaultdict
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..model import ROLES, Message, Origin, Role, Text
+from ..core.errors import FormatError
+from ..core.model import ROLES, Message, Origin, Role, Text
 from .base import Transcript
 
 NAME = "aider"

@@ -23,8 +23,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult
+from ..core.errors import FormatError
+from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult
 from .base import Transcript
 from .jsondoc import as_messages, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-from ..model import Message
+from ..core.model import Message
 
 
 @dataclass

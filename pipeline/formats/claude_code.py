@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
-from ..tokens import TokenCounter
-from ..usage import Calibration, calibrate
-from ..view import live_slice
+from ..core.errors import FormatError
+from ..core.model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
+from ..core.tokens import TokenCounter
+from ..core.usage import Calibration, calibrate
+from ..core.view import live_slice
 from .base import Transcript
 from .claude_code_blocks import BlockError, decode_content, encode_content
 from .validate import mark_unanswered

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from ..model import Block, Image, Opaque, Text, Thinking, ToolCall, ToolResult
+from ..core.model import Block, Image, Opaque, Text, Thinking, ToolCall, ToolResult
 
 # A tool result's list content is shown to the model as its text parts in order; joining them with a
 # newline keeps them apart without inventing structure.

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import FormatError, WorksurfaceError
-from ..fileio import atomic_write, read_text
-from ..model import Message
+from ..core.errors import FormatError, WorksurfaceError
+from ..core.fileio import atomic_write, read_text
+from ..core.model import Message
 from . import claude_code
 from .base import Transcript
 from .convert import Dropped, convert

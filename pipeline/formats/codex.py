@@ -35,8 +35,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from ..errors import FormatError
-from ..model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
+from ..core.errors import FormatError
+from ..core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
 from .base import Transcript
 from .validate import mark_unanswered
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from ..errors import FormatError
-from ..model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+from ..core.errors import FormatError
+from ..core.model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
 from .base import Transcript
 
 # What a tool result that failed starts with in a format without an error flag. Square brackets and a

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
-from ..errors import FormatError, UnknownFormatError
+from ..core.errors import FormatError, UnknownFormatError
 from .jsondoc import MAX_DEPTH, as_messages, too_deep
 
 # JSON Lines formats whose first record names itself with these keys.

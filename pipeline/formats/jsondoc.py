@@ -6,7 +6,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from ..errors import FormatError
+from ..core.errors import FormatError
 
 # detect_format asks several JSON adapters about the same text in a row; parsing it once for all of
 # them keeps sniffing cheap. Two entries: the text being detected and, at most, one other.

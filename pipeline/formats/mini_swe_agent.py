@@ -18,8 +18,8 @@ import json
 import re
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..model import Block, Message, Text, ToolCall, ToolResult
+from ..core.errors import FormatError
+from ..core.model import Block, Message, Text, ToolCall, ToolResult
 from .base import Transcript
 from .convert import ORIGIN_FIELD, mark_origin, origin_of, shell_command
 from .turns import Results

@@ -18,8 +18,8 @@ import re
 from collections import defaultdict
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+from ..core.errors import FormatError
+from ..core.model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
 from . import anthropic_messages, mini_swe_agent
 from .base import Transcript
 from .jsondoc import as_messages, content_text, expect, parse_json, peek_json

@@ -23,8 +23,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..model import Block, Image, Message, Origin, Role, Text, ToolCall, ToolResult
+from ..core.errors import FormatError
+from ..core.model import Block, Image, Message, Origin, Role, Text, ToolCall, ToolResult
 from .base import Transcript
 from .convert import mark_origin, origin_of
 from .jsondoc import content_text, expect, parse_json, peek_json

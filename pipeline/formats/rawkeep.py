@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, TypeVar
 
-from ..model import Block, Message, block_key
+from ..core.model import Block, Message, block_key
 
 # The writer for a block kind takes that kind: `make(block)` is always handed the block it writes.
 B = TypeVar("B", bound=Block)

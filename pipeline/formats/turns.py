@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .validate import check_pairing
-from ..model import Message, ToolResult
+from ..core.model import Message, ToolResult
 
 
 class Results:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from ..errors import FormatError
-from ..model import Message
+from ..core.errors import FormatError
+from ..core.model import Message
 
 # Meta flag on a message whose tool call(s) never got a result in the source (the run ended, was
 # cut off, or the call was terminal like `submit` / `finish`); the calls are listed under it.

@@ -13,8 +13,8 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from ..errors import FormatError
-from ..model import Block, Image, Message, Opaque, Origin, Role, Text, Thinking, ToolCall, ToolResult
+from ..core.errors import FormatError
+from ..core.model import Block, Image, Message, Opaque, Origin, Role, Text, Thinking, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

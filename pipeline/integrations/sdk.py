@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..formats import anthropic_messages, openai_chat
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..session.session import Session
 
 Shape = list[Any] | dict[str, Any]
 

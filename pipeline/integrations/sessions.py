@@ -21,7 +21,7 @@ from .langchain_messages import ConversionCache, from_worksurface
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-    from ..session import Session
+    from ..session.session import Session
 
 # A graph run without a checkpointer has no thread id; all such runs share this session.
 DEFAULT_THREAD = "default"
@@ -103,7 +103,7 @@ class SessionPool:
     def _open(self, key: str, plain_thread: bool) -> "Session":
         if callable(self._source):
             return self._source(key)
-        from ..session import Session  # imported on first use: keeps importing an integration light
+        from ..session.session import Session  # imported on first use: keeps importing an integration light
         name = thread_dirname(key) if plain_thread else key  # an agent key is already two safe names
         path = None if self._source is None else Path(self._source) / name
         return Session.open(path, **self._config)

@@ -24,7 +24,7 @@ from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
-from ..model import Message, Origin
+from ..core.model import Message, Origin
 from . import codec
 from .source import EditGist, edit_gists
 

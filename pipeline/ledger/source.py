@@ -12,7 +12,7 @@ from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
                      PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.meta import message_cwd
-from ..model import Message, Origin
+from ..core.model import Message, Origin
 
 
 @dataclass(frozen=True)

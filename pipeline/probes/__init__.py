@@ -5,7 +5,7 @@ Light imports only: `check` and `curve` (which run the pipeline) are imported fr
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from ..core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .assertions import assert_retains

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Sequence
 
-from ..model import Message
+from ..core.model import Message
 from .match import Score, score
 from .model import Probe, ProbeSet
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..model import Message, ToolResult
-from ..tokens import TokenCounter
+from ..core.model import Message, ToolResult
+from ..core.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..formats.base import Transcript
-from ..model import Message
-from ..tokens import TokenCounter
-from ..usage import find_usage, usage_report
-from ..view import live_slice
+from ..core.model import Message
+from ..core.tokens import TokenCounter
+from ..core.usage import find_usage, usage_report
+from ..core.view import live_slice
 from .baselines import BASELINES
 from .cut import cut, cut_transcript
 from .match import Score, score
@@ -63,7 +63,7 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
           use_usage: bool = True) -> CheckResult:
     """Cut `transcript` at `at`, compact it (forced, post-compact target `target`, context `window`;
     None keeps the configured value) and score worksurface and each named baseline. With
-    `use_usage` the size is anchored on the usage the transcript records (worksurface.usage)."""
+    `use_usage` the size is anchored on the usage the transcript records (worksurface.core.usage)."""
     unknown = [b for b in baselines if b not in DEFAULT_BASELINES]
     if unknown:
         raise ProbeError(f"unknown baseline(s) {', '.join(unknown)} (known: {', '.join(DEFAULT_BASELINES)})")
@@ -75,7 +75,7 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     live = live_slice(c.before)
     overrides: dict[str, Any] = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target))
                                  if v is not None}
-    from .. import session  # LangGraph is slow to import; load it when needed
+    from ..session import session  # LangGraph is slow to import; load it when needed
 
     anchor = find_usage(live) if use_usage else None
     if anchor is None:

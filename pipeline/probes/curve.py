@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..formats.base import Transcript
-from ..model import Message
-from ..replay import call_points, replay_clock
+from ..core.model import Message
+from ..offline.replay import call_points, replay_clock
 from .match import Score, score
 from .model import Probe, ProbeSet
 
@@ -54,8 +54,8 @@ def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     calls = list(call_points(messages))
     points: list[CurvePoint] = []
     now = 0.0
-    from ..errors import ContextOverflowError
-    from ..session import Session, compact  # LangGraph is slow to import; load it when needed
+    from ..core.errors import ContextOverflowError
+    from ..session.session import Session, compact  # LangGraph is slow to import; load it when needed
 
     with Session.open(None, window=window, **config) as session:
         for n in calls:

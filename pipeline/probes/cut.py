@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..formats.base import Transcript
-from ..model import Message
+from ..core.model import Message
 from .baselines import split_prefix
 from .model import ProbeError
 

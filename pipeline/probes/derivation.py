@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from ..facts.errors import is_transient
-from ..model import Message, ToolCall, ToolResult, is_user_turn
-from ..toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command
+from ..core.model import Message, ToolCall, ToolResult, is_user_turn
+from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command
 from .match import haystack, retained
 from .model import CATEGORIES, EXACT, Probe, ProbeSet
 

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 from rapidfuzz import fuzz
 
-from ..model import Message, message_text
+from ..core.model import Message, message_text
 from .model import CATEGORIES, Probe
 
 _WHITESPACE = re.compile(r"\s+")

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..errors import FormatError, WorksurfaceError
-from ..fileio import atomic_write, read_text
+from ..core.errors import FormatError, WorksurfaceError
+from ..core.fileio import atomic_write, read_text
 
 CATEGORIES: tuple[str, ...] = ("request", "constraint", "negative", "artifact", "recent", "plan",
                                "status", "tools")

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import pytest
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..session.session import Session
 
 
 @pytest.fixture
 def worksurface_session(tmp_path: Path) -> Iterator["Session"]:
     """A fresh `Session` stored under the test's tmp_path, closed after the test."""
-    from ..session import Session
+    from ..session.session import Session
 
     with Session.open(tmp_path / "worksurface-session") as session:
         yield session

@@ -12,11 +12,11 @@ import time
 from collections import Counter
 from typing import Any, Sequence
 
-from ..config import Config
-from ..errors import ContextOverflowError
+from ..core.config import Config
+from ..core.errors import ContextOverflowError
 from ..formats.base import Transcript
-from ..model import Message, Origin, message_text
-from ..replay import cached_prefix_tokens, call_points, replay_clock
+from ..core.model import Message, Origin, message_text
+from ..offline.replay import cached_prefix_tokens, call_points, replay_clock
 from .fates import FATE_LABELS, Fate, clip, compute_cells
 
 REPORT_VERSION = 1
@@ -48,7 +48,7 @@ def build_report(transcript: Transcript, *, source: str, at: str | int | None = 
     """Run the transcript (cut at `at`) through a session and gather everything the page shows.
     `probes` is a `ProbeSet` or None."""
     from ..probes.cut import cut, cut_transcript
-    from ..session import Session  # LangGraph is slow to import; load it when a report is built
+    from ..session.session import Session  # LangGraph is slow to import; load it when a report is built
 
     cfg = config or Config.load()
     original = transcript
@@ -109,7 +109,7 @@ def _trim_boundary(report: dict[str, Any]) -> None:
 
 def _replay(messages: Sequence[Message], session: Any) -> tuple[list[Message], dict[str, Any],
                                                                   dict[str, Any] | None, list[dict[str, Any]]]:
-    """One `prepare` per model call (the call points and clock of `worksurface.replay`), keeping each
+    """One `prepare` per model call (the call points and clock of `worksurface.offline.replay`), keeping each
     call's figures and the last compaction's full report. A call whose view stays over the threshold
     is recorded as an overflow and the replay goes on (the session has committed that view)."""
     previous: list[Message] = []
@@ -166,10 +166,10 @@ def _replay_section(calls: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
 
 
 def _prompt_cache(session: Any) -> Any:
-    """The provider cache model that bills each replayed call (`worksurface.pricing`, prices from the
+    """The provider cache model that bills each replayed call (`worksurface.engine.pricing`, prices from the
     session's `[pricing]` config), or None in a build without it."""
     try:
-        from ..pricing import PromptCache, price_model
+        from ..engine.pricing import PromptCache, price_model
     except ImportError:
         return None
     return PromptCache(price_model(session.config.pricing), session.counter)
@@ -177,9 +177,9 @@ def _prompt_cache(session: Any) -> Any:
 
 def _pricing_note(cfg: Config) -> str:
     try:
-        from ..pricing import price_model
+        from ..engine.pricing import price_model
     except ImportError:
-        return "no price model in this version (worksurface.pricing): costs not shown"
+        return "no price model in this version (worksurface.engine.pricing): costs not shown"
     prices = price_model(cfg.pricing)
     return (f"{prices.name} prices, USD per million tokens: input {prices.input:g}, cache read "
             f"{prices.cache_read:g}, cache write {prices.cache_write:g}, cache TTL {prices.cache_ttl_seconds:g} s "

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Sequence
 
-from ..edits import Compact, Edit, Insert, ReplaceMessages, ReplaceResult
-from ..model import Message, Origin, message_text
-from ..tokens import TokenCounter
-from ..view import live_slice
+from ..core.edits import Compact, Edit, Insert, ReplaceMessages, ReplaceResult
+from ..core.model import Message, Origin, message_text
+from ..core.tokens import TokenCounter
+from ..core.view import live_slice
 
 
 class Fate(StrEnum):

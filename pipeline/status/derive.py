@@ -13,8 +13,8 @@ import posixpath
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..model import Message, Origin, ToolCall, ToolResult, is_user_turn
-from ..toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
+from ..core.model import Message, Origin, ToolCall, ToolResult, is_user_turn
+from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
 from .display import one_line
 from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
                      RepositoryChanged, ResourcesChanged, TaskUpdated, TodoItem, ToolFinished, ToolStarted,

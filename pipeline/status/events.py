@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping, Union
 
-from ..errors import WorksurfaceError
+from ..core.errors import WorksurfaceError
 
 SOURCES = ("harness", "transcript")
 # "current": the value was true when the event happened; "session_start": a snapshot taken when

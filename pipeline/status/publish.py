@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..errors import ConfigError
-from ..model import Message, Origin, Text
+from ..core.errors import ConfigError
+from ..core.model import Message, Origin, Text
 from .diff import diff
 from .events import StatusError
 from .render import render, render_cleared, render_delta

@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..model import Message, Origin
-from ..replay import message_time
+from ..core.model import Message, Origin
+from ..core.model import message_time
 from .derive import EventDeriver
 from .publish import PublisherState, publish
 from .reducer import StatusReducer

@@ -17,12 +17,12 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from ..errors import WorksurfaceError
+from ..core.errors import WorksurfaceError
 from ..facts import Constraint, FileFact
 from ..facts.constraints import STRONG, USER
 from ..ledger.ledger import LedgerView
 from ..summarizers.packing import Item, Section, pack
-from ..tokens import TokenCounter
+from ..core.tokens import TokenCounter
 
 DEFAULT_BUDGET = 3000
 # Below this many tokens a brief cannot hold a task and a rule: refused rather than emptied.

@@ -17,12 +17,12 @@ from typing import Any, Sequence
 
 from rapidfuzz import fuzz
 
-from ..errors import WorksurfaceError
+from ..core.errors import WorksurfaceError
 from ..facts.subagents import AGENT, SubagentTask, subagent_tasks
 from ..formats import read_transcript
 from ..formats.base import Transcript
-from ..model import Message
-from ..tokens import TokenCounter
+from ..core.model import Message
+from ..core.tokens import TokenCounter
 
 SUBAGENTS_DIR = "subagents"
 SIDECHAIN_GLOB = "agent-*.jsonl"

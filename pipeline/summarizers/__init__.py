@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .base import Summarizer, Summary, SummaryRequest
 from .structured import StructuredSummarizer
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
-from ..model import Message
-from ..tokens import TokenCounter
+from ..core.model import Message
+from ..core.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from ..ledger import Ledger

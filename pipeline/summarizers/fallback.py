@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import SummarizerError
-from ..tokens import TokenCounter
+from ..core.errors import SummarizerError
+from ..core.tokens import TokenCounter
 from .base import Summarizer, Summary, SummaryRequest
 
 

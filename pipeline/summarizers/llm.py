@@ -16,10 +16,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import httpx
 
-from ..errors import SummarizerError
-from ..model import Message, is_user_turn
-from ..tokens import PER_MESSAGE_OVERHEAD, TokenCounter
-from ..view import rounds as steps
+from ..core.errors import SummarizerError
+from ..core.model import Message, is_user_turn
+from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..core.view import rounds as steps
 from .base import Summary, SummaryRequest
 from .prompt import (assemble, build_prompt, extract_summary, fit_to_budget, render_sections,
                      user_messages_section)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..tokens import TokenCounter, truncate_to_tokens
+from ..core.tokens import TokenCounter, truncate_to_tokens
 
 # An item is only cut to fit when at least this many tokens of it can stay: a sliver says nothing.
 MIN_SHRUNK_TOKENS = 24

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..errors import SummarizerError
-from ..model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn
-from ..tokens import TokenCounter, get_encoding
+from ..core.errors import SummarizerError
+from ..core.model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn
+from ..core.tokens import TokenCounter, get_encoding
 from .base import SummaryRequest
 from .sections import (ACTIVE_REQUEST, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS, IDENTIFIERS,
                        NEXT_STEP, PROGRESS, TRIED, USER_ENTRY_RE, USER_MESSAGES)

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import ConfigError, SummarizerError
+from ..core.errors import ConfigError, SummarizerError
 
 # Anthropic requires an API version header; this is the stable one every Messages model accepts.
 ANTHROPIC_VERSION = "2023-06-01"

@@ -12,12 +12,12 @@ import re
 from typing import Sequence
 
 from .. import facts
-from ..errors import SummarizerError
+from ..core.errors import SummarizerError
 from ..facts.findings import COMPLAINT
 from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
-from ..model import Message, Origin, is_user_turn
-from ..tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..core.model import Message, Origin, is_user_turn
+from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 from ..ledger.source import FactSource, MessageFacts
 from .base import Summary, SummaryRequest
 from .packing import Item, Section, pack

@@ -12,16 +12,16 @@ import copy
 import dataclasses
 from typing import Any, Sequence
 
-from .config import Config
-from .edits import Edit, Insert, ReplaceMessages
-from .model import Message, Origin
-from .state import StatusInputs, StatusUpdate
-from .status import PublisherState, StatusReducer, event_from_json, publish
-from .status.derive import EventDeriver
-from .status.events import ResourcesChanged
-from .status.publish import Publication
-from .status.replay import transcript_epoch
-from .status.snapshot import Snapshot
+from ..core.config import Config
+from ..core.edits import Edit, Insert, ReplaceMessages
+from ..core.model import Message, Origin
+from ..engine.state import StatusInputs, StatusUpdate
+from ..status import PublisherState, StatusReducer, event_from_json, publish
+from ..status.derive import EventDeriver
+from ..status.events import ResourcesChanged
+from ..status.publish import Publication
+from ..status.replay import transcript_epoch
+from ..status.snapshot import Snapshot
 
 # Epoch numbers match the status bar's: the session before any compaction is epoch 1.
 FIRST_EPOCH = 1

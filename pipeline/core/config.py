@@ -104,7 +104,7 @@ class AutocompactConfig(_Section):
     max_consecutive_failures: int = Field(3, ge=1)
     # Below the threshold a compaction is considered once the view passes this share of it, and made
     # only when the firing rule says it pays: the tokens it removes, read on every expected remaining
-    # call, against re-billing what stays, batched to its economic size (worksurface.pricing). The
+    # call, against re-billing what stays, batched to its economic size (worksurface.engine.pricing). The
     # ledger carries the working state across compactions, so an earlier one costs little retention
     # and can save much of a long session's bill. 1.0: compact only at the threshold (Claude Code).
     economic_from: float = Field(0.5, gt=0, le=1)
@@ -141,7 +141,7 @@ PRICE_PRESETS = ("anthropic", "openai", "gemini", "deepseek")
 
 
 class PricingConfig(_Section):
-    """The provider's prices (see worksurface.pricing for the presets and how a call is billed) and the
+    """The provider's prices (see worksurface.engine.pricing for the presets and how a call is billed) and the
     firing rule that weighs an edit of the already-sent view against the re-billing it causes."""
 
     # Start from this provider's documented prices; the fields below override single values.
@@ -176,7 +176,7 @@ class PricingConfig(_Section):
 
 
 class IngestConfig(_Section):
-    """Reduction of a new tool result before it is first sent (see worksurface.reduce_output)."""
+    """Reduction of a new tool result before it is first sent (see worksurface.engine.reduce_output)."""
 
     enabled: bool = True
     # Only results whose reduction saves at least this many tokens are replaced (a smaller edit

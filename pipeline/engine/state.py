@@ -13,18 +13,18 @@ import operator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Callable, NotRequired, Protocol, Sequence, TypedDict
 
-from .config import Config, ReinjectConfig
-from .edits import Edit
-from .model import Message
-from .tokens import TokenCounter
+from ..core.config import Config, ReinjectConfig
+from ..core.edits import Edit
+from ..core.model import Message
+from ..core.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from .ledger import Ledger
+    from ..ledger import Ledger
     from .pricing import CallStats
-    from .usage import Calibration
-    from .status.publish import PublisherState
-    from .status.snapshot import Snapshot
-    from .summarizers.base import Summarizer
+    from ..core.usage import Calibration
+    from ..status.publish import PublisherState
+    from ..status.snapshot import Snapshot
+    from ..summarizers.base import Summarizer
 
 
 @dataclass
@@ -115,7 +115,7 @@ class StageContext:
     reinjectors: Sequence[Reinjector] = ()
     # The session's working-state ledger, updated with every message before the graph runs.
     ledger: Ledger | None = None
-    # Cache economics (worksurface.pricing). The session so far: model calls made before this one and
+    # Cache economics (worksurface.engine.pricing). The session so far: model calls made before this one and
     # the transcript's mean growth per call; None: read off `transcript` (each assistant turn = a call).
     call_stats: CallStats | None = None
     # Transcript ids no earlier call sent (new since the previous view): ingestion reduces only

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
 from typing import Any, Iterable, Literal, Mapping, Sequence, Union
@@ -225,3 +226,14 @@ def orphans(messages: Sequence[Message]) -> tuple[set[str], set[str]]:
     missing_results = {c for c in calls if c not in results}
     missing_calls = {r for r, i in results.items() if r not in calls or calls[r] > i}
     return missing_results, missing_calls
+
+
+def message_time(message: Message) -> float | None:
+    """The message's own timestamp (Claude Code records one), as epoch seconds."""
+    stamp = message.meta.get("timestamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -20,28 +20,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .config import Config
-from .edits import Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
-from .errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
-from .formats.base import Transcript
-from .graph import STAGE_NAMES, build_graph, run_unedited
-from .ledger import Ledger
-from .ledger.ledger import LEDGER_KEY
-from .model import Message, Origin, orphans
-from .pricing import CallStats, PromptCache, is_call_start, price_model
-from .state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
-from .status import PublisherState, event_to_json
-from .status.events import Event
+from ..core.config import Config
+from ..core.edits import Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
+from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
+from ..formats.base import Transcript
+from ..graph.compose import STAGE_NAMES, build_graph, run_unedited
+from ..ledger import Ledger
+from ..ledger.ledger import LEDGER_KEY
+from ..core.model import Message, Origin, orphans
+from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
+from ..engine.state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
+from ..status import PublisherState, event_to_json
+from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
-from .status.replay import epoch_after
+from ..status.replay import epoch_after
 from .store import MemoryStore, SessionStore, Store
-from .summarizers.base import Summarizer
-from .tokens import TokenCounter
-from .usage import calibrate
-from .view import IncrementalRecovery, check_no_duplicates, check_pairing, live_slice, protected_ids
+from ..summarizers.base import Summarizer
+from ..core.tokens import TokenCounter
+from ..core.usage import calibrate
+from ..core.view import IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
+from ..engine.protection import protected_ids
 
 if TYPE_CHECKING:
-    from .subagents.brief import Brief
+    from ..subagents.brief import Brief
 
 log = logging.getLogger("worksurface")
 
@@ -166,7 +167,7 @@ class Session:
         """The summarizer the config names; None means the built-in structured one."""
         if config.autocompact.summarizer == "structured" and not config.autocompact.summarizer_options:
             return None
-        from .summarizers import get_summarizer
+        from ..summarizers import get_summarizer
         summarizer: Summarizer = get_summarizer(config.autocompact.summarizer, **config.autocompact.summarizer_options)
         return summarizer
 
@@ -196,7 +197,7 @@ class Session:
     def brief(self, task: str, budget_tokens: int = 3000) -> "Brief":
         """A briefing for a fresh sub-agent on `task`, selected from this session's ledger and packed
         into `budget_tokens` (see worksurface.subagents.brief)."""
-        from .subagents.brief import build_brief
+        from ..subagents.brief import build_brief
         return build_brief(self.ledger.upto(), task, budget_tokens, self.counter)
 
     def close(self) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .edits import stable_prefix_length
-from .formats.base import Transcript
-from .model import ROLES, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
-from .tokens import PER_MESSAGE_OVERHEAD, TokenCounter
-from .toolkinds import call_target
-from .subagents.sidechains import sidechain_tree
-from .view import live_slice
+from ..core.edits import stable_prefix_length
+from ..formats.base import Transcript
+from ..core.model import ROLES, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
+from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..core.toolkinds import call_target
+from ..subagents.sidechains import sidechain_tree
+from ..core.view import live_slice
 
 # How many of the largest tool results the report lists.
 LARGEST_RESULTS = 10

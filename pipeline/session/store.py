@@ -25,13 +25,13 @@ from typing import Any, Iterable, Iterator, Mapping, Self, Sequence
 
 import diskcache
 
-from .edits import Edit, edit_from_json, edit_to_json, refers_to
-from .errors import ArtifactNotFoundError, SessionError, SessionLockedError
-from .fileio import atomic_write
-from .model import Message
-from .serial import message_from_json, message_to_json
-from .state import Artifact
-from .tokens import TokenCounter
+from ..core.edits import Edit, edit_from_json, edit_to_json, refers_to
+from ..core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
+from ..core.fileio import atomic_write
+from ..core.model import Message
+from ..core.serial import message_from_json, message_to_json
+from ..engine.state import Artifact
+from ..core.tokens import TokenCounter
 
 # Bumped when the key layout changes, so an old directory is refused instead of misread.
 STORE_VERSION = 1

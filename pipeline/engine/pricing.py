@@ -24,11 +24,11 @@ import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .config import PRICE_PRESETS, PricingConfig
-from .edits import Edit, ReplaceMessages, ReplaceResult
-from .errors import ConfigError
-from .model import Message, message_text
-from .tokens import TokenCounter, get_encoding
+from ..core.config import PRICE_PRESETS, PricingConfig
+from ..core.edits import Edit, ReplaceMessages, ReplaceResult
+from ..core.errors import ConfigError
+from ..core.model import Message, message_text
+from ..core.tokens import TokenCounter, get_encoding
 
 if TYPE_CHECKING:  # state.py imports this module for CallStats
     from .state import PipelineState, StageContext

@@ -1,6 +1,6 @@
 """Shared by the reinjectors: where the kept tail starts, what it shows, and how to make a message.
 
-A reinjector (`worksurface.state.Reinjector`) is a module with `NAME` and
+A reinjector (`worksurface.engine.state.Reinjector`) is a module with `NAME` and
 `run(view, config, ctx, budget) -> Reinjection`; `ctx.transcript` is the full live transcript
 (original content, before any clearing).
 """
@@ -11,9 +11,9 @@ import hashlib
 import re
 from typing import Any, Iterator, Sequence
 
-from .edits import edited_stage
-from .ledger.source import FactSource, MessageFacts
-from .model import Message, Origin, Text, ToolResult, message_text
+from ..core.edits import edited_stage
+from ..ledger.source import FactSource, MessageFacts
+from ..core.model import Message, Origin, Text, ToolResult, message_text
 from .state import StageContext, StageReport
 
 

@@ -9,7 +9,6 @@ import operator
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .edits import stable_prefix_length
 from .model import Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn, orphans
 from .tokens import TokenCounter
 
@@ -21,29 +20,6 @@ def live_slice(messages: Sequence[Message]) -> list[Message]:
         if messages[i].meta.get("compact_boundary") or messages[i].origin is Origin.BOUNDARY:
             return list(messages[i:])
     return list(messages)
-
-
-def last_user_turn_index(view: Sequence[Message]) -> int | None:
-    """Index of the newest message the user typed (harness notes in the user role do not count)."""
-    from .facts.requests import is_user_message  # facts imports the model only; no cycle
-    for i in range(len(view) - 1, -1, -1):
-        if is_user_message(view[i]):
-            return i
-    return None
-
-
-def protected_ids(view: Sequence[Message]) -> frozenset[str]:
-    """Invariant 3: the latest user message and everything after the last assistant message."""
-    ids: set[str] = set()
-    u = last_user_turn_index(view)
-    if u is not None:
-        ids.add(view[u].id)
-    for i in range(len(view) - 1, -1, -1):
-        if view[i].role == "assistant":
-            break
-        ids.add(view[i].id)
-    ids.update(m.id for m in view[: stable_prefix_length(view)])
-    return frozenset(ids)
 
 
 def calls_by_id(view: Sequence[Message]) -> dict[str, ToolCall]:

@@ -18,10 +18,10 @@ from langgraph.runtime import Runtime
 
 from worksurface.stages import autocompact, budget, collapse, ingest, microcompact, snip
 
-from .config import Config
-from .edits import Compact, Insert, apply_edits
-from .model import Message
-from .state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
+from ..core.config import Config
+from ..core.edits import Compact, Insert, apply_edits
+from ..core.model import Message
+from ..engine.state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
                     tokenizer_ratio, view_offset)
 
 REDUCING_STAGES: tuple[Stage, ...] = (ingest, budget, snip, microcompact, collapse, autocompact)

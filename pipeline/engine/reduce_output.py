@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .config import IngestConfig
+from ..core.config import IngestConfig
 
 # CSI sequences (colors, cursor moves, erase), OSC sequences (titles, hyperlinks) and the lone
 # two-character escapes terminals also emit.

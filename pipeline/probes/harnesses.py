@@ -21,13 +21,14 @@ object, so one instance follows one replay from its first call to its last.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol, Sequence
+from typing import Sequence
 
-from .model import Message, Origin, Text, ToolResult
-from .probes.baselines import clean_starts, mask, split_prefix, trim, truncate
-from .summarizers.base import SummaryRequest
-from .summarizers.structured import StructuredSummarizer
-from .tokens import TokenCounter
+from ..core.model import Message, Origin, Text, ToolResult
+from ..offline.replay import Harness
+from .baselines import clean_starts, mask, split_prefix, trim, truncate
+from ..summarizers.base import SummaryRequest
+from ..summarizers.structured import StructuredSummarizer
+from ..core.tokens import TokenCounter
 
 # "The last few messages": about two steps (call, result, answer) kept verbatim after the summary.
 KEEP_LAST = 6
@@ -51,14 +52,6 @@ def _clear_placeholder() -> str:
         return str(DEFAULT_TOOL_PLACEHOLDER)
     except ImportError:
         return "[cleared]"
-
-
-class Harness(Protocol):
-    """A baseline's view of the live transcript before one model call."""
-
-    name: str
-
-    def view(self, live: Sequence[Message]) -> list[Message]: ...
 
 
 def _with_results(message: Message, content: dict[str, str]) -> Message:

@@ -10,24 +10,30 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from statistics import median
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
-from .model import Message
-from .pricing import PriceModel, PromptCache, price_model
-from .tokens import TokenCounter
-from .usage import call_usage, find_usage, view_figures
-from .view import live_slice
+from ..core.model import Message, message_time
+from ..engine.pricing import PriceModel, PromptCache, price_model
+from ..core.tokens import TokenCounter
+from ..core.usage import call_usage, find_usage, view_figures
+from ..core.view import live_slice
 
 if TYPE_CHECKING:
-    from .config import Config
-    from .harnesses import Harness
-    from .state import StageReport
+    from ..core.config import Config
+    from ..engine.state import StageReport
 
 # A call whose message has no timestamp comes this long after the previous one: well under the
 # 5-minute cache TTL, so a missing timestamp never fakes an idle gap.
 DEFAULT_GAP_SECONDS = 1.0
+
+
+class Harness(Protocol):
+    """A baseline's view of the live transcript before one model call."""
+
+    name: str
+
+    def view(self, live: Sequence[Message]) -> list[Message]: ...
 
 
 class PreparedReport(Protocol):
@@ -70,17 +76,6 @@ def call_points(messages: Sequence[Message]) -> list[int]:
     return points + [len(messages)] if messages else points
 
 
-def message_time(message: Message) -> float | None:
-    """The message's own timestamp (Claude Code records one), as epoch seconds."""
-    stamp = message.meta.get("timestamp")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def replay_clock(message: Message, previous: float) -> float:
     """A replayed call's time: the message's own timestamp (so idle gaps, and cold-cache triggers,
     are the real ones), else `DEFAULT_GAP_SECONDS` after the previous call; never earlier than
@@ -108,12 +103,12 @@ class CallRecord:
     fired: list[str]
     status_bytes: int
     ms: float
-    # The provider's bill for this call (worksurface.pricing: cache TTL and minimum applied), USD.
+    # The provider's bill for this call (worksurface.engine.pricing: cache TTL and minimum applied), USD.
     cost: float = 0.0
     total: float = 0.0
     # The same call's cost for each baseline harness, by name, when the replay priced them.
     baselines: dict[str, float] = field(default_factory=dict)
-    # view_tokens anchored on the usage the transcript records (worksurface.usage); = view_tokens
+    # view_tokens anchored on the usage the transcript records (worksurface.core.usage); = view_tokens
     # when the replay counts text only.
     anchored_tokens: int = 0
 
@@ -154,7 +149,7 @@ class ReplayResult:
 def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | None = None,
            harnesses: Sequence[Harness] = (), *, use_usage: bool = True) -> ReplayResult:
     """One `prepare` per call point. Each call is billed at `prices` (default: the session config's
-    pricing); each of `harnesses` (see `worksurface.harnesses`) is billed on the same calls and clock.
+    pricing); each of `harnesses` (see `worksurface.probes.harnesses`) is billed on the same calls and clock.
     With `use_usage` each call is anchored on the usage the transcript records (`usage.call_usage`),
     so compactions fire where the measured size crosses the threshold."""
     prices = prices or price_model(session.config.pricing)
