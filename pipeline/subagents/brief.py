@@ -18,6 +18,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from ..core.errors import WorksurfaceError
+from ..core.escape import escape_headings
 from ..facts import Constraint, FileFact
 from ..facts.constraints import STRONG, USER
 from ..ledger.ledger import LedgerView
@@ -293,7 +294,8 @@ def build_brief(view: LedgerView, task: str, budget_tokens: int = DEFAULT_BUDGET
         # Value per token within a tier; the tier and the position keep it total and deterministic.
         order = (n,)
         keyed[order] = c
-        item = Item(c.text, (c.tier, -c.relevance / tokens, n), order, group=c.group,
+        # Quoted text can pass for none of the brief's own sections (Item escapes tags and the summary's).
+        item = Item(escape_headings(c.text, SECTIONS), (c.tier, -c.relevance / tokens, n), order, group=c.group,
                     shrinkable=len(c.text) > SHRINK_CHARS or c.section == GOAL)
         sections[c.section].items.append(item)
     text = pack(list(sections.values()), budget_tokens, counter)

@@ -134,7 +134,7 @@ class _Builder:
         return out
 
     def preamble(self) -> list[Item]:
-        items = [Item(TITLE, (0,), (0,))]
+        items = [Item(TITLE, (0,), (0,), quoted=False)]
         if self.request.instructions and self.request.instructions.strip():
             note = f"Focus requested for this summary (verbatim): {self.request.instructions.strip()}"
             items.append(Item(note, (1,), (1,), shrinkable=True))
