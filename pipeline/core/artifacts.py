@@ -7,9 +7,10 @@ it to a file the model can open. A memory-only session has no file, so its marke
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, Protocol
 
-from .errors import ArtifactNotFoundError
+from .errors import ArtifactNotFoundError, WorksurfaceError
 
 FETCH_TOOL_NAME = "fetch_artifact"
 FETCH_TOOL_DESCRIPTION = ("Fetch the full original content that the context manager replaced with a marker "
@@ -48,21 +49,29 @@ def fetch_tool(style: Literal["anthropic", "openai"] = "anthropic") -> dict[str,
     return {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION, "input_schema": schema}
 
 
-def fetch(session: ArtifactSource, arguments: dict[str, Any]) -> str:
+def fetch(session: ArtifactSource, arguments: Any) -> str:
     """Answer a `fetch_artifact` call: the content (or the asked line range), or a one-line error the
-    model can act on. Never raises for a bad id or range: the answer goes back as a tool result."""
+    model can act on. Never raises, whatever the model sent (no arguments, a list, a line number that
+    is text, a float, infinity, a store that cannot be read): the answer goes back as a tool result."""
+    if not isinstance(arguments, dict):
+        return f"error: {FETCH_TOOL_NAME} takes an object with 'id' (and optional 'start_line', 'end_line')"
     artifact_id = arguments.get("id")
     if not isinstance(artifact_id, str) or not artifact_id:
         return f"error: {FETCH_TOOL_NAME} needs an 'id' (the artifact id the marker names)"
+    first, problem = _line_number(arguments, "start_line")
+    last, problem = (None, problem) if problem else _line_number(arguments, "end_line")
+    if problem:
+        return problem
     try:
         content = session.artifact(artifact_id)
     except ArtifactNotFoundError:
-        return f"error: no artifact {artifact_id!r} in this session"
-    start, end = arguments.get("start_line"), arguments.get("end_line")
-    if start is not None or end is not None:
+        return f"error: no artifact {artifact_id[:200]!r} in this session"
+    except (WorksurfaceError, OSError, ValueError) as exc:  # a damaged or vanished store: say so, as a result
+        return f"error: artifact {artifact_id[:200]!r} cannot be read: {exc}"
+    if first is not None or last is not None:
         lines = content.splitlines()
-        first = int(start or 1)
-        last = int(end or len(lines))
+        first = first if first is not None else 1
+        last = last if last is not None else len(lines)
         if first < 1 or last < first:
             return f"error: bad line range {first}-{last} (the artifact has {len(lines)} lines)"
         content = "\n".join(lines[first - 1:last])
@@ -71,3 +80,22 @@ def fetch(session: ArtifactSource, arguments: dict[str, Any]) -> str:
         content = (content[:MAX_FETCH_CHARS] + f"\n[... cut at {MAX_FETCH_CHARS} characters of {len(content)}; "
                    f"ask for a line range (the artifact has {total} lines)]")
     return content
+
+
+def _line_number(arguments: dict[str, Any], key: str) -> tuple[int | None, str | None]:
+    """(the line number given under `key`, None) or (None, an error answer). A whole number, or text or
+    a float that is one ("12", 12.0); nothing else."""
+    value = arguments.get(key)
+    if value is None:
+        return None, None
+    if isinstance(value, bool):
+        value = None
+    elif isinstance(value, float):
+        value = int(value) if math.isfinite(value) and value.is_integer() else None
+    elif isinstance(value, str):
+        text = value.strip()
+        value = int(text) if text.isascii() and text.lstrip("+-").isdigit() and len(text) <= 18 else None
+    if isinstance(value, int) and abs(value) < 10**18:
+        return value, None
+    shown = repr(arguments.get(key))
+    return None, f"error: {key} must be a whole number of 1 or more, not {shown[:60]}"

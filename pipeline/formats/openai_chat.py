@@ -19,6 +19,7 @@ import re
 from collections import defaultdict
 from typing import Any, Sequence
 
+from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
 from . import anthropic_messages, mini_swe_agent, ownmark
@@ -187,8 +188,8 @@ def _arguments(args: Any) -> dict[str, Any]:
         return args
     if isinstance(args, str):
         try:
-            value = json.loads(args)
-        except json.JSONDecodeError:
+            value = strictjson.loads(args)
+        except ValueError:  # broken JSON, or a number it would not write back
             return {"_raw": args}
         if isinstance(value, dict):
             return value
