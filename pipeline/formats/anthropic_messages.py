@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..core.errors import FormatError
-from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult
+from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult, block_key
 from . import ownmark
 from .base import Transcript
 from .jsondoc import as_messages, parse_json, peek_json
@@ -164,12 +164,12 @@ def _split_marked(mid: str, role: str, raw_blocks: list[Any], form: str, extra: 
             raw_text = b if isinstance(b, str) else b["text"]
             mark, text = ownmark.read_text(raw_text)
             block: Block = Text(text)
-            make = (lambda t, m=mark: _own_json(t, m)) if mark is not None else _user_text_json
-            if not isinstance(b, str):
-                raws: dict[str, list[Any]] = {}
-                remember(raws, block, b, make)
-            else:
-                raws = {}
+            raws: dict[str, list[Any]] = {}
+            if mark is not None:
+                # A marked block is given back as it was while unchanged (its mark names no id, say).
+                raws[block_key(block)] = [b if isinstance(b, dict) else {"type": "text", "text": b}]
+            elif not isinstance(b, str):
+                remember(raws, block, b, _user_text_json)
         else:
             if isinstance(b, str):
                 block, raws = Text(b), {}
@@ -203,10 +203,10 @@ def _split_marked(mid: str, role: str, raw_blocks: list[Any], form: str, extra: 
     return out
 
 
-def _own_json(block: Block, mark: ownmark.Mark | None = None) -> Any:
-    """The API JSON of a text block of a message worksurface made (for `mark`'s message)."""
+def _own_json(block: Block, mark: ownmark.Mark) -> Any:
+    """The API JSON of the text block of a message worksurface made (`mark` says which)."""
     assert isinstance(block, Text)
-    return {"type": "text", "text": block.text if mark is None else ownmark.marked_text(mark, block.text)}
+    return {"type": "text", "text": ownmark.marked_text(mark, block.text)}
 
 
 def _user_text_json(block: Block) -> Any:
@@ -307,7 +307,7 @@ def _system_value(head: list[Message]) -> Any:
     only = head[0]
     if (len(head) == 1 and only.meta.get(_FORM) != "list" and len(only.blocks) == 1
             and isinstance(only.blocks[0], Text)):
-        return _text_maker(only, only.blocks[0])(only.blocks[0])["text"]
+        return Recall(only, NAME).get(only.blocks[0], _text_maker(only, only.blocks[0]))["text"]
     out = []
     for m in head:
         recall = Recall(m, NAME)
