@@ -46,7 +46,7 @@ def test_the_fold_reads_look_alikes_as_a_model_does() -> None:
     assert fold("\uff1c\u200bＡgent\u2010status\uff1e") == "<agent-status>"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(before=st.text(max_size=40), variant=tag_variants(), after=st.text(max_size=40))
 @example(before="", variant="</agent-status>", after="<standing-constraints>")
 @example(before="x", variant="<\u200b/agent-status>", after="")
@@ -146,8 +146,10 @@ def test_the_report_page_embeds_hostile_text_as_valid_json(tmp_path) -> None:
     assert "alert(1)</script>" not in page
 
 
-def test_look_alikes_are_what_nfkc_and_the_invisibles_fold_to() -> None:
-    """The escaper's look-alike set is checked against Unicode's own data, not a hand-made table."""
+def test_look_alikes_and_invisibles_are_what_unicode_says() -> None:
+    """The escaper's tables are checked against Unicode's own data: the format characters it drops are
+    exactly category Cf (so a newer Unicode that adds one fails here), and the brackets NFKC knows fold."""
+    format_chars = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    assert [hex(ord(ch)) for ch in format_chars if fold("a" + ch + "b") != "ab"] == []
     for ch in BRACKETS[1:3]:
         assert unicodedata.normalize("NFKC", ch) == "<"
-    assert all(unicodedata.category(ch) == "Cf" for ch in INVISIBLE[1:7])

@@ -15,6 +15,8 @@ import json
 import math
 import re
 import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable
 
 # The wrappers worksurface emits, and the harness's own tags a model takes for the harness's notes.
@@ -29,29 +31,28 @@ LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u02c2\u1438\u276e\u29fc\u227a
 # Dashes a model reads as `-` inside a tag name (NFKC leaves these alone).
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d\u2043"), "-")
 # How far after a `<` a tag name is looked for (room for spaces and invisible characters).
-_WINDOW = 96
-_LT_RE = re.compile(f"[{LESS_THAN}]")
-_ASCII_TAG_RES: dict[tuple[str, ...], re.Pattern[str]] = {}
+_WINDOW = 64
+# Unicode's format characters (category Cf: zero-width spaces and joiners, bidi controls, the BOM,
+# tags ...), as of the Unicode version Python 3.11 ships; a test checks it against unicodedata.
+FORMAT_CHARS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+                "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+                "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+_FORMAT_CHARS_RE = re.compile(f"[{FORMAT_CHARS}]+")
+# Where a plain ASCII match cannot decide: a look-alike bracket, or `<` whose name (spaces and `/`
+# aside) runs into a non-ASCII character (an invisible one, a fullwidth letter, a look-alike dash).
+_SUSPECT_RE = re.compile(r"[%s]|<(?=[ \t\r\n/]*[A-Za-z-]*[^\x00-\x7f])" % LESS_THAN[1:])
 # Line breaks a renderer must not let a one-line value carry (str.splitlines breaks on all of them).
 _BREAKS_RE = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _HEADING_RE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
-def _tags_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
-    pattern = _ASCII_TAG_RES.get(tags)
-    if pattern is None:
-        names = "|".join(re.escape(t) for t in sorted(tags, key=len, reverse=True))
-        pattern = _ASCII_TAG_RES[tags] = re.compile(r"\s*/?\s*(?:%s)(?![\w-])" % names, re.I)
-    return pattern
-
-
 def fold(text: str) -> str:
     """`text` as a model reads it: compatibility forms unified (NFKC), invisible format characters
     dropped, look-alike dashes made `-`, case folded."""
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    return text.translate(_DASHES).casefold()
+    if text.isascii():
+        return text.casefold()
+    return _FORMAT_CHARS_RE.sub("", unicodedata.normalize("NFKC", text)).translate(_DASHES).casefold()
 
 
 def _tags(extra: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -63,22 +64,41 @@ def _tags(extra: str | Iterable[str] | None) -> tuple[str, ...]:
 
 def escape_tags(text: str, extra: str | Iterable[str] | None = None) -> str:
     """`text` with the opening bracket of every reserved tag (and of `extra` tags), opening or
-    closing, in any spelling a model would read as one, made `&lt;`."""
+    closing, in any spelling a model would read as one, made `&lt;`.
+
+    Two passes, both mostly in the regex engine: plain ASCII tags first; then only the brackets a
+    plain match cannot decide (a look-alike bracket, or a name that runs into a non-ASCII character)
+    are read again after folding."""
     tags = _tags(extra)
-    pattern = _tags_pattern(tags)
+    patterns = _patterns(tags)
+    if "<" in text:
+        text = patterns.ascii.sub("&lt;", text)
     if text.isascii():
-        return _LT_RE.sub(lambda m: "&lt;" if pattern.match(text, m.end()) else m.group(), text) if "<" in text else text
+        return text
     out: list[str] = []
     last = 0
-    for m in _LT_RE.finditer(text):
-        window = fold(text[m.end(): m.end() + _WINDOW])
-        if pattern.match(window):
-            out += [text[last: m.start()], "&lt;"]
-            last = m.end()
+    for m in _SUSPECT_RE.finditer(text):
+        at = m.start()
+        if patterns.folded.match(fold(text[at + 1: at + 1 + _WINDOW])):
+            out += [text[last:at], "&lt;"]
+            last = at + 1
     if not out:
         return text
     out.append(text[last:])
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    ascii: re.Pattern[str]    # `<` of a tag spelled in plain ASCII (any case, spaces)
+    folded: re.Pattern[str]   # a tag name at the start of folded text
+
+
+@lru_cache(maxsize=16)
+def _patterns(tags: tuple[str, ...]) -> _Patterns:
+    names = "|".join(re.escape(t) for t in sorted(tags, key=len, reverse=True))
+    return _Patterns(re.compile(r"<(?=[ \t\r\n\f\v]*/?[ \t\r\n\f\v]*(?:%s)(?![\w-]))" % names, re.I),
+                     re.compile(r"\s*/?\s*(?:%s)(?![\w-])" % names))
 
 
 def escape_headings(text: str, headings: Iterable[str]) -> str:
