@@ -21,12 +21,13 @@ and blocks after merging, and write(read(write(x))) == write(x).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..core.errors import FormatError
-from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult
+from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult, block_key
 from .base import Transcript
 from .jsondoc import as_messages, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
@@ -99,16 +100,49 @@ def read(text: str, path: str | None = None) -> Transcript:
 
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
+    return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
+
+
+def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any] | list[Any]:
+    """What `write` serializes: the request (or bare message list) as JSON values, for callers that
+    send it on rather than save it (the gateway)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
     system, turns = _export(msgs, transcript.path)
     if own and transcript.meta.get(SHAPE) == "list" and system is None:
-        return json.dumps(turns, ensure_ascii=False, indent=2)
+        return turns
     doc = {k: v for k, v in transcript.meta.items() if k != SHAPE} if own else {}
     if system is not None:
         doc["system"] = system
     doc["messages"] = turns
-    return json.dumps(doc, ensure_ascii=False, indent=2)
+    return doc
+
+
+def with_cache_control(message: Message, cache_control: Any | None) -> Message:
+    """`message` whose blocks carry no `cache_control`, except its last cacheable block (not a
+    thinking block), which gets `cache_control` when it is given: how the gateway places a client's
+    prompt-cache breakpoint on the view without leaving stale ones from earlier requests."""
+    raws: dict[str, list[Any]] = {key: [_without_cache_control(r) for r in options]
+                                  for key, options in (message.meta.get(_RAW) or {}).items()}
+    if cache_control is not None:
+        last = next((b for b in reversed(message.blocks) if not isinstance(b, Thinking)), None)
+        if last is not None:
+            key = block_key(last)
+            options = raws.get(key) or [_block_json(last)]
+            options[-1] = {**options[-1], "cache_control": cache_control}
+            raws[key] = options
+    meta = {k: v for k, v in message.meta.items() if k != _RAW}
+    return dataclasses.replace(message, meta={**meta, _RAW: raws} if raws else meta)
+
+
+def cache_controls(message: Message) -> list[Any]:
+    """The `cache_control` values the message's blocks carry as the client sent them."""
+    return [r["cache_control"] for options in (message.meta.get(_RAW) or {}).values() for r in options
+            if isinstance(r, dict) and r.get("cache_control") is not None]
+
+
+def _without_cache_control(raw: Any) -> Any:
+    return {k: v for k, v in raw.items() if k != "cache_control"} if isinstance(raw, dict) else raw
 
 
 # ---- read ------------------------------------------------------------------------------------

@@ -91,6 +91,11 @@ def _long_form(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
+    return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
+
+
+def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any]:
+    """What `write` serializes, as JSON values (for callers that send the request on)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
     doc: dict[str, Any] = {k: v for k, v in transcript.meta.items()
@@ -109,7 +114,7 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
     else:
         doc["input"] = _items(rest, transcript.path)
     ordered = {key: doc[key] for key in ("model", "instructions", "input") if key in doc}
-    return json.dumps({**ordered, **doc}, ensure_ascii=False, indent=2)
+    return {**ordered, **doc}
 
 
 def _items(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
