@@ -223,7 +223,7 @@ class FakeAnthropic:
                                                                       "message": f"fake API: no POST {path}"}})
                     return
                 kind = classify(path, body)
-                tokens = estimate_tokens(body)
+                tokens = fake.measure(body)
                 stream = bool(body.get("stream"))
                 usage = fake.usage_for(kind, body, tokens)
                 fake._log(path, body, kind, tokens, stream, dict(self.headers.items()), usage)
@@ -314,6 +314,16 @@ class FakeAnthropic:
                 done = sum(1 for r in self.requests if r.kind == "message") - 1
             return self.script(body, done)
         return Answer([{"type": "text", "text": self.reply_for(kind)}])
+
+    def measure(self, body: dict[str, Any]) -> int:
+        """The request's input tokens: characters / 4, or with `cache=True` (the realistic mode) the
+        cl100k count of its text plus its tools, close to what a provider's tokenizer reports."""
+        if not self.cache:
+            return estimate_tokens(body)
+        from worksurface.core.tokens import get_encoding
+        encoding = get_encoding()
+        text = request_text(body) + json.dumps(body.get("tools") or [])
+        return max(1, len(encoding.encode_ordinary(text)) + 4 * len(body.get("messages") or []))
 
     def usage_for(self, kind: str, body: dict[str, Any], tokens: int) -> dict[str, int]:
         if not self.cache or kind == "count_tokens":

@@ -30,7 +30,7 @@ from . import relay, sse
 from .anthropic import AnthropicMessages
 from .apis import Api, Usage, dumps
 from .config import GatewayConfig
-from .context_management import ContextManagementError, parse as parse_cm
+from .context_management import parse as parse_cm
 from .logs import event
 from .metrics import Metrics
 from .openai_chat import OpenAIChat
@@ -72,7 +72,7 @@ class Gateway:
             body = json.loads(raw)
             transcript = api.read(raw)
             parse_cm(body)
-        except (ValueError, ContextManagementError, TypeError) as exc:   # FormatError is a ValueError too
+        except Exception as exc:    # any request worksurface cannot read goes on as it came
             event(logging.WARNING, "request not readable: forwarded unchanged", api=api.NAME,
                   path=request.url.path, bytes=len(raw), problem=str(exc)[:300])
             return await self._forward(api, "unparsed", url, headers, raw, started)
@@ -110,7 +110,7 @@ class Gateway:
         try:
             body = json.loads(raw)
             transcript = ANTHROPIC.read(raw)
-        except ValueError:
+        except Exception:
             return await self._forward(ANTHROPIC, "unparsed", url, request.headers.items(), raw, started)
         recognized = recognize(ANTHROPIC.NAME, request.headers, body, transcript.messages)
         entry = self.registry.find(recognized.session_id)
