@@ -113,7 +113,7 @@ def document(transcript: Transcript, messages: Sequence[Message] | None = None) 
         doc["input"] = rest[0].blocks[0].text
     else:
         doc["input"] = _items(rest, transcript.path)
-    ordered = {key: doc[key] for key in ("model", "instructions", "input") if key in doc}
+    ordered: dict[str, Any] = {key: doc[key] for key in ("model", "instructions", "input") if key in doc}
     return {**ordered, **doc}
 
 

@@ -226,7 +226,7 @@ class Gateway:
         self.metrics.added_latency.labels(api.NAME).observe(time.perf_counter() - started)
         usage = {"input_tokens": plan.report.tokens_before, "output_tokens": 0,
                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-        message = {"id": f"msg_worksurface_{entry.id}_{entry.calls}", "type": "message", "role": "assistant",
+        message: dict[str, Any] = {"id": f"msg_worksurface_{entry.id}_{entry.calls}", "type": "message", "role": "assistant",
                    "model": body.get("model"), "content": [], "stop_reason": "compaction", "stop_sequence": None,
                    "usage": usage}
         done = relay.anthropic_body(api, message, rewrite)
