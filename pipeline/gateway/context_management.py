@@ -32,6 +32,8 @@ DEFAULT_CLEAR_TRIGGER = 100_000
 DEFAULT_KEEP_TOOL_USES = 3
 DEFAULT_COMPACT_TRIGGER = 150_000
 DEFAULT_KEEP_THINKING_TURNS = 1
+# The smallest post-compact target a low compact trigger gets (Config's own floor).
+COMPACT_TARGET_FLOOR = 500
 # A trigger never reached: the stage is on only when its own edit asks for it.
 NEVER = 10**12
 
@@ -154,6 +156,8 @@ def configure(base: Config, cm: ContextManagement | None, transcript: Sequence[M
         window = max(base.window, trigger)
         # The threshold is window - max_output - buffer: make it the client's trigger.
         over.update(window=window, max_output=0, autocompact_buffer=window - trigger)
+        if base.post_compact_target >= trigger:     # the compacted view must land well under the trigger
+            over["post_compact_target_tokens"] = max(COMPACT_TARGET_FLOOR, trigger // 4)
         over["autocompact"] = {"economic_from": 1.0}
     return base.with_overrides(**over)
 
