@@ -162,6 +162,11 @@ def tool_use(name: str, tool_input: dict[str, Any], call_id: str) -> Answer:
     return Answer([{"type": "tool_use", "id": call_id, "name": name, "input": tool_input}], "tool_use")
 
 
+class _Server(ThreadingHTTPServer):
+    # Many clients at once (the gateway's load benchmark): a deeper listen queue than the default 5.
+    request_queue_size = 256
+
+
 @dataclass
 class LoggedRequest:
     path: str
@@ -283,7 +288,7 @@ class FakeAnthropic:
                 self.wfile.flush()
                 self.close_connection = True
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True, name="fake-anthropic").start()
         timer = threading.Timer(self.lifetime, self.stop)
