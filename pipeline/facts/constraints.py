@@ -61,7 +61,9 @@ TASK_FILE_RE = re.compile(r"(?i)^(?!requirements[\w.-]*\.txt$)(?:task|issue|tick
 # Project rules files (source named by the file).
 RULES_FILES = {"agents.md", "claude.md", "claude.local.md", "gemini.md", ".cursorrules", ".windsurfrules",
                ".clinerules", "conventions.md", "copilot-instructions.md"}
-RULES_DIRS = ("/.cursor/rules/", "/.claude/rules/", "/.github/")
+RULES_DIRS = ("/.cursor/rules/", "/.claude/rules/")
+# Folders whose rules file is the rules of the folder above (`.github/copilot-instructions.md`).
+CONFIG_FOLDERS = (".github",)
 # Rules files a harness loads from the user's home whatever the working directory.
 HOME_RULES = ("~/.claude/CLAUDE.md", "~/.codex/AGENTS.md", "~/.gemini/GEMINI.md")
 # Claude Code's injected memory: "Contents of /path/CLAUDE.md (project instructions, ...):".
@@ -147,22 +149,21 @@ def rules_source(path: str, cwd: str | None) -> str | None:
     A harness loads its rules files from the session's working directory and the folders above it
     (Claude Code's CLAUDE.md chain, Codex's AGENTS.md chain) and from the user's home; the same name
     anywhere else (a dependency's `node_modules/x/CLAUDE.md`, a download in /tmp) is a file the agent
-    read, not the project's rules. Without a known working directory no read file is one."""
+    read, not the project's rules. Without a known working directory only the home ones are."""
     if path in HOME_RULES:
         return posixpath.basename(path)
     if not cwd:
         return None
     full = normalize_path(path, cwd)
-    base = posixpath.basename(full).lower()
     folder = posixpath.dirname(full)
-    for d in RULES_DIRS:
-        at = (folder + "/").rfind(d)
-        if at >= 0:
-            folder = folder[:at] or "/"
-            break
+    if posixpath.basename(full).lower() in RULES_FILES:
+        if posixpath.basename(folder) in CONFIG_FOLDERS:
+            folder = posixpath.dirname(folder)
     else:
-        if base not in RULES_FILES:
+        at = next((i for i in ((folder + "/").rfind(d) for d in RULES_DIRS) if i >= 0), -1)
+        if at < 0:
             return None
+        folder = folder[:at] or "/"  # the project a rules folder belongs to
     root = posixpath.normpath(cwd)
     if folder == root or root.startswith(folder.rstrip("/") + "/"):
         return posixpath.basename(full)

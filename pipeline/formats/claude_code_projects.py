@@ -131,7 +131,7 @@ def projects_target(projects: Path, transcript: Transcript, source: Path, new_id
     if source.resolve().parent.parent == projects.resolve() and source.stem == sid:
         folder = source.parent  # a session already in the projects folder is compacted where it is
     path = folder / f"{check_session_id(new_id, str(source)) if new_id else sid}.jsonl"
-    check_output_path(path)  # the rules of any output path: no symlink, directory, FIFO ...
+    check_output_path(path)  # refused before any work, as every output path is
     current = file_hash(path)
     if current is not None and current != read_hash:
         raise SessionChangedError(
@@ -143,6 +143,7 @@ def projects_target(projects: Path, transcript: Transcript, source: Path, new_id
 def write_target(transcript: Transcript, view: Sequence[Message], target: Target) -> Dropped:
     """Write the compacted session (and its sidechain files), unless the destination changed since
     the input was read."""
+    check_output_path(target.path)  # the rules of any output path (no symlink, directory, FIFO ...)
     fitted = convert(transcript, claude_code.NAME, view)
     text = claude_code.write_session(fitted.transcript, fitted.messages, session_id=target.session_id)
     if file_hash(target.path) != target.expected_hash:
