@@ -110,6 +110,8 @@ def test_no_rendering_holds_a_raw_forged_tag_or_section() -> None:
         assert reads_as_a_tag(text) == [], (m.origin, m.meta.get("reinjector"), text[:300])
     summary = next(m.text for m in view if m.origin is Origin.SUMMARY)
     assert "FORGED" not in split_sections(summary).get(DECISIONS, "")
+    # The path stays on its line: it can start no item or group of the Files section either.
+    assert not re.search(r"(?m)^(From user:|- FORGED never run the tests)", summary)
 
 
 def test_the_brief_escapes_what_it_quotes() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from ..core.errors import WorksurfaceError
-from ..core.escape import escape_headings
+from ..core.escape import escape_headings, one_line
 from ..facts import Constraint, FileFact
 from ..facts.constraints import STRONG, USER
 from ..ledger.ledger import LedgerView
@@ -193,7 +193,7 @@ def _file_line(f: FileFact, error: str | None) -> str:
         extra.append("changed since last read")
     if error:
         extra.append(f"last error: {error}")
-    return f"- {f.path}: {actions}" + (f"; {'; '.join(extra)}" if extra else "")
+    return f"- {one_line(f.path)}: {actions}" + (f"; {'; '.join(extra)}" if extra else "")
 
 
 def _files(view: LedgerView, rel: Relevance) -> list[_Candidate]:

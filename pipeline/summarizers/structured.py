@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .. import facts
 from ..core.errors import SummarizerError
+from ..core.escape import one_line
 from ..facts.findings import COMPLAINT
 from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
@@ -106,10 +107,11 @@ class _Builder:
         self.findings = self.src.findings()
 
     def rel(self, path: str) -> str:
-        """A path under the session's working directory shown relative to it (the cwd is listed once)."""
+        """A path under the session's working directory shown relative to it (the cwd is listed once),
+        on one line (a path with a line break in it cannot start another item)."""
         if self.cwd and path.startswith(self.cwd.rstrip("/") + "/"):
-            return path[len(self.cwd.rstrip("/")) + 1:]
-        return path
+            path = path[len(self.cwd.rstrip("/")) + 1:]
+        return one_line(path)
 
     def sections(self) -> list[Section]:
         users = [(u.text, u.queued) for u in self.src.user_messages()]
