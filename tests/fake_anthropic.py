@@ -2,7 +2,8 @@
 
 It answers `POST /v1/messages` (streamed as server-sent events when the request asks for `stream`,
 else as one JSON body) with a short text reply, `POST /v1/messages/count_tokens` with an estimate, and
-anything else with a 404 naming the path. Every request is logged (path, body, kind). Reported input
+anything else with a 404 naming the path. A `script` may answer a request with content blocks of its
+own (a `tool_use`, so the client runs a tool and sends its result back). Every request is logged (path, body, kind). Reported input
 usage is an estimate of the request's size, so the client's own context accounting behaves as it
 would against the real API. The server runs on a daemon thread and stops by itself after
 `LIFETIME_SECONDS` even if a test forgets to stop it.
@@ -17,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 # A test that forgets `stop()` (or dies) still leaves no server behind past this.
 LIFETIME_SECONDS = 300.0
@@ -91,6 +92,8 @@ class FakeAnthropic:
 
     reply: str = REPLY_TEXT
     lifetime: float = LIFETIME_SECONDS
+    # (request body) -> content blocks to answer a Messages request with; None for the default text.
+    script: Callable[[dict[str, Any]], list[dict[str, Any]] | None] | None = None
     requests: list[LoggedRequest] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -138,9 +141,9 @@ class FakeAnthropic:
                 if kind == "count_tokens":
                     self._send_json(200, {"input_tokens": tokens})
                 elif stream:
-                    self._stream(fake.reply_for(kind), tokens)
+                    self._stream(fake.blocks_for(body, kind), tokens)
                 else:
-                    self._send_json(200, fake.message_body(fake.reply_for(kind), tokens))
+                    self._send_json(200, fake.message_body(fake.blocks_for(body, kind), tokens))
 
             def _send_json(self, status: int, payload: Any) -> None:
                 data = json.dumps(payload).encode()
@@ -150,31 +153,23 @@ class FakeAnthropic:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self, text: str, tokens: int) -> None:
+            def _stream(self, blocks: list[dict[str, Any]], tokens: int) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                start = fake.message_body("", tokens)
-                start["content"], start["stop_reason"] = [], None
+                start = fake.message_body([], tokens)
+                start["stop_reason"] = None
                 start["usage"]["output_tokens"] = 1
                 events: list[tuple[str, dict[str, Any]]] = [
-                    ("message_start", {"type": "message_start", "message": start}),
-                    ("content_block_start", {"type": "content_block_start", "index": 0,
-                                             "content_block": {"type": "text", "text": ""}}),
-                    ("ping", {"type": "ping"}),
-                ]
-                words = text.split(" ")
-                for i, word in enumerate(words):
-                    piece = word if i == len(words) - 1 else word + " "
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                           "delta": {"type": "text_delta", "text": piece}}))
+                    ("message_start", {"type": "message_start", "message": start}), ("ping", {"type": "ping"})]
+                for index, block in enumerate(blocks):
+                    events += _block_events(index, block)
                 events += [
-                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
                     ("message_delta", {"type": "message_delta",
-                                       "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                       "usage": {"output_tokens": len(words)}}),
+                                       "delta": {"stop_reason": _stop_reason(blocks), "stop_sequence": None},
+                                       "usage": {"output_tokens": _output_tokens(blocks)}}),
                     ("message_stop", {"type": "message_stop"}),
                 ]
                 for name, data in events:
@@ -207,11 +202,14 @@ class FakeAnthropic:
         # still completes and the test can report what it did instead of hanging.
         return f"<summary>fake summary</summary>" if kind == "summarize" else self.reply
 
-    def message_body(self, text: str, input_tokens: int) -> dict[str, Any]:
+    def blocks_for(self, body: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+        scripted = self.script(body) if self.script is not None and kind == "message" else None
+        return scripted if scripted is not None else [{"type": "text", "text": self.reply_for(kind)}]
+
+    def message_body(self, blocks: list[dict[str, Any]], input_tokens: int) -> dict[str, Any]:
         return {"id": f"msg_fake_{len(self.requests):04d}", "type": "message", "role": "assistant",
-                "model": MODEL, "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": max(1, len(text.split())),
+                "model": MODEL, "content": blocks, "stop_reason": _stop_reason(blocks), "stop_sequence": None,
+                "usage": {"input_tokens": input_tokens, "output_tokens": _output_tokens(blocks),
                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
 
     def _log(self, path: str, body: dict[str, Any], kind: str, tokens: int, stream: bool) -> None:
@@ -221,6 +219,28 @@ class FakeAnthropic:
     def messages(self) -> list[LoggedRequest]:
         """Logged Messages API calls (not token counts or stray paths), in arrival order."""
         return [r for r in self.requests if r.kind in ("message", "summarize")]
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The stream events of one content block: a text in word deltas, a tool_use as its input's JSON."""
+    if block["type"] == "tool_use":
+        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+    else:
+        start = {"type": "text", "text": ""}
+        words = block["text"].split(" ")
+        deltas = [{"type": "text_delta", "text": w if i == len(words) - 1 else w + " "} for i, w in enumerate(words)]
+    return ([("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})]
+            + [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
+            + [("content_block_stop", {"type": "content_block_stop", "index": index})])
+
+
+def _stop_reason(blocks: list[dict[str, Any]]) -> str:
+    return "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+
+
+def _output_tokens(blocks: list[dict[str, Any]]) -> int:
+    return max(1, sum(len(b.get("text", "").split()) or 10 for b in blocks))
 
 
 def main() -> None:

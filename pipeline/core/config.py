@@ -137,6 +137,15 @@ class ReinjectConfig(_Section):
     visible_similarity: float = Field(90.0, ge=0, le=100)
 
 
+class HookConfig(_Section):
+    """The working surface a harness hook returns after the harness's own compaction (`worksurface hook`)."""
+
+    surface_tokens: int = Field(
+        12_000, ge=500,
+        description="Tokens the rebuilt surface may take (constraints, plan, files, skills, tools, details, "
+                    "status): it is added beside the harness's own summary, so it is a budget of its own.")
+
+
 PRICE_PRESETS = ("anthropic", "openai", "gemini", "deepseek")
 
 
@@ -281,6 +290,7 @@ class Config(_Section):
     reinject: ReinjectConfig = ReinjectConfig()
     pricing: PricingConfig = PricingConfig()
     ingest: IngestConfig = IngestConfig()
+    hook: HookConfig = HookConfig()
 
     @property
     def threshold(self) -> int:

@@ -26,7 +26,6 @@ from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionEr
 from ..formats.base import Transcript
 from ..graph.compose import STAGE_NAMES, build_graph, run_unedited
 from ..ledger import Ledger
-from ..ledger.ledger import LEDGER_KEY
 from ..core.model import Message, Origin, orphans
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
 from ..engine.state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
@@ -543,12 +542,8 @@ class Session:
                 store.set_meta("breaker_retry_tokens", report.tokens_after + self.config.window // 10)
             elif report.tokens_after <= self.config.threshold:
                 store.set_meta("consecutive_failures", 0)
-            ledger_save = self.ledger.save() if self.ledger.dirty else None
-            if ledger_save is not None:
-                # Only the parts of the ledger this call changed: per-call work follows what is new.
-                for key, value in ledger_save.parts.items():
-                    store.set_meta(key, value)
-                store.set_meta(LEDGER_KEY, ledger_save.head)
+            # Only the parts of the ledger this call changed: per-call work follows what is new.
+            ledger_save = self.ledger.write(store.set_meta)
             store.set_meta("last_view_tail", view[-1].id if view else None)
             store.set_meta("view_digest", self._digest_of(view))
             store.update_token_cache(self.counter.take_unsaved())
