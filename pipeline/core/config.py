@@ -108,10 +108,15 @@ class AutocompactConfig(_Section):
     # ledger carries the working state across compactions, so an earlier one costs little retention
     # and can save much of a long session's bill. 1.0: compact only at the threshold (Claude Code).
     economic_from: float = Field(0.5, gt=0, le=1)
-    # "structured" needs no model; "llm" takes options such as provider, model, base_url,
-    # api_key_env and timeout (see worksurface.summarizers.llm.LLMSummarizer).
-    summarizer: str = "structured"
-    summarizer_options: dict[str, Any] = Field(default_factory=dict)
+    summarizer: str = Field(
+        "structured",
+        description='"structured" needs no model; "llm" is a LangChain chat model writing the narrative beside '
+                    'the structured sections (worksurface.summarizers.chat_model), configured by summarizer_options.')
+    summarizer_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description='For "llm": model ("provider:model", for LangChain\'s init_chat_model), api_key_env (the '
+                    "variable holding the key), narrative_share, max_retries, and anything init_chat_model "
+                    "takes (base_url, timeout, temperature, max_tokens ...).")
 
 
 class ReinjectConfig(_Section):

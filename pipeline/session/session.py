@@ -34,6 +34,7 @@ from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
 from ..status.replay import epoch_after
 from .store import MemoryStore, SessionStore, Store
+from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.usage import calibrate
@@ -109,11 +110,11 @@ def _as_messages(transcript: Transcript | Sequence[Message]) -> list[Message]:
 class Session:
     """A harness's session. Open with `Session.open(directory)` (or `None` for memory only)."""
 
-    def __init__(self, store: Store, config: Config, summarizer: Summarizer | None = None,
+    def __init__(self, store: Store, config: Config, summarizer: Summarizer | Any = None,
                  reinjectors: Sequence[Reinjector] | None = None, counter: TokenCounter | None = None) -> None:
         self.store = store
         self.config = config
-        self.summarizer = summarizer or self._configured_summarizer(config)
+        self.summarizer = resolve_summarizer(summarizer) or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
         self._graph = build_graph()
@@ -172,8 +173,10 @@ class Session:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
-             summarizer: Summarizer | None = None, **overrides: Any) -> "Session":
-        """Open or create the session at `path`; config from `config`, else defaults, then overrides."""
+             summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
+        """Open or create the session at `path`; config from `config`, else defaults, then overrides.
+        `summarizer`: a Summarizer, a LangChain chat model, a "provider:model" string for LangChain's
+        init_chat_model, or None for the configured one (the structured summarizer by default)."""
         cfg = (config or Config()).with_overrides(**overrides)
         counter = TokenCounter()
         store: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
@@ -618,7 +621,7 @@ def _default_reinjectors() -> tuple[Reinjector, ...]:
 
 
 def compact(messages: Transcript | Sequence[Message], *, force: bool = False, instructions: str | None = None,
-            now: float | None = None, config: Config | None = None, summarizer: Summarizer | None = None,
+            now: float | None = None, config: Config | None = None, summarizer: Summarizer | Any = None,
             **overrides: Any) -> Prepared:
     """One-shot, stateless form: prepare `messages` once in a memory-only session."""
     with Session.open(None, config=config, summarizer=summarizer, **overrides) as session:
