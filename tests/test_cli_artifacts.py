@@ -128,3 +128,14 @@ def test_claude_projects_keeps_the_session_in_the_claude_session_folder(tmp_path
     artifact_id = MARKER.findall(written.read_text(encoding="utf-8"))[0]
     res = runner.invoke(app, ["artifact", str(written), artifact_id])
     assert res.exit_code == 0 and res.stdout.rstrip("\n") == BIG
+
+
+def test_compacting_again_to_the_same_output_reuses_its_session(tmp_path: Path, chat: Path) -> None:
+    out = tmp_path / "out.json"
+    first, _ = compact(str(chat), "-o", str(out))
+    ids = set(MARKER.findall(out.read_text(encoding="utf-8")))
+    again, _ = compact(str(chat), "-o", str(out), "--force")  # the session goes on: a second compaction
+    assert again["artifacts"]["session"] == first["artifacts"]["session"] and again["boundary"]
+    for artifact_id in ids:  # what the first output's markers named is still there
+        res = runner.invoke(app, ["artifact", str(out), artifact_id])
+        assert res.exit_code == 0 and res.stdout.rstrip("\n") == BIG

@@ -97,14 +97,19 @@ def run_reinjectors(view: list[Message], budget: int, ctx: StageContext) -> Rebu
         dry = status_last[0].run(view, ctx.config.reinject, ctx, int(cap / ratio))
         reserved = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + STATUS_SIZE_MARGIN)
     budget_left -= reserved
+    # A reinjected message's id is a digest of its text: one the view already holds (an earlier
+    # compaction's reinjection, kept in the tail of this one) is shown already, and is not added twice.
+    present = {m.id for m in view}
     for reinjector in [r for r in ctx.reinjectors if r.NAME != STATUS_REINJECTOR] + status_last:
         if reinjector.NAME == STATUS_REINJECTOR:
             budget_left += reserved
         started = time.perf_counter()
         # Reinjectors count with worksurface's tokenizer; the budget is in the provider's tokens.
         result: Reinjection = reinjector.run(view + added, ctx.config.reinject, ctx, int(budget_left / ratio))
-        budget_left -= round(ctx.counter.messages(result.messages) * ratio)
-        added.extend(result.messages)
+        fresh = [m for m in result.messages if m.id not in present]
+        present.update(m.id for m in fresh)
+        budget_left -= round(ctx.counter.messages(fresh) * ratio)
+        added.extend(fresh)
         status = result.status or status
         result.report.ms = (time.perf_counter() - started) * 1000
         reports.append(result.report)
