@@ -139,3 +139,21 @@ def test_compacting_again_to_the_same_output_reuses_its_session(tmp_path: Path, 
     for artifact_id in ids:  # what the first output's markers named is still there
         res = runner.invoke(app, ["artifact", str(out), artifact_id])
         assert res.exit_code == 0 and res.stdout.rstrip("\n") == BIG
+
+
+@pytest.mark.parametrize("plant", ["symlink", "file", "foreign folder"])
+def test_a_default_session_place_that_is_not_ours_is_refused_before_any_work(tmp_path: Path, chat: Path,
+                                                                            plant: str) -> None:
+    home = tmp_path / "out.json.worksurface"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if plant == "symlink":
+        home.symlink_to(elsewhere, target_is_directory=True)
+    elif plant == "file":
+        home.write_text("mine", encoding="utf-8")
+    else:
+        home.mkdir()
+        (home / "notes.txt").write_text("mine", encoding="utf-8")
+    res = runner.invoke(app, ["compact", str(chat), "-o", str(tmp_path / "out.json")])
+    assert res.exit_code == 2 and str(home) in res.stderr and "refusing" in res.stderr
+    assert not (tmp_path / "out.json").exists() and not any(elsewhere.iterdir())

@@ -118,8 +118,11 @@ def compact(
         else:
             destination = out or _default_destination(path, fmt, transcript.format)
         if not no_session:
-            home = session_dir or (homes.claude_session_folder(destination) if goal is not None
-                                   else homes.beside(destination)).absolute()
+            home = session_dir
+            if home is None:
+                home = (homes.claude_session_folder(destination) if goal is not None
+                        else homes.beside(destination)).absolute()
+                homes.check_home(home)
             created = not home.exists()
         live = live_slice(transcript.messages)
         anchor = None if no_usage else find_usage(live)

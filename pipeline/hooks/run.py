@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ..core.artifacts import how_to_fetch
 from ..core.config import Config
 from ..core.model import Message
-from ..core.errors import FormatError, HookError
+from ..core.errors import FormatError, HookError, SessionError
 from ..formats import read_transcript
 from ..formats.base import Transcript
 from ..session import homes
@@ -148,9 +148,10 @@ def _read(client: Client, path: Path) -> Transcript:
 
 
 def _session_dir(client: Client, payload: HookInput, sessions: Path | None) -> Path:
-    if sessions is None:
-        return client.session_dir(payload)
     try:
-        return sessions / client.name / homes.safe_id(payload.session_id)
-    except ValueError as exc:
+        directory = (client.session_dir(payload) if sessions is None
+                     else sessions / client.name / homes.safe_id(payload.session_id))
+        homes.check_home(directory)
+    except (ValueError, SessionError) as exc:
         raise HookError(str(exc)) from None
+    return directory

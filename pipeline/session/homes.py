@@ -16,6 +16,8 @@ import os
 import re
 from pathlib import Path
 
+from ..core.errors import SessionError
+
 SUFFIX = ".worksurface"
 FOLDER = "worksurface"
 # A session directory is recognised by its diskcache folder (see store.SessionStore).
@@ -54,6 +56,19 @@ def safe_id(session_id: str) -> str:
     if not _SAFE_ID.fullmatch(session_id) or set(session_id) <= {"."}:
         raise ValueError(f"session id {session_id!r} is not usable as a directory name")
     return session_id
+
+
+def check_home(path: Path) -> None:
+    """Refuse, before any work, a place worksurface would keep a session by default but must not:
+    a symbolic link (the session would go wherever it points), a file, or a folder that holds
+    something other than a session (it is someone else's)."""
+    if path.is_symlink():
+        raise SessionError(f"{path}: is a symbolic link: refusing to keep the session there (give --session DIR)")
+    if path.exists() and not path.is_dir():
+        raise SessionError(f"{path}: is not a directory: refusing to keep the session there (give --session DIR)")
+    if path.is_dir() and not is_session_dir(path) and any(path.iterdir()):
+        raise SessionError(f"{path}: is a folder that holds no worksurface session: refusing to write into it "
+                           "(give --session DIR)")
 
 
 def session_for(path: Path) -> Path | None:
