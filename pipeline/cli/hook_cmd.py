@@ -29,8 +29,6 @@ app.add_typer(hook_app, name="hook")
 
 SESSIONS_HELP = ("Keep the hook's session directories under this folder (default: the Claude Code session's "
                  "own folder, or $CODEX_HOME/worksurface for Codex).")
-
-
 MAX_CHARS_HELP = ("Characters of additionalContext the client passes to the model whole (Claude Code: 10000; "
                   "Codex: its handler's additionalContextLimit, 10000 by default).")
 
