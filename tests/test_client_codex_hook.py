@@ -32,7 +32,10 @@ CODEX = find_codex()
 RUN_TIMEOUT = 120
 NEVER_VENDOR = "Never edit the files under vendor/."
 SUMMARY = "The user wants calc.add fixed. Work so far: read calc.py."
-CALC = "def add(a, b):\n    return a - b  # WS31-CALC-BODY\n"
+# Long enough that the surface is over Codex's default 10,000 characters of hook context: the
+# installer raises the handler's additionalContextLimit, so it arrives whole.
+HELPERS = "".join(f"def helper_{n}(x):\n    return x + {n}  # a helper the tests import\n\n" for n in range(180))
+CALC = f"{HELPERS}def add(a, b):\n    return a - b  # WS31-CALC-BODY\n"
 PLAN = [{"step": "Read calc.py", "status": "completed"}, {"step": "Make calc.add add", "status": "in_progress"},
         {"step": "Run pytest -q", "status": "pending"}]
 
@@ -80,7 +83,8 @@ def test_codex_compacts_then_sends_worksurface_surface_after_its_summary(tmp_pat
                    Reply([message("Still looking.", "msg_b")], input_tokens=9000),  # over the limit: compact next
                    Reply([message("Done after compaction.", "msg_c")], input_tokens=800)], summary=SUMMARY)
     with FakeResponses(steps) as server:
-        write_codex_config(home, server.base_url, extra="model_auto_compact_token_limit = 4000",
+        # Over the limit only once a reply reports 9000 tokens (the file read alone stays under it).
+        write_codex_config(home, server.base_url, extra="model_auto_compact_token_limit = 8000",
                            tables="[tools.update_plan]\nenabled = true\n")
         run_codex(home, [f"Fix calc.add in calc.py. {NEVER_VENDOR}"])
         session_id = json.loads(rollouts(home)[0].read_text(encoding="utf-8").split("\n", 1)[0])["payload"]["id"]
@@ -100,6 +104,7 @@ def test_codex_compacts_then_sends_worksurface_surface_after_its_summary(tmp_pat
     assert role == "developer"
     assert "<plan>" in surface and "[in_progress] Make calc.add add" in surface
     assert '/calc.py" source="workspace">' in surface and "WS31-CALC-BODY" in surface
+    assert len(surface) > 10_000 and "hook output saved" not in surface, "whole, past Codex's default limit"
     assert any(NEVER_VENDOR in text for _, text in sent[:surface_at]), "Codex keeps the user's messages"
     restored = surface.split("<agent-status", 1)[0]  # the status bar names the goal, which quotes it
     assert NEVER_VENDOR not in restored, "so the surface does not restore the rule again"
