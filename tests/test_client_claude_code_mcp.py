@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from claude_client import needs_claude, run_claude
-from fake_anthropic import FakeAnthropic
+from fake_anthropic import Answer, FakeAnthropic, tool_use
 from worksurface.cli import app
 
 TOOL = "mcp__worksurface__fetch_artifact"
@@ -47,12 +47,11 @@ def test_claude_code_calls_fetch_artifact_through_the_mcp_server(tmp_path: Path)
     config.write_text(json.dumps({"mcpServers": {"worksurface": {
         "command": sys.executable, "args": ["-m", "worksurface", "mcp", "--session", str(out)]}}}), encoding="utf-8")
 
-    def script(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    def script(body: dict[str, Any], done: int) -> Answer:
         if any(r["tool_use_id"] == CALL_ID for r in tool_results(body)):
-            return None  # the tool answered: the default text ends the turn
+            return Answer([{"type": "text", "text": "Fetched."}])  # the tool answered: the turn ends
         assert TOOL in [t.get("name") for t in body.get("tools", [])], "the MCP tool is offered to the model"
-        return [{"type": "tool_use", "id": CALL_ID, "name": TOOL,
-                 "input": {"id": artifact_id, "start_line": 1, "end_line": 3}}]
+        return tool_use(TOOL, {"id": artifact_id, "start_line": 1, "end_line": 3}, CALL_ID)
 
     with FakeAnthropic(script=script) as fake:
         run_claude(tmp_path, fake, ["-p", f"Read artifact {artifact_id}.", "--mcp-config", str(config),
