@@ -119,3 +119,27 @@ def test_session_option_limits_the_lookup_and_unknown_versions_get_the_newest(tm
         assert server.close() == 0
     bad = runner.invoke(app, ["mcp", "--session", str(tmp_path / "nothing.json")])
     assert bad.exit_code == 2 and "no session is kept for it" in bad.stderr
+
+
+def test_the_finder_looks_in_each_default_place_and_refuses_ids_that_are_paths(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from worksurface.core.errors import ArtifactNotFoundError
+    from worksurface.hooks.mcp import ArtifactFinder, STORE_PATTERN, default_roots
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    places = {
+        "1" * 16: tmp_path / "home" / ".claude" / "projects" / "-work-app" / "sid" / "worksurface",
+        "2" * 16: tmp_path / "codex" / "worksurface" / "codex-session",
+        "3" * 16: tmp_path / "gateway" / "conversation-1",
+    }
+    for artifact_id, home in places.items():
+        (home / "artifacts").mkdir(parents=True)
+        (home / "artifacts" / f"{artifact_id}.txt").write_text(f"content {artifact_id}", encoding="utf-8")
+    finder = ArtifactFinder(roots=default_roots() + [(tmp_path / "gateway", STORE_PATTERN)])
+    for artifact_id in places:
+        assert finder.artifact(artifact_id) == f"content {artifact_id}"
+    for bad in ("4" * 16, "../../etc/passwd", "*"):
+        with pytest.raises(ArtifactNotFoundError):
+            finder.artifact(bad)

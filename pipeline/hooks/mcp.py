@@ -9,7 +9,8 @@ surface offers (`core.artifacts.fetch_tool`).
 
 An artifact is looked up by its id in the session directories given with `--session`, else in the
 session directories worksurface keeps by default (`session.homes`): in Claude Code's session folders
-under `~/.claude/projects`, in `$CODEX_HOME/worksurface`, and beside files in the current folder.
+under `~/.claude/projects`, in `$CODEX_HOME/worksurface`, beside files in the current folder, and in
+any further roots the caller adds (the gateway's store).
 Ids are content digests: the first session holding one holds the right content.
 """
 
@@ -40,6 +41,8 @@ INSTRUCTIONS = (f"worksurface replaces large or old tool results with a marker n
 # Where the default session directories are, as (folder, glob of an artifact file below it).
 CLAUDE_PATTERN = f"*/*/{homes.FOLDER}/{homes.ARTIFACTS_FOLDER}/{{id}}.txt"
 CODEX_PATTERN = f"*/{homes.ARTIFACTS_FOLDER}/{{id}}.txt"
+# A store holding one session directory per id (the Codex hook's folder, the gateway's store).
+STORE_PATTERN = CODEX_PATTERN
 BESIDE_PATTERN = f"*{homes.SUFFIX}/{homes.ARTIFACTS_FOLDER}/{{id}}.txt"
 
 
@@ -72,7 +75,7 @@ class ArtifactFinder:
 
 def default_roots() -> list[tuple[Path, str]]:
     claude = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / "projects"
-    return [(claude, CLAUDE_PATTERN), (homes.codex_home() / homes.FOLDER, CODEX_PATTERN),
+    return [(claude, CLAUDE_PATTERN), (homes.codex_home() / homes.FOLDER, STORE_PATTERN),
             (Path.cwd(), BESIDE_PATTERN)]
 
 
@@ -156,5 +159,7 @@ def _send(stdout: TextIO, payload: Any) -> None:
     stdout.flush()
 
 
-def serve_stdio(sessions: Sequence[Path], version: str) -> None:
-    McpServer(ArtifactFinder(sessions), version).serve(sys.stdin, sys.stdout)
+def serve_stdio(sessions: Sequence[Path], version: str, stores: Sequence[Path] = ()) -> None:
+    """Serve on stdin/stdout; `stores` are further folders of session directories to search."""
+    roots = default_roots() + [(store, STORE_PATTERN) for store in stores]
+    McpServer(ArtifactFinder(sessions, roots), version).serve(sys.stdin, sys.stdout)
