@@ -95,7 +95,7 @@ def test_compact_session_dir_twice_on_the_cli(tmp_path: Path) -> None:
         result = runner.invoke(app, ["compact", str(source), "--force", "--session", str(tmp_path / "s"),
                                      "-o", str(out), "--json"])
         assert result.exit_code == 0, result.output
-        assert json.loads(result.output)["output"] == str(out)
+        assert json.loads(result.stdout)["output"] == str(out)
 
 
 @needs_fork

@@ -22,8 +22,10 @@ from typing import Iterable
 from .errors import FormatError, OutputPathError, SourceChangedError, WorkspaceReadError
 
 # mkstemp creates the temp file private (0600); what we write from no input is an ordinary readable
-# file; what we write from inputs is never readable by more people than every input is (output_mode).
+# file, unless it holds session data (artifacts: what a transcript's tool results held, secrets
+# included); what we write from inputs is never readable by more people than every input is.
 WRITTEN_FILE_MODE = 0o644
+PRIVATE_FILE_MODE = 0o600
 # The conventional name for standard input (and, for an output, standard output) on a command line.
 STDIN = "-"
 STDOUT = "-"
@@ -40,11 +42,12 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str, *,
+def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | None = None, *,
                  inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
     """Write to a temp file in the same directory, fsync, then rename over `path` (creating parent
-    directories): a reader, or a crash, never sees a partial file. The file gets `output_mode`: a
-    transcript's secrets stay as private as the transcript they came from (0600 stays 0600).
+    directories): a reader, or a crash, never sees a partial file. The file gets `mode` when given,
+    else `output_mode`: a transcript's secrets stay as private as the transcript they came from (0600
+    stays 0600).
 
     Text is written as valid UTF-8: a lone surrogate (a JSON `\\ud83d` escape read from a transcript
     whose emoji was cut in half) becomes the same `\\ud83d` escape again, which reads back as the
@@ -52,7 +55,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, *,
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(target, data, output_mode(target, inputs))
+    tmp = _write_temp(target, data, output_mode(target, inputs) if mode is None else mode)
     try:
         os.replace(tmp, target)
     except BaseException:
