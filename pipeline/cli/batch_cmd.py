@@ -150,11 +150,17 @@ def report_batch_page(directory: Path, out: Optional[Path]) -> Path:
     """`worksurface report --batch DIR`: write the batch page of a results folder (default
     DIR/report.html) and say where; errors exit with status 2."""
     from ..batch.page import load_page_data, render_batch_page
-    from ..core.fileio import atomic_write
+    from ..core.fileio import STDOUT, atomic_write, output_file
 
-    destination = out or directory / "report.html"
     try:
+        to_stdout = out is not None and output_file(out, stdout=True) is None
+        destination = out or directory / "report.html"
+        if out is None:
+            output_file(destination)
         page = render_batch_page(load_page_data(directory))
+        if to_stdout:
+            typer.echo(page, nl=False)
+            return Path(STDOUT)
         atomic_write(destination, page)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None

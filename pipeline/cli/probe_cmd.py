@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.errors import WorksurfaceError
-from ..core.fileio import check_output_path, display_name
+from ..core.fileio import display_name, output_file
 from ..formats import read_transcript
 from ..probes.check import DEFAULT_BASELINES, CheckResult, check
 from ..probes.curve import CurvePoint, curve
@@ -48,14 +48,13 @@ def derive_cmd(
 ) -> None:
     """Derive probes mechanically from a transcript up to the cut."""
     with _errors():
-        if output is not None:
-            check_output_path(output, inputs=[path])
+        destination = output_file(output, inputs=[path], stdout=True)  # None: standard output
         transcript = read_transcript(path, format.value)
         probes = derive(cut(transcript.messages, at).before, display_name(path), transcript.queued_inputs)
-        if output is None:
+        if destination is None:
             typer.echo(probes.dumps(), nl=False)
         else:
-            probes.save(output)
+            probes.save(destination, inputs=[path])
             Console(stderr=True).print(f"{len(probes)} probes written to {output}", highlight=False)
 
 

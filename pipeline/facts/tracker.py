@@ -18,6 +18,7 @@ from typing import Sequence
 from ..core.model import Message
 from ..core.toolkinds import tool_kind
 from .calls import tool_calls
+from .provenance import harness_tool
 from .text import one_line
 
 # Issue tracker commands that change an issue's state (beads, GitHub, GitLab, Jira, Linear).
@@ -90,7 +91,7 @@ def tracker_updates(messages: Sequence[Message]) -> list[TrackerUpdate]:
     """Successful issue state changes (claim, close, create...), oldest first."""
     out = []
     for rec in tool_calls(messages):
-        if rec.result is None or rec.failed or tool_kind(rec.call) != "shell" or not rec.command:
+        if rec.result is None or rec.failed or (tool_kind(rec.call) != "shell" or not harness_tool(rec.call)) or not rec.command:
             continue
         changes = issue_changes(rec.command, rec.output)
         for line in rec.command.splitlines():

@@ -48,7 +48,12 @@ def get_adapter(name: str) -> FormatAdapter:
         raise UnknownFormatError(f"unknown format {name!r} (known: {', '.join(FORMAT_NAMES)})") from None
 
 
+# A byte order mark some editors put before UTF-8 text: not part of any format, so it is skipped.
+BOM = "\ufeff"
+
+
 def loads(text: str, format: str = "auto", path: str | None = None) -> Transcript:
+    text = text.removeprefix(BOM)
     name = detect_format(text, path) if format == "auto" else format
     adapter = get_adapter(name)
     try:
@@ -82,11 +87,12 @@ def dumps_report(transcript: Transcript, messages: Sequence[Message] | None = No
 
 
 def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
-                     messages: Sequence[Message] | None = None, format: str | None = None) -> Dropped:
-    """Serialize and write atomically (temp file in the same directory, then rename); returns what
-    the target format could not carry."""
+                     messages: Sequence[Message] | None = None, format: str | None = None, *,
+                     inputs: Sequence[str | os.PathLike[str]] = ()) -> Dropped:
+    """Serialize and write atomically (temp file in the same directory, then rename), no more readable
+    than `inputs` (the files it was made from); returns what the target format could not carry."""
     text, dropped = dumps_report(transcript, messages, format)
-    atomic_write(path, text)
+    atomic_write(path, text, inputs=inputs)
     return dropped
 
 

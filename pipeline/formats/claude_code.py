@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
 from ..core.tokens import TokenCounter
@@ -176,9 +177,11 @@ def read(text: str, path: str | None = None) -> Transcript:
 def parse_record(line: str, path: str | None, number: int) -> dict[str, Any]:
     """One JSONL line as a record object, or a FormatError naming the line."""
     try:
-        record = json.loads(line)
+        record = strictjson.loads(line)
     except json.JSONDecodeError as exc:
         raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path, line=number) from None
+    except strictjson.UnreadableNumber as exc:
+        raise strictjson.number_error(exc, line, path, number) from None
     except RecursionError:
         raise FormatError("JSON nested too deeply", path=path, line=number) from None
     if not isinstance(record, dict):

@@ -35,6 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
 from .base import Transcript
@@ -332,7 +333,7 @@ def _call(payload: dict[str, Any]) -> ToolCall:
         if not isinstance(name, str) or not isinstance(arguments, str):
             raise _RecordError(f"function_call {call_id}: 'name' and 'arguments' must be strings")
         try:
-            args = json.loads(arguments) if arguments.strip() else {}
+            args = strictjson.loads(arguments) if arguments.strip() else {}
         except ValueError:
             args = None
         # Arguments that are not a JSON object (a model's malformed call) are kept as the text it sent.
@@ -430,9 +431,11 @@ def read(text: str, path: str | None = None) -> Transcript:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = strictjson.loads(line)
         except json.JSONDecodeError as exc:
             raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path, line=number) from None
+        except strictjson.UnreadableNumber as exc:
+            raise strictjson.number_error(exc, line, path, number) from None
         if not isinstance(record, dict):
             raise FormatError(f"record is a JSON {type(record).__name__}, not an object", path=path, line=number)
         try:

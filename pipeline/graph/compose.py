@@ -97,8 +97,10 @@ def run_reinjectors(view: list[Message], budget: int, ctx: StageContext) -> Rebu
         dry = status_last[0].run(view, ctx.config.reinject, ctx, int(cap / ratio))
         reserved = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + STATUS_SIZE_MARGIN)
     budget_left -= reserved
-    # A reinjected message's id is a digest of its text: one the view already holds (an earlier
-    # compaction's reinjection, kept in the tail of this one) is shown already, and is not added twice.
+    # A reinjected message's id names its epoch and a digest of its text: one the view already holds
+    # (the same rebuild met again) is shown already and is not added twice. An earlier compaction's
+    # reinjection kept in the tail has another epoch in its id; each reinjector skips what the view
+    # shows instead (files: `_reinjected_in_tail`).
     present = {m.id for m in view}
     for reinjector in [r for r in ctx.reinjectors if r.NAME != STATUS_REINJECTOR] + status_last:
         if reinjector.NAME == STATUS_REINJECTOR:

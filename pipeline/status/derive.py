@@ -21,7 +21,7 @@ from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, Permi
                      VerificationFinished)
 from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
-from ..facts.provenance import CONVERTED_CALL
+from ..facts.provenance import CONVERTED_CALL, harness_tool
 from ..facts.testsummary import TestRunWatcher
 from ..facts.todos import TodoItem as FactTodo
 from ..facts.todos import TodoReplayer, items_from, normalize_status
@@ -234,7 +234,7 @@ class EventDeriver:
             self._emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
                        failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
                        command=one_line(command, 120))
-        if tool_kind(call) == "shell":
+        if tool_kind(call) == "shell" and harness_tool(call):  # an MCP `bash` is another program's text
             self._shell(call, result, ok)
         elif ok and kind in ("edit", "write") and (path := call_path(call)):
             self._emit(FilesTouched, paths=(self._relative(path),))
