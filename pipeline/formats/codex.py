@@ -32,12 +32,16 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
+from ..core.tokens import TokenCounter
+from ..core.usage import Calibration, calibrate
+from ..core.view import live_slice
 from .base import Transcript
+from .damaged import DamagedLine, first_record, lines, orphaned_by, parse_line
 from .validate import mark_unanswered
 
 NAME = "codex"
@@ -63,6 +67,10 @@ HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md
 USER_KIND_PREFIX = "user."
 # The shell tool's name when the model used the built-in local_shell_call item.
 LOCAL_SHELL = "local_shell"
+# A response's items share meta RESPONSE_META (as Claude Code's records of one API message share
+# `api_message_id`): this prefix and the id of its first item.
+RESPONSE_META = "api_message_id"
+RESPONSE_PREFIX = "response:"
 # Placeholder ordinal of a new record; the writer numbers records (or drops it for older files).
 NEW_ORDINAL = -1
 # Lone UTF-16 surrogates (truncated tool output) cannot be written as UTF-8; such lines are escaped.
@@ -78,19 +86,9 @@ class _RecordError(ValueError):
 
 def sniff(text: str, path: str | None) -> bool:
     """The first non-empty line is a rollout record: a known `type` with an object `payload`."""
-    record = _first_record(text)
+    record = first_record(text)
     return (isinstance(record, dict) and record.get("type") in SNIFF_TYPES
             and isinstance(record.get("payload"), dict) and "timestamp" in record)
-
-
-def _first_record(text: str) -> Any:
-    for line in text.split("\n"):
-        if line.strip():
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
 
 
 # ------------------------------------------------------------------------------------------ read
@@ -109,6 +107,7 @@ class _Reader:
     open_boundary: dict[str, Any] | None = None  # the newest Codex boundary still waiting for post_tokens
     last_usage_total: int | None = None
     cwd: str | None = None
+    response: str | None = None  # the model response the next assistant item belongs to, once it has one
 
     @property
     def last_id(self) -> str | None:
@@ -123,6 +122,13 @@ class _Reader:
         return mid
 
     def add(self, message: Message, number: int) -> None:
+        if message.role == "assistant" and not message.meta.get("compact_boundary"):
+            # Codex items carry no response id: one response is the run of assistant items (reasoning,
+            # text, calls) up to the next other item or token_count, as Codex streams and logs them.
+            self.response = self.response or RESPONSE_PREFIX + message.id
+            message = replace(message, meta={**message.meta, RESPONSE_META: self.response})
+        else:
+            self.response = None
         self.messages.append(message)
         for block in message.blocks:
             if isinstance(block, ToolCall):
@@ -162,6 +168,7 @@ class _Reader:
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             self.meta["model"] = payload["model"]
         elif kind == "event_msg" and payload.get("type") == "token_count":
+            self.response = None  # a response was measured: it ended
             info = payload.get("info")
             if not isinstance(info, dict):
                 return
@@ -412,6 +419,15 @@ def _role(value: Any) -> str:
     return str(value)
 
 
+def _call_id_of(record: dict[str, Any], kinds: frozenset[str]) -> str | None:
+    """The call id of a response_item record of one of these kinds (calls or outputs), if any."""
+    payload = record.get("payload")
+    if record.get("type") != "response_item" or not isinstance(payload, dict) or payload.get("type") not in kinds:
+        return None
+    call_id = payload.get("call_id") or payload.get("id")
+    return call_id if isinstance(call_id, str) else None
+
+
 def _summary_item(summary: str) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}
 
@@ -425,16 +441,21 @@ def _is_summary_item(item: dict[str, Any], summary: str) -> bool:
 
 def read(text: str, path: str | None = None) -> Transcript:
     reader = _Reader(path)
-    # Split on "\n" only: JSON strings may hold a raw U+2028, which str.splitlines would break at.
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
+    parsed = [(number, line, parse_line(line, number, last)) for number, line, last in lines(text)]
+    damaged = [r for _, _, r in parsed if isinstance(r, DamagedLine)]
+    readable_calls = {c for _, _, r in parsed if isinstance(r, dict) and (c := _call_id_of(r, CALL_TYPES))} \
+        if damaged else set()
+    for number, line, record in parsed:
+        if isinstance(record, DamagedLine):
+            reader.extras.append((reader.last_id, record))  # skipped, and written back as it was
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path, line=number) from None
-        if not isinstance(record, dict):
-            raise FormatError(f"record is a JSON {type(record).__name__}, not an object", path=path, line=number)
+        answered = _call_id_of(record, OUTPUT_TYPES) if damaged else None
+        lost = orphaned_by(answered, damaged) if answered and answered not in readable_calls else None
+        if lost is not None:
+            # Its call is on a damaged line: shown, it would answer nothing. Kept in the file as read.
+            reader.extras.append((reader.last_id, DamagedLine(
+                number, line, f"answers tool call {answered!r}, whose record (line {lost.line}) is damaged")))
+            continue
         try:
             reader.record(record, number)
         except _RecordError as exc:
@@ -454,11 +475,19 @@ def read(text: str, path: str | None = None) -> Transcript:
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
     """JSONL for `messages` (default: the transcript's), with the transcript's extras after the
-    messages they followed; extras whose message is not written are dropped with it."""
+    messages they followed; extras whose message is not written are dropped with it.
+
+    A view with a compaction of worksurface's is written as Codex writes its own: its `compacted`
+    record carries the standing context verbatim and is followed by the latest turn_context; the
+    token_count events, which measured the context before it, give way to one at the end that
+    measures the compacted view (so a resumed Codex does not compact it again)."""
     msgs = list(transcript.messages if messages is None else messages)
-    anchored: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    new = next((i for i in range(len(msgs) - 1, -1, -1)
+                if _is_boundary(msgs[i]) and _own_compacted(msgs[i]) is None), None)
+    anchored: dict[str | None, list[dict[str, Any] | DamagedLine]] = defaultdict(list)
     for anchor, record in transcript.extras:
-        anchored[anchor].append(record)
+        if new is None or not _is_token_count(record):
+            anchored[anchor].append(record)
     writer = _Writer(_uses_ordinals(transcript))
     for record in anchored.pop(None, []):
         writer.emit(record)
@@ -473,9 +502,13 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
                     j += 1
                 writer.emit(_kept_compacted(message, owned, msgs[i + 1:j]))
             else:
-                while j < len(msgs) and msgs[j].origin not in (Origin.CONVERSATION, Origin.BOUNDARY):
-                    j += 1  # worksurface's summary and reinjected messages
+                while j < len(msgs) and (msgs[j].origin not in (Origin.CONVERSATION, Origin.BOUNDARY)
+                                         or _is_standing(msgs[j])):
+                    j += 1  # worksurface's summary and reinjected messages, and the standing context
                 writer.emit(_new_compacted(message, _restated(msgs[:i]), msgs[i + 1:j], writer.last_timestamp))
+                context = _latest(transcript, _is_turn_context)
+                if context is not None and not any(r is context for m in msgs[i:] for r in anchored.get(m.id, ())):
+                    writer.emit(context)  # the turn settings Codex resumes with (model, cwd, policies)
             for m in msgs[i:j]:
                 for record in anchored.pop(m.id, []):
                     writer.emit(record)
@@ -486,7 +519,59 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
         for record in anchored.pop(message.id, []):
             writer.emit(record)
         i += 1
+    if new is not None:
+        measured = _view_usage(transcript, _restated(msgs[:new]) + msgs[new:], writer.last_timestamp)
+        if measured is not None:
+            writer.emit(measured)
     return "".join(writer.lines)
+
+
+def _is_token_count(record: Any) -> bool:
+    if not isinstance(record, dict) or record.get("type") != "event_msg":
+        return False
+    payload = record.get("payload")
+    return isinstance(payload, dict) and payload.get("type") == "token_count"
+
+
+def _is_turn_context(record: Any) -> bool:
+    return isinstance(record, dict) and record.get("type") == "turn_context"
+
+
+def _latest(transcript: Transcript, kind: Any) -> dict[str, Any] | None:
+    """The newest extra of a kind as of the transcript's last message (a cut transcript keeps the
+    extras of the messages it cut off; they are not part of it)."""
+    ids = {m.id for m in transcript.messages}
+    found = [r for anchor, r in transcript.extras if (anchor is None or anchor in ids) and kind(r)]
+    return found[-1] if found else None
+
+
+def _is_standing(message: Message) -> bool:
+    """Standing context (developer and permissions messages, AGENTS.md, environment context): a
+    compaction carries it in its `compacted` record verbatim, as Codex's own does."""
+    return message.role == "system" and message.origin is Origin.CONVERSATION and not _is_boundary(message)
+
+
+def _view_usage(transcript: Transcript, sent: Sequence[Message], timestamp: str | None) -> dict[str, Any] | None:
+    """A token_count event for the compacted view: the rollout's newest one with `last_token_usage`
+    set to the view's size (worksurface's count plus what the rollout's usage says Codex adds, as
+    `usage.calibrate` fits it); the running totals and the window stay. None when the rollout has
+    no token_count to start from."""
+    base = _latest(transcript, _is_token_count)
+    info = base["payload"].get("info") if base is not None else None
+    if base is None or not isinstance(info, dict):
+        return None
+    counter = TokenCounter()
+    fitted = calibrate(live_slice(transcript.messages), counter) or Calibration(0, 1.0, 0)
+    size = fitted.size(counter.messages(sent))
+    last = info.get("last_token_usage")
+    usage = {k: 0 for k in last} if isinstance(last, dict) else {}
+    usage.update(input_tokens=size, cached_input_tokens=0, output_tokens=0, total_tokens=size)
+    record: dict[str, Any] = {"timestamp": timestamp or base.get("timestamp"), "ordinal": NEW_ORDINAL,
+                              "type": "event_msg", "payload": {**base["payload"], "info": {**info, "last_token_usage": usage}},
+                              MARK: {"estimated": True}}
+    if record["timestamp"] is None:
+        del record["timestamp"]
+    return record
 
 
 @dataclass
@@ -495,7 +580,10 @@ class _Writer:
     lines: list[str] = field(default_factory=list)
     last_timestamp: str | None = None
 
-    def emit(self, record: dict[str, Any]) -> None:
+    def emit(self, record: dict[str, Any] | DamagedLine) -> None:
+        if isinstance(record, DamagedLine):
+            self.lines.append(record.text + "\n")  # as read; the newline lets the next record start a line
+            return
         if "ordinal" in record and self.ordinals and record["ordinal"] != len(self.lines):
             # Codex pages a rollout by ordinal: keep them consecutive when records were dropped.
             record = {**record, "ordinal": len(self.lines)}
@@ -744,7 +832,7 @@ def _restated(before: Sequence[Message]) -> list[Message]:
         if _is_boundary(before[i]):
             start = i + 1
             break
-    return [m for m in before[start:] if m.role == "system"]
+    return [m for m in before[start:] if _is_standing(m)]
 
 
 def _new_compacted(boundary: Message, restated: Sequence[Message], head: Sequence[Message],

@@ -21,6 +21,7 @@ from worksurface.stages import autocompact, budget, collapse, ingest, microcompa
 from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
 from ..core.model import Message
+from ..core.view import insertion_point
 from ..engine.state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
                     tokenizer_ratio, view_offset)
 
@@ -101,8 +102,11 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
         return {"reports": reports, "status_update": status}
     # The status baseline goes last: later status deltas follow it at the tail of the view.
     added.sort(key=lambda m: m.meta.get("reinjector") is None and m.origin.value == "status")
-    anchor = view[-1].id if view else None
-    edit = Insert(REINJECT, anchor, tuple(added))
+    # After the view's last message, unless its last turn still waits for a tool result: then before
+    # that turn (the rewind rule stays: dropped with the newest message, as at the end).
+    point = insertion_point(view)
+    anchor = view[point - 1].id if point else None
+    edit = Insert(REINJECT, anchor, tuple(added), view[-1].id if view and point < len(view) else None)
     new_view = apply_edits(view, [edit])
     return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": reports,
             "status_update": status}

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from ..core.config import Config
 from ..core.edits import Edit, Insert, ReplaceMessages
 from ..core.model import Message, Origin
+from ..core.view import insertion_point
 from ..engine.state import StatusInputs, StatusUpdate
 from ..status import PublisherState, StatusReducer, event_from_json, publish
 from ..status.derive import EventDeriver
@@ -85,7 +86,8 @@ class StatusBar:
         if publication.remove_ids:
             edits.append(ReplaceMessages(STAGE, publication.remove_ids, ()))
         if publication.messages:
-            anchor = view[-1].id if view else None
+            point = insertion_point(view)  # never between a tool call and the result still to come
+            anchor = view[point - 1].id if point else None
             ref = next((m.id for m in reversed(view) if m.origin is Origin.CONVERSATION), None)
             edits.append(Insert(STAGE, anchor, publication.messages, ref))
         kind = publication.messages[0].meta.get("kind") if publication.messages else None
