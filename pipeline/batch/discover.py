@@ -9,6 +9,7 @@ explicitly is always taken, so a malformed one gives an error row instead of van
 from __future__ import annotations
 
 import glob
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,12 +156,21 @@ def _decode_head(data: bytes, complete: bool) -> str | None:
 
 def _detects(text: str, path: str, complete: bool) -> bool:
     """True when `text` is in a supported format, or (when it is the whole file) is meant to be one
-    but is malformed (broken JSON, a bad record): that file gets an error row saying what is wrong,
-    never a silent skip. A partial head's broken JSON may be the cut, so it decides nothing."""
+    but is malformed (broken JSON, a JSON Lines session with a bad record): that file gets an error
+    row saying what is wrong, never a silent skip. Valid JSON of another shape (a manifest, a data
+    file) is no transcript; a partial head's broken JSON may be the cut, so it decides nothing."""
     try:
         detect_format(text, path)
     except UnknownFormatError:
         return False
     except WorksurfaceError:
-        return complete
+        return complete and not _one_json_document(text)
+    return True
+
+
+def _one_json_document(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
     return True

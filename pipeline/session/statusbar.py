@@ -82,12 +82,16 @@ class StatusBar:
             folded, publication = publish(dataclasses.replace(state, last=None), inputs.snapshot,
                                           strategy="replace", now=now)
             new_state = dataclasses.replace(folded, strategy=state.strategy)
+        if (publication.messages or publication.remove_ids) and insertion_point(view) < len(view):
+            # The last turn still waits for a tool result: a status after it would sit between the
+            # call and its result, and one before it would change what was sent. The next call says it.
+            return [], state, {"epoch": state.epoch, "seq": state.seq, "published": None,
+                               "deferred": "the last turn waits for a tool result"}
         edits = []
         if publication.remove_ids:
             edits.append(ReplaceMessages(STAGE, publication.remove_ids, ()))
         if publication.messages:
-            point = insertion_point(view)  # never between a tool call and the result still to come
-            anchor = view[point - 1].id if point else None
+            anchor = view[-1].id if view else None
             ref = next((m.id for m in reversed(view) if m.origin is Origin.CONVERSATION), None)
             edits.append(Insert(STAGE, anchor, publication.messages, ref))
         kind = publication.messages[0].meta.get("kind") if publication.messages else None
