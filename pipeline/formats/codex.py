@@ -514,7 +514,7 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
                     writer.emit(record)
             i = j
             continue
-        for record in _message_records(message, writer.last_timestamp):
+        for record in _message_records(message, writer.last_timestamp, writer.names):
             writer.emit(record)
         for record in anchored.pop(message.id, []):
             writer.emit(record)
@@ -579,6 +579,7 @@ class _Writer:
     ordinals: bool
     lines: list[str] = field(default_factory=list)
     last_timestamp: str | None = None
+    names: "_Names" = field(default_factory=lambda: _Names())
 
     def emit(self, record: dict[str, Any] | DamagedLine) -> None:
         if isinstance(record, DamagedLine):
@@ -625,14 +626,32 @@ def _stamp(message: Message, fallback: str | None) -> str | None:
     return stamp if isinstance(stamp, str) else fallback
 
 
-def _message_records(message: Message, timestamp: str | None) -> list[dict[str, Any]]:
+@dataclass
+class _Names:
+    """The ids reading the written records back gives them (`_Reader.unique` numbers repeated
+    items: `reasoning-<digest>~2`, ...), so a record names its message's id only where reading it
+    back would give another one (a copy before it was not written)."""
+
+    used: set[str] = field(default_factory=set)
+
+    def read_as(self, natural: str) -> str:
+        mid, n = natural, 1
+        while mid in self.used:
+            n += 1
+            mid = f"{natural}~{n}"
+        return mid
+
+
+def _message_records(message: Message, timestamp: str | None, names: _Names) -> list[dict[str, Any]]:
     """The response_item record(s) of a message outside a compaction."""
     raw = _own_raw(message)
     if raw is not None:
         payload = _kept_payload(message, raw["payload"])
         if payload is not None:
             kept = raw if payload is raw["payload"] else {**raw, "payload": payload}
-            return [_mark_record(kept, message, _natural_id(payload))]
+            marked = _mark_record(kept, message, names.read_as(_natural_id(payload)))
+            names.used.add(message.id)  # read back under its own id: natural, or named in the mark
+            return [marked]
     payloads = encode_message(message)
     stamp = _stamp(message, timestamp)
     out = []
@@ -641,15 +660,18 @@ def _message_records(message: Message, timestamp: str | None) -> list[dict[str, 
                                   "payload": payload}
         if stamp is None:
             del record["timestamp"]
-        out.append(_mark_record(record, message, _natural_id(payload)) if n == 0 else record)
+        read_as = names.read_as(_natural_id(payload))
+        out.append(_mark_record(record, message, read_as) if n == 0 else record)
+        names.used.add(message.id if n == 0 else read_as)
     return out
 
 
-def _mark_record(record: dict[str, Any], message: Message, natural: str) -> dict[str, Any]:
-    """Add (or drop) the `worksurface` key: only what reading the record would not give back."""
+def _mark_record(record: dict[str, Any], message: Message, read_as: str) -> dict[str, Any]:
+    """Add (or drop) the `worksurface` key: only what reading the record would not give back
+    (`read_as`: the id reading it would give)."""
     role, _, _ = item_parts(record["payload"])
     mark: dict[str, Any] = {}
-    if message.id != natural and not message.id.startswith(natural + "~"):
+    if message.id != read_as:
         mark["id"] = message.id
     if message.origin is not Origin.CONVERSATION:
         mark["origin"] = message.origin.value
