@@ -659,9 +659,9 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any] |
 
     start = next((i for i in range(len(written) - 1, -1, -1) if _is_boundary_record(written[i][0])), 0)
     live = [(i, m) for i, (_, m) in enumerate(written) if i >= start and m is not None]
-    # Claude Code's own clearings are part of what it measured: the view is compared with the
-    # transcript as Claude Code sent it.
-    original = harness_view(live_slice(transcript.messages))
+    original = live_slice(transcript.messages)
+    # A message is still the transcript's as read, or as Claude Code sent it after its own clearing.
+    sent = harness_view(original)
     counter = TokenCounter()
     fitted = calibrate(original, counter) or Calibration(0, 1.0, 0)
     counted = 0
@@ -676,7 +676,7 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any] |
                    and at(live[n + len(group)][0])["message"].get("id") == api_id):
                 group.append(n + len(group))
         for k in group:
-            same = same and k < len(original) and live[k][1] == original[k] and \
+            same = same and k < len(original) and live[k][1] in (original[k], sent[k]) and \
                 records[live[k][0]] is _own_raw(original[k])
         size = sum(counter.message(live[k][1]) for k in group)
         if at(index).get("type") == "assistant" and not same:
