@@ -91,11 +91,27 @@ def test_a_result_whose_call_was_on_a_damaged_line_is_kept_in_the_file_and_left_
     assert cc.write(t) == text
 
 
-def test_one_notice_per_file_names_file_lines_and_problems(caplog: pytest.LogCaptureFixture) -> None:
+class _Notices(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+
+
+def test_one_notice_per_file_names_file_lines_and_problems() -> None:
     text = session(result_line("r1", "a1", "t1", REDACTED)) + "{oops\n" + "[1]\n" + "{no\n"
-    with caplog.at_level(logging.WARNING, logger="worksurface"):
+    logger, notices = logging.getLogger("worksurface"), _Notices()
+    level = logger.level
+    logger.addHandler(notices)
+    logger.setLevel(logging.WARNING)
+    try:
         loads(text, "auto", PATH)
-    [notice] = [r.getMessage() for r in caplog.records]
+    finally:
+        logger.removeHandler(notices)
+        logger.setLevel(level)
+    [notice] = notices.seen
     assert notice.startswith(f"{PATH}: skipped 4 lines that are not JSON records (line 3: broken JSON")
     assert "line 7" in notice and "line 8: record is a JSON list" in notice and "and 1 more" in notice
     assert "--strict" in notice
