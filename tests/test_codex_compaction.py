@@ -153,3 +153,21 @@ def test_repeated_items_keep_their_ids_through_a_compaction() -> None:
     assert [m.id for m in live_slice(codex.read(written, PATH).messages)
             if isinstance(m.blocks[0], Thinking)] == kept_ids
     assert {m.id for m in t.messages} >= set(kept_ids)
+
+
+def test_a_responses_request_keeps_the_reasoning_of_its_calls() -> None:
+    """The same grouping for a Responses API request (what the gateway reads from Codex): reasoning
+    items followed by their calls are never cleaned away as orphan thinking."""
+    from worksurface.formats import loads
+    request = {"model": "gpt-5.5", "input": [
+        text_item("user", "run the tests"),
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"},
+        {"type": "function_call", "id": "fc_1", "name": "exec_command", "arguments": "{}", "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "3 passed"},
+        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "ENC2"},
+        text_item("assistant", "All green.")]}
+    t = loads(json.dumps(request), "openai-responses")
+    with Session.open(None) as s:
+        prepared = s.prepare(t)
+    assert not prepared.report.notices
+    assert [m.blocks[0].signature for m in prepared.messages if isinstance(m.blocks[0], Thinking)] == ["ENC", "ENC2"]

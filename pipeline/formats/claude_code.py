@@ -202,19 +202,6 @@ def _lost_call(record: dict[str, Any], readable: set[str], damaged: Sequence[Dam
     return None
 
 
-def parse_record(line: str, path: str | None, number: int) -> dict[str, Any]:
-    """One JSONL line as a record object, or a FormatError naming the line."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path, line=number) from None
-    except RecursionError:
-        raise FormatError("JSON nested too deeply", path=path, line=number) from None
-    if not isinstance(record, dict):
-        raise FormatError(f"record is a JSON {type(record).__name__}, not an object", path=path, line=number)
-    return record
-
-
 def _is_clearing_record(record: dict[str, Any]) -> bool:
     return record.get("type") == "system" and record.get("subtype") == CLEARING_SUBTYPE
 

@@ -107,7 +107,7 @@ class _Reader:
     open_boundary: dict[str, Any] | None = None  # the newest Codex boundary still waiting for post_tokens
     last_usage_total: int | None = None
     cwd: str | None = None
-    response: str | None = None  # the model response the next assistant item belongs to, once it has one
+    measured: set[int] = field(default_factory=set)  # message counts at which a token_count ended a response
 
     @property
     def last_id(self) -> str | None:
@@ -122,13 +122,6 @@ class _Reader:
         return mid
 
     def add(self, message: Message, number: int) -> None:
-        if message.role == "assistant" and not message.meta.get("compact_boundary"):
-            # Codex items carry no response id: one response is the run of assistant items (reasoning,
-            # text, calls) up to the next other item or token_count, as Codex streams and logs them.
-            self.response = self.response or RESPONSE_PREFIX + message.id
-            message = replace(message, meta={**message.meta, RESPONSE_META: self.response})
-        else:
-            self.response = None
         self.messages.append(message)
         for block in message.blocks:
             if isinstance(block, ToolCall):
@@ -168,7 +161,7 @@ class _Reader:
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             self.meta["model"] = payload["model"]
         elif kind == "event_msg" and payload.get("type") == "token_count":
-            self.response = None  # a response was measured: it ended
+            self.measured.add(len(self.messages))  # a response was measured: it ended
             info = payload.get("info")
             if not isinstance(info, dict):
                 return
@@ -467,7 +460,26 @@ def read(text: str, path: str | None = None) -> Transcript:
         if call_id not in reader.calls:
             raise FormatError(f"tool output for call id {call_id!r}, which never appears in the file",
                               path=path, line=number, record=mid)
-    return Transcript(mark_unanswered(reader.messages), NAME, path, reader.extras, reader.meta)
+    messages = group_responses(reader.messages, reader.measured)
+    return Transcript(mark_unanswered(messages), NAME, path, reader.extras, reader.meta)
+
+
+def group_responses(messages: Sequence[Message], ends: set[int] | frozenset[int] = frozenset()) -> list[Message]:
+    """Responses items (reasoning, text, calls) carry no response id: one model response is a run
+    of assistant items, up to the next other item (a tool output, a user turn) or an index in `ends`
+    (where a token_count measured it). Its items share meta RESPONSE_META, as Claude Code's records of
+    one API message share `api_message_id`, so its reasoning is known to lead to its calls."""
+    out: list[Message] = []
+    response: str | None = None
+    for i, m in enumerate(messages):
+        if i in ends or m.role != "assistant" or m.meta.get("compact_boundary"):
+            response = None
+        if m.role == "assistant" and not m.meta.get("compact_boundary"):
+            response = response or RESPONSE_PREFIX + m.id
+            if m.meta.get(RESPONSE_META) != response:
+                m = replace(m, meta={**m.meta, RESPONSE_META: response})
+        out.append(m)
+    return out
 
 
 # ----------------------------------------------------------------------------------------- write

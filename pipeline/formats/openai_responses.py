@@ -60,7 +60,7 @@ def read(text: str, path: str | None = None) -> Transcript:
         messages.append(Message("0", "user", (Text(items),), meta={_SHORT: True}))
     else:
         meta[_INPUT_FORM] = "list"
-        messages += [_read_item(i, item, path) for i, item in enumerate(items)]
+        messages += codex.group_responses([_read_item(i, item, path) for i, item in enumerate(items)])
     check_pairing(messages, path)
     return Transcript(messages, NAME, path, meta=meta)
 
