@@ -152,12 +152,15 @@ def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floo
     return idx
 
 
+# Meta of a message the format knows to be the harness's standing instructions for the session
+# (Codex's developer and permissions messages, AGENTS.md, environment context), not one event.
+STANDING = "standing"
+
+
 def standing_context(messages: Sequence[Message]) -> list[Message]:
-    """The harness's standing instructions among `messages`: system-role conversation messages that
-    are no compact boundary (Codex's developer and permissions messages, AGENTS.md, environment
-    context). A compaction carries them verbatim instead of summarizing them; of identical copies
-    only the newest, in order."""
-    standing = [m for m in messages if m.role == "system" and m.origin is Origin.CONVERSATION
+    """The harness's standing instructions among `messages` (meta STANDING): a compaction carries
+    them verbatim instead of summarizing them; of identical copies only the newest, in order."""
+    standing = [m for m in messages if m.meta.get(STANDING) and m.origin is Origin.CONVERSATION
                 and not m.meta.get("compact_boundary")]
     newest = {m.digest: m.id for m in standing}
     return [m for m in standing if newest[m.digest] == m.id]

@@ -39,7 +39,7 @@ from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
 from ..core.tokens import TokenCounter
 from ..core.usage import Calibration, calibrate
-from ..core.view import live_slice
+from ..core.view import STANDING, live_slice
 from .base import Transcript
 from .damaged import DamagedLine, first_record, lines, orphaned_by, parse_line
 from .validate import mark_unanswered
@@ -63,6 +63,8 @@ CODEX_BOUNDARY_TEXT = "[Conversation compacted by Codex]"
 # which do not record kinds) it opens with one of these tags.
 HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
                     "<turn_aborted>", "<user_shell_command>", "<skills_instructions>")
+# Of those, the ones that report one event rather than stand for the session (not carried by a compaction).
+TRANSIENT_PREFIXES = ("<turn_aborted>", "<user_shell_command>")
 # Content kinds Codex marks as typed by the user (internal_chat_message_metadata_passthrough).
 USER_KIND_PREFIX = "user."
 # The shell tool's name when the model used the built-in local_shell_call item.
@@ -255,7 +257,7 @@ class _Reader:
             if _is_summary_item(item, summary):
                 # Codex writes the summary as a user message of its own making: it is the compact
                 # summary, not standing context, whatever its content kinds say.
-                meta = {k: v for k, v in message.meta.items() if k not in ("is_meta", "codex_role")}
+                meta = {k: v for k, v in message.meta.items() if k not in ("is_meta", "codex_role", STANDING)}
                 role = item_mark.get("role", "user")
                 message = Message(message.id, role, message.blocks, message.origin,
                                   {**meta, "is_compact_summary": True})
@@ -274,10 +276,12 @@ def item_parts(payload: dict[str, Any]) -> tuple[str, tuple[Block, ...], dict[st
             raise _RecordError("message item 'content' must be a list")
         blocks = tuple(_part(p) for p in content)
         if role == "developer" or role == "system":
-            return "system", blocks, {"codex_role": role}
+            return "system", blocks, {"codex_role": role, STANDING: True}
         if role == "user":
             if _harness_written(payload, blocks):
-                return "system", blocks, {"codex_role": "user", "is_meta": True}
+                first = next((b.text for b in blocks if isinstance(b, Text)), "").lstrip()
+                standing = not first.startswith(TRANSIENT_PREFIXES)
+                return "system", blocks, {"codex_role": "user", "is_meta": True, **({STANDING: True} if standing else {})}
             return "user", blocks, {}
         if role == "assistant":
             return "assistant", blocks, {}
