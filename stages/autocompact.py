@@ -23,7 +23,7 @@ from worksurface.engine.pricing import EditDecision, decide_edit
 from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult, counted_target
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
-from worksurface.core.view import tail_start
+from worksurface.core.view import standing_context, tail_start
 from worksurface.engine.protection import last_user_turn_index
 
 NAME = "autocompact"
@@ -90,7 +90,9 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     counter = ctx.counter
     floor = stable_prefix_length(view)
     prefix_tokens = counter.messages(view[:floor])
-    available = max(0, counted_target(ctx) - prefix_tokens - OVERHEAD_TOKENS)
+    # Standing context after the prefix is carried whole (see below): it takes its room first.
+    carried_tokens = counter.messages(standing_context(view[floor:]))
+    available = max(0, counted_target(ctx) - prefix_tokens - carried_tokens - OVERHEAD_TOKENS)
     tail_share, summary_share = _shares(available)
     tail_budget = min(config.keep_tail_tokens, int(available * tail_share))
     start = tail_start(view, counter, tail_budget, floor)
@@ -129,13 +131,16 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     trigger = "manual" if ctx.forced else "auto"
     # Why an automatic compaction happened: the view passed the threshold, or it paid to compact early.
     reason = "manual" if ctx.forced else ("threshold" if tokens > threshold else "economic")
-    covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION)
+    standing = tuple(standing_context(head))  # carried verbatim after the boundary, never summarized
+    carried = {m.id for m in standing}
+    covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION and m.id not in carried)
     compactions = epoch - 1
     summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user",
                           (Text(SUMMARY_PREFIX + repeated_notice(compactions) + summary.text),),
                           Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer,
                                            "compactions": compactions})
-    post = prefix_tokens + counter.messages(tail) + counter.message(summary_msg) + counter.messages(list(kept))
+    post = (prefix_tokens + counter.messages(standing) + counter.messages(tail) + counter.message(summary_msg)
+            + counter.messages(list(kept)))
     boundary = Message(
         f"boundary-{epoch}-{_span_id(head)}", "system",
         (Text(f"[Conversation compacted ({trigger}): {len(head)} earlier messages summarized, "
@@ -153,7 +158,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
         info["fallback"] = {"from": primary.name, "error": fallback_error}
     if summary.details:
         info["summarizer_details"] = summary.details  # retries, dropped rounds, trimmed sections
-    edit = Compact(NAME, tail[0].id if tail else None, (boundary, summary_msg, *kept), covered, info)
+    edit = Compact(NAME, tail[0].id if tail else None, (boundary, *standing, summary_msg, *kept), covered, info)
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
                          details=info)
     return StageResult([edit], report)

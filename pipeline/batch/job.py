@@ -47,6 +47,7 @@ class BatchOptions:
     resume: bool = False
     force: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
+    strict: bool = False
 
     def record(self) -> dict[str, Any]:
         """The options that decide what a row means (checked on --resume)."""
@@ -107,7 +108,8 @@ def plan(options: BatchOptions, config: Config | None = None) -> Plan:
             skipped += 1
             continue
         probe_file = DERIVE if probes is None else probes.find(path)
-        specs.append(TaskSpec(path, options.task, targets, probe_file, options.window, options.max_bytes, cfg))
+        specs.append(TaskSpec(path, options.task, targets, probe_file, options.window, options.max_bytes, cfg,
+                              options.strict))
     return Plan(options, store, discovery, specs, skipped)
 
 

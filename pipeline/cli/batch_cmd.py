@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.errors import WorksurfaceError
-from .app import app, fail
+from .app import app, fail, STRICT_HELP
 
 # Exit status after Ctrl-C, as a shell reports a process ended by SIGINT.
 INTERRUPTED_EXIT = 130
@@ -67,6 +67,7 @@ def batch(
     force: bool = typer.Option(False, "--force", help="Replace results already in the folder."),
     max_bytes: int = typer.Option(64 * 1024 * 1024, "--max-bytes",
                                   help="Files larger than this become error rows instead of being parsed."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Run one task per transcript on Dask workers and write one row per transcript and target.
 
@@ -79,7 +80,7 @@ def batch(
 
     options = BatchOptions(inputs=inputs, task=task, out=out, targets=_targets(targets), probes_from=probes_from,
                            window=window, fmt=fmt, scheduler=scheduler, workers=workers, resume=resume,
-                           force=force, max_bytes=max_bytes)
+                           force=force, max_bytes=max_bytes, strict=strict)
     console = Console(stderr=True)
     try:
         p = plan(options)

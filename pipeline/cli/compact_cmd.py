@@ -22,7 +22,7 @@ from ..core.usage import find_usage, usage_report
 from ..core.view import live_slice
 from ..probes.cut import cut, cut_transcript
 from ..session import homes
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, STRICT_HELP, app, fail
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -38,6 +38,7 @@ def compact(
     in_place: bool = typer.Option(False, "--in-place",
                                   help="Replace the input file with the compacted transcript (atomically)."),
     format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Compact the transcript as it stood at a point: 'boundary' (just "
                                           "before its first compaction marker) or a number of messages."),
@@ -80,7 +81,7 @@ def compact(
     try:
         text = read_text(path, "transcript")
         read_hash = content_hash(text)  # what was compacted: a session file must still be this when replaced
-        transcript = loads(text, format.value, display_name(path))
+        transcript = loads(text, format.value, display_name(path), strict=strict)
         if at is not None:
             before = cut_transcript(transcript, cut(transcript.messages, at).before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out

@@ -61,7 +61,7 @@ def read(text: str, path: str | None = None) -> Transcript:
         messages.append(Message("0", "user", (Text(ownmark.read_text(items)[1]),), meta={_SHORT: True}))
     else:
         meta[_INPUT_FORM] = "list"
-        messages += [_read_item(i, item, path) for i, item in enumerate(items)]
+        messages += codex.group_responses([_read_item(i, item, path) for i, item in enumerate(items)])
     ids = [m.id for m in messages]
     if len(set(ids)) != len(ids):
         dup = next(x for x in ids if ids.count(x) > 1)

@@ -22,6 +22,7 @@ from worksurface.stages import autocompact, budget, collapse, ingest, microcompa
 from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
 from ..core.model import Message
+from ..core.view import insertion_point
 from ..engine.state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
                     tokenizer_ratio, view_offset)
 
@@ -126,8 +127,11 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
     rebuilt = run_reinjectors(view, ctx.config.post_compact_target - tokens, ctx)
     if not rebuilt.messages:
         return {"reports": rebuilt.reports, "status_update": rebuilt.status}
-    anchor = view[-1].id if view else None
-    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages))
+    # After the view's last message, unless its last turn still waits for a tool result: then before
+    # that turn (the rewind rule stays: dropped with the newest message, as at the end).
+    point = insertion_point(view)
+    anchor = view[point - 1].id if point else None
+    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages), view[-1].id if view and point < len(view) else None)
     new_view = apply_edits(view, [edit])
     return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": rebuilt.reports,
             "status_update": rebuilt.status}
