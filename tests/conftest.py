@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 # Property tests draw the same examples on every run ("repeatable"), so a CI run fails only on a
@@ -26,3 +27,38 @@ if str(HERE.parent) not in sys.path:
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "slow: takes more than a few seconds (real clients, browsers, clusters)")
     config.addinivalue_line("markers", "client: drives a real harness binary (Claude Code, Codex) on loopback")
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL server for the store tests: `WORKSURFACE_TEST_POSTGRES` (what `.ci/run` starts),
+    else a throwaway cluster of this run's own (`pgcluster`); skips, saying why, only when neither is
+    possible. A URL that is set but unreachable fails the tests instead of skipping them."""
+    url = os.environ.get("WORKSURFACE_TEST_POSTGRES")
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"psycopg 3 / psycopg_pool not installed ({exc.name}): pip install -e '.[test]'")
+    if url:
+        yield url
+        return
+    from pgcluster import Cluster, ClusterUnavailable
+    try:
+        cluster = Cluster.start()
+    except ClusterUnavailable as exc:
+        pytest.skip(f"no PostgreSQL server could be started: {exc}")
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["disk", "postgres"])
+def backend(request, tmp_path):
+    """The same test on both persistent backends: a directory and a PostgreSQL database."""
+    from backends import Backend
+    if request.param == "postgres":
+        yield Backend.postgres(request.getfixturevalue("postgres_url"))
+    else:
+        yield Backend.disk(tmp_path / "sessions")

@@ -10,7 +10,7 @@ import typer
 
 from ..core.artifacts import fetch
 from ..core.errors import ArtifactNotFoundError, WorksurfaceError
-from ..session.store import SessionStore
+from ..session.diskstore import SessionStore
 from .app import app, fail
 
 
