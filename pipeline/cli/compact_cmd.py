@@ -20,7 +20,7 @@ from ..formats.claude_code_projects import session_id as claude_projects_session
 from ..core.usage import find_usage, usage_report
 from ..core.view import live_slice
 from ..probes.cut import cut, cut_transcript
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, SESSION_HELP, SESSION_ID_HELP, app, fail
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -48,7 +48,8 @@ def compact(
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would."),
-    session_dir: Optional[Path] = typer.Option(None, "--session", help="Keep the session in this directory."),
+    session: Optional[str] = typer.Option(None, "--session", help=SESSION_HELP),
+    session_id: Optional[str] = typer.Option(None, "--session-id", help=SESSION_ID_HELP),
     no_usage: bool = typer.Option(False, "--no-usage",
                                   help="Count the text only; by default the size is anchored on the input "
                                        "tokens the transcript records the provider measured."),
@@ -89,9 +90,9 @@ def compact(
             raise fail(f"--claude-projects and --as-new-session write Claude Code sessions, not {fmt}")
         live = live_slice(transcript.messages)
         anchor = None if no_usage else find_usage(live)
-        with Session.open(session_dir, config=config) as session:
-            prepared = session.prepare(transcript, usage=anchor, force=force)
-            sizes = usage_report(live, prepared.messages, anchor, session.counter)
+        with Session.open(session, session_id=session_id, config=config) as kept:
+            prepared = kept.prepare(transcript, usage=anchor, force=force)
+            sizes = usage_report(live, prepared.messages, anchor, kept.counter)
         if not prepared.messages:
             raise fail(f"{path}: nothing to write (the transcript has no messages)")
         new_id = None

@@ -15,7 +15,8 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from contextlib import contextmanager
+from typing import BinaryIO, Iterable, Iterator
 
 from .errors import FormatError, OutputPathError, WorkspaceReadError
 
@@ -42,16 +43,24 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     whose emoji was cut in half) becomes the same `\\ud83d` escape again, which reads back as the
     same string from JSON and stays visible text elsewhere.
     """
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+    with atomic_writer(path) as fh:
+        fh.write(raw)
+
+
+@contextmanager
+def atomic_writer(path: str | os.PathLike[str], mode: int = WRITTEN_FILE_MODE) -> Iterator[BinaryIO]:
+    """`atomic_write` for output written as it is produced: a binary file to write to, renamed over
+    `path` (with `mode`) only when the block ends without an exception."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
-            os.fchmod(fh.fileno(), WRITTEN_FILE_MODE)
+            os.fchmod(fh.fileno(), mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

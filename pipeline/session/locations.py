@@ -63,15 +63,20 @@ def list_sessions(location: Location) -> list[str]:
     return DiskStore.list_sessions(location)
 
 
-def delete_session(location: Location, session_id: str, *, timeout: float = 30.0) -> None:
-    """Remove the session `session_id` at `location` once no one holds its lock (`SessionLockedError`
-    after `timeout`); `SessionNotFoundError` if there is none."""
+def delete_session(location: Location, session_id: str | None, *, timeout: float = 30.0) -> None:
+    """Remove the session `session_id` at `location` (for a directory, None: the directory is the
+    session) once no one holds its lock (`SessionLockedError` after `timeout`); `SessionNotFoundError`
+    if there is none."""
     if is_postgres_url(location):
         from .pgstore import PostgresStore, check_session_id
         PostgresStore.delete_session(str(location), check_session_id(session_id), timeout)
         return
     from .diskstore import DiskStore
-    DiskStore.delete_session(location, check_directory_id(session_id), timeout)
+    path = Path(location)
+    if session_id is None:
+        DiskStore.delete_session(path.parent, path.name, timeout)
+    else:
+        DiskStore.delete_session(path, check_directory_id(session_id), timeout)
 
 
 __all__ = ["Location", "check_directory_id", "delete_session", "describe", "list_sessions", "open_store"]
