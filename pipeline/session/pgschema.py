@@ -86,7 +86,7 @@ def ensure_schema(conn: "psycopg.Connection[object]", where: str) -> int:
                                    f"(not created by worksurface?); nothing was changed")
         for version in range(found + 1, SCHEMA_VERSION + 1):
             for statement in MIGRATIONS[version - 1]:
-                cur.execute(statement)  # type: ignore[arg-type]  # constant DDL text, no parameters
+                cur.execute(statement)
         if found != SCHEMA_VERSION:
             cur.execute(f"""INSERT INTO {VERSION_TABLE} (singleton, version) VALUES (true, %s)
                             ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()""",

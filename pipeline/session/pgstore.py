@@ -120,6 +120,12 @@ def _close_pools() -> None:
             pool.close(timeout=1.0)
 
 
+def _pool_conninfo(pool: "ConnectionPool[Any] | None") -> str:
+    """What a shared pool connects to, for messages (a pool built on a callable names only itself)."""
+    assert pool is not None
+    return pool.conninfo if isinstance(pool.conninfo, str) else f"<pool {pool.name}>"
+
+
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
@@ -129,7 +135,7 @@ def _rows(conn: "psycopg.Connection[Any]", query: str, params: Sequence[Any] = (
     from psycopg.rows import tuple_row
 
     cur = conn.cursor(row_factory=tuple_row)
-    cur.execute(query, params)  # type: ignore[arg-type]  # module-level constant text, parameters apart
+    cur.execute(query, params)
     return cur.fetchall() if cur.description is not None else []
 
 
@@ -141,11 +147,11 @@ class PostgresStore(Store):
     def __init__(self, url: str | None, session_id: str, counter: TokenCounter | None = None, *,
                  pool: "ConnectionPool[Any] | None" = None, create: bool = True) -> None:
         super().__init__(counter)
-        psycopg = _psycopg()
+        _psycopg()
         if (url is None) == (pool is None):
             raise SessionError("PostgresStore needs a URL or a connection pool, not both")
         self.session_id = check_session_id(session_id)
-        self.url = url if url is not None else pool.conninfo  # type: ignore[union-attr]
+        self.url: str = url if url is not None else _pool_conninfo(pool)
         self._own_pool = pool
         self._location = f"{redacted(self.url)} session {session_id!r}"
         digest = hashlib.blake2b(LOCK_NAMESPACE + session_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
@@ -153,7 +159,7 @@ class PostgresStore(Store):
         self._thread_lock = threading.RLock()
         self._owner: int | None = None  # the thread holding the lock
         self._lock_depth = 0
-        self._conn: psycopg.Connection[Any] | None = None  # held while locked
+        self._conn: "psycopg.Connection[Any] | None" = None  # held while locked
         self._restore_autocommit = False
         # What this store read or wrote of the session while it held the lock, valid while the
         # session's revision is `_revision` (None: cached nothing). Artifact contents are not cached.
@@ -177,12 +183,7 @@ class PostgresStore(Store):
 
     def _pool(self) -> "ConnectionPool[Any]":
         if self._own_pool is not None:
-            key = (os.getpid(), id(self._own_pool))
-            if key not in _migrated:
-                with self._own_pool.connection() as conn, _autocommit(conn):
-                    pgschema.ensure_schema(conn, redacted(self.url))
-                _migrated.add(key)
-            return self._own_pool
+            return prepared_pool(self._own_pool, redacted(self.url))
         return connection_pool(self.url)
 
     def _mine(self) -> bool:
@@ -419,19 +420,44 @@ class PostgresStore(Store):
 
     # --- sessions in a database ---------------------------------------------------------------------
 
+    def delete(self, timeout: float = 30.0) -> None:
+        """Remove this session (all its values and artifacts) once no one holds its lock; the store
+        must not be used afterwards."""
+        with self.lock(timeout), self._errors():
+            assert self._conn is not None
+            _rows(self._conn, f"DELETE FROM {SESSIONS} WHERE id = %s", (self.session_id,))
+        self.close()
+
     @staticmethod
     def list_sessions(url: str) -> list[str]:
         """The ids of the sessions in the database at `url`."""
-        with connection_pool(url).connection() as conn:
-            return [str(i) for (i,) in _rows(conn, f"SELECT id FROM {SESSIONS} ORDER BY id")]
+        return session_ids(connection_pool(url))
 
     @classmethod
     def delete_session(cls, url: str, session_id: str, timeout: float = 30.0) -> None:
-        """Remove the session `session_id` (all its values and artifacts), once no one holds its lock."""
-        store = cls(url, session_id, create=False)
-        with store.lock(timeout), store._errors():
-            assert store._conn is not None
-            _rows(store._conn, f"DELETE FROM {SESSIONS} WHERE id = %s", (session_id,))
+        """Remove the session `session_id` at `url`, once no one holds its lock."""
+        cls(url, session_id, create=False).delete(timeout)
+
+
+def session_ids(pool: "ConnectionPool[Any]", prefix: str | None = None) -> list[str]:
+    """The ids of the sessions in the database of `pool` (those starting with `prefix`), in order."""
+    with pool.connection() as conn:
+        if prefix is None:
+            rows = _rows(conn, f"SELECT id FROM {SESSIONS} ORDER BY id")
+        else:
+            rows = _rows(conn, f"SELECT id FROM {SESSIONS} WHERE starts_with(id, %s) ORDER BY id", (prefix,))
+    return [str(i) for (i,) in rows]
+
+
+def prepared_pool(pool: "ConnectionPool[Any]", where: str) -> "ConnectionPool[Any]":
+    """A pool someone else made (a LangGraph checkpointer's), once its database's worksurface schema
+    is checked or migrated (once per pool and process)."""
+    key = (os.getpid(), id(pool))
+    if key not in _migrated:
+        with pool.connection() as conn, _autocommit(conn):
+            pgschema.ensure_schema(conn, where)
+        _migrated.add(key)
+    return pool
 
 
 @contextmanager
@@ -449,4 +475,5 @@ def _autocommit(conn: "psycopg.Connection[Any]") -> Iterator[None]:
             conn.autocommit = False
 
 
-__all__ = ["PostgresStore", "check_session_id", "connection_pool", "is_postgres_url", "redacted"]
+__all__ = ["PostgresStore", "check_session_id", "connection_pool", "is_postgres_url", "prepared_pool", "redacted",
+           "session_ids"]

@@ -177,15 +177,18 @@ class Session:
         return summarizer
 
     @classmethod
-    def open(cls, location: Location | None = None, *, session_id: str | None = None, config: Config | None = None,
-             summarizer: Summarizer | None = None, **overrides: Any) -> "Session":
+    def open(cls, location: Location | Store | None = None, *, session_id: str | None = None,
+             config: Config | None = None, summarizer: Summarizer | None = None, **overrides: Any) -> "Session":
         """Open or create the session at `location`: a directory (the session itself, or with
         `session_id` its subdirectory of that name), a `postgresql://` URL (`session_id` required: it
-        names the session in the database), or None for memory only. Config from `config`, else
-        defaults, then `overrides`."""
+        names the session in the database), an open `Store`, or None for memory only. Config from
+        `config`, else defaults, then `overrides`."""
         cfg = (config or Config()).with_overrides(**overrides)
-        counter = TokenCounter()
-        store: Store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
+        if isinstance(location, Store):
+            store, counter = location, location.counter
+        else:
+            counter = TokenCounter()
+            store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
         try:
             return cls(store, cfg, summarizer, counter=counter)
         except BaseException:

@@ -311,7 +311,7 @@ class Store(ABC):
             known = self._load(f"{ARTIFACT_PREFIX}{artifact_id}{INFO_SUFFIX}")
             if isinstance(known, dict) and isinstance(known.get("tokens"), int):
                 return Artifact(artifact_id, path, known["tokens"])
-            tokens = self._token_counter().text(content)
+            tokens = self.counter.text(content)
             self._put(f"{ARTIFACT_PREFIX}{artifact_id}", _dumps(content, f"artifact {artifact_id}"))
             self._save(f"{ARTIFACT_PREFIX}{artifact_id}{INFO_SUFFIX}",
                        {"digest": digest, "kind": kind, "meta": meta or {}, "tokens": tokens, "path": path},
@@ -343,7 +343,9 @@ class Store(ABC):
                                               key=f"{ARTIFACT_PREFIX}{id}{INFO_SUFFIX}")
         return info
 
-    def _token_counter(self) -> TokenCounter:
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter artifact sizes are counted with (shared with the session on it)."""
         if self._counter is None:
             self._counter = TokenCounter()
         return self._counter
