@@ -61,10 +61,11 @@ def _run(session: Session, steps: list[list], start: int = 0, report_to: int | N
 
 def _write_points(backend) -> list[tuple[type, str]]:
     """The calls at which a kill can land between a backend's writes: each key write of a directory
-    session; each statement a PostgreSQL session sends (its commit is one transaction of several)."""
+    session; each statement a PostgreSQL session sends (its commit is one pipelined transaction of
+    several)."""
     if backend.name == "postgres":
         import psycopg
-        return [(psycopg.Cursor, "execute")]
+        return [(psycopg.Cursor, "execute"), (psycopg.Cursor, "executemany")]
     from worksurface.session.diskstore import DiskStore
     return [(DiskStore, "_put"), (DiskStore, "_delete")]
 

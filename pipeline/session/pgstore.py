@@ -130,11 +130,17 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _rows(conn: "psycopg.Connection[Any]", query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Rows as tuples, whatever row factory a shared pool's connections use (LangGraph's: dicts)."""
+def _cursor(conn: "psycopg.Connection[Any]") -> "psycopg.Cursor[tuple[Any, ...]]":
+    """A cursor giving rows as tuples, whatever row factory a shared pool's connections use
+    (LangGraph's: dicts)."""
     from psycopg.rows import tuple_row
 
-    cur = conn.cursor(row_factory=tuple_row)
+    return conn.cursor(row_factory=tuple_row)
+
+
+def _rows(conn: "psycopg.Connection[Any]", query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """The rows a statement returns (none for one that returns nothing)."""
+    cur = _cursor(conn)
     cur.execute(query, params)
     return cur.fetchall() if cur.description is not None else []
 
@@ -390,29 +396,32 @@ class PostgresStore(Store):
         assert self._conn is not None
         conn = self._conn
         try:
-            with self._errors(), conn.transaction():
+            # One pipelined transaction: the statements go out together and the server answers once.
+            # Rows are sent one statement each (executemany), as they are: an array parameter would
+            # be escaped element by element, in Python.
+            with self._errors(), conn.pipeline(), conn.transaction():
+                cur = _cursor(conn)
                 if gone:
-                    _rows(conn, f"DELETE FROM {VALUES} WHERE session_id = %s AND key = ANY(%s)", (sid, gone))
+                    cur.execute(f"DELETE FROM {VALUES} WHERE session_id = %s AND key = ANY(%s)", (sid, gone))
                 if put:
-                    _rows(conn, f"""INSERT INTO {VALUES} (session_id, key, value)
-                                    SELECT %s, k, v FROM unnest(%s::text[], %s::text[]) AS t(k, v)
-                                    ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value""",
-                          (sid, [k for k, _ in put], [v for _, v in put]))
+                    cur.executemany(f"""INSERT INTO {VALUES} (session_id, key, value) VALUES (%s, %s, %s)
+                                        ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value""",
+                                    [(sid, k, v) for k, v in put])
                 if artifacts:
-                    _rows(conn, f"DELETE FROM {CHUNKS} WHERE session_id = %s AND artifact_id = ANY(%s)",
-                          (sid, list(artifacts)))
+                    cur.execute(f"DELETE FROM {CHUNKS} WHERE session_id = %s AND artifact_id = ANY(%s)",
+                                (sid, list(artifacts)))
                 if chunks:
-                    _rows(conn, f"""INSERT INTO {CHUNKS} (session_id, artifact_id, seq, chunk)
-                                    SELECT %s, a, s, c FROM unnest(%s::text[], %s::int[], %s::text[]) AS t(a, s, c)""",
-                          (sid, [a for a, _, _ in chunks], [s for _, s, _ in chunks], [c for _, _, c in chunks]))
-                row = _rows(conn, f"UPDATE {SESSIONS} SET revision = revision + 1, updated_at = now() "
-                                  "WHERE id = %s RETURNING revision", (sid,))
-                if not row:
+                    cur.executemany(f"INSERT INTO {CHUNKS} (session_id, artifact_id, seq, chunk) VALUES (%s, %s, %s, %s)",
+                                    [(sid, a, i, c) for a, i, c in chunks])
+                cur.execute(f"UPDATE {SESSIONS} SET revision = revision + 1, updated_at = now() WHERE id = %s "
+                            "RETURNING revision", (sid,))
+                row = cur.fetchone()
+                if row is None:
                     raise SessionNotFoundError(f"{self.location}: the session was deleted")
         except BaseException:
             self._cache, self._revision = {}, None  # the commit may or may not have landed: read again
             raise
-        self._revision = int(row[0][0])
+        self._revision = int(row[0])
         self._cache.update(values)
 
     def _materialize(self, artifact_id: str, content: str) -> None:
