@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import cache, cost, ledger, overhead, report_page, retention, scale
+from . import cache, cost, ledger, overhead, report_page, retention, scale, store
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
 from worksurface.core.fileio import atomic_write
@@ -23,7 +23,7 @@ from .report import caption, dumps
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = {"overhead": overhead, "scale": scale, "cache": cache, "cost": cost, "retention": retention,
-            "report": report_page, "ledger": ledger}
+            "report": report_page, "ledger": ledger, "store": store}
 
 
 def _runs_text(name: str, plan: Plan) -> str:
@@ -36,6 +36,9 @@ def _runs_text(name: str, plan: Plan) -> str:
         return "Deterministic: one replay per method (no timing)."
     if name == "ledger":
         return "Update time per call, grouped by transcript size: median and p95 over the calls of each bin."
+    if name == "store":
+        return (f"Per-call figures: one replay per store, median / p95 over its calls; the concurrent run: "
+                f"{plan.store_sessions} sessions, {'every call' if plan.store_calls is None else f'{plan.store_calls} calls each'}.")
     if name == "report":
         return "Build time: one run per transcript; open time: median of 3 tabs of one headless Chromium."
     return "Deterministic: one check per point and target (no timing)."

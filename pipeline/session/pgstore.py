@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import os
 import threading
 import time
@@ -385,39 +386,31 @@ class PostgresStore(Store):
                     self._flush(pending)
 
     def _flush(self, pending: dict[str, str | None]) -> None:
-        """One database transaction: the deletes, the upserts, the artifact chunks, the revision bump."""
+        """Commit the buffered writes: the values' deletes and upserts and the revision bump in one
+        statement (atomic on its own, one round trip: a commit costs one wait for the server, however
+        busy the machine); with artifact chunks, those first, in the same transaction."""
         sid = self.session_id
         values = {k: v for k, v in pending.items() if not is_artifact_content(k)}
         artifacts = {k[len(ARTIFACT_PREFIX):]: v for k, v in pending.items() if is_artifact_content(k)}
-        put = [(k, v) for k, v in values.items() if v is not None]
-        gone = [k for k, v in values.items() if v is None]
-        chunks = [(a, i // CHUNK_CHARS, text[i:i + CHUNK_CHARS]) for a, text in artifacts.items() if text is not None
-                  for i in range(0, max(len(text), 1), CHUNK_CHARS)]
+        # The rows travel as one JSON parameter (encoded in C, parsed by the server), not as array
+        # parameters (escaped element by element, in Python) or one statement per row.
+        put = json.dumps([[k, v] for k, v in values.items() if v is not None])
+        gone = json.dumps([k for k, v in values.items() if v is None])
+        chunks = [(sid, a, i // CHUNK_CHARS, text[i:i + CHUNK_CHARS]) for a, text in artifacts.items()
+                  if text is not None for i in range(0, max(len(text), 1), CHUNK_CHARS)]
         assert self._conn is not None
         conn = self._conn
         try:
-            # One pipelined transaction: the statements go out together and the server answers once.
-            # Rows are sent one statement each (executemany), as they are: an array parameter would
-            # be escaped element by element, in Python.
-            with self._errors(), conn.pipeline(), conn.transaction():
+            with self._errors(), conn.transaction() if artifacts else _no_transaction():
                 cur = _cursor(conn)
-                if gone:
-                    cur.execute(f"DELETE FROM {VALUES} WHERE session_id = %s AND key = ANY(%s)", (sid, gone))
-                if put:
-                    cur.executemany(f"""INSERT INTO {VALUES} (session_id, key, value) VALUES (%s, %s, %s)
-                                        ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value""",
-                                    [(sid, k, v) for k, v in put])
                 if artifacts:
                     cur.execute(f"DELETE FROM {CHUNKS} WHERE session_id = %s AND artifact_id = ANY(%s)",
                                 (sid, list(artifacts)))
-                if chunks:
-                    cur.executemany(f"INSERT INTO {CHUNKS} (session_id, artifact_id, seq, chunk) VALUES (%s, %s, %s, %s)",
-                                    [(sid, a, i, c) for a, i, c in chunks])
-                cur.execute(f"UPDATE {SESSIONS} SET revision = revision + 1, updated_at = now() WHERE id = %s "
-                            "RETURNING revision", (sid,))
-                row = cur.fetchone()
-                if row is None:
-                    raise SessionNotFoundError(f"{self.location}: the session was deleted")
+                    cur.executemany(f"INSERT INTO {CHUNKS} (session_id, artifact_id, seq, chunk) "
+                                    "VALUES (%s, %s, %s, %s)", chunks)
+                row = cur.execute(_COMMIT_VALUES, {"sid": sid, "put": put, "gone": gone}).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"{self.location}: the session was deleted")
         except BaseException:
             self._cache, self._revision = {}, None  # the commit may or may not have landed: read again
             raise
@@ -467,6 +460,23 @@ def prepared_pool(pool: "ConnectionPool[Any]", where: str) -> "ConnectionPool[An
             pgschema.ensure_schema(conn, where)
         _migrated.add(key)
     return pool
+
+
+# The values part of a commit, one statement: data-modifying CTEs all run, or none does.
+_COMMIT_VALUES = f"""
+WITH removed AS (
+    DELETE FROM {VALUES} WHERE session_id = %(sid)s AND key IN (SELECT json_array_elements_text(%(gone)s::json))
+), written AS (
+    INSERT INTO {VALUES} (session_id, key, value)
+    SELECT %(sid)s, e ->> 0, e ->> 1 FROM json_array_elements(%(put)s::json) AS e
+    ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value
+)
+UPDATE {SESSIONS} SET revision = revision + 1, updated_at = now() WHERE id = %(sid)s RETURNING revision"""
+
+
+@contextmanager
+def _no_transaction() -> Iterator[None]:
+    yield
 
 
 @contextmanager
