@@ -6,34 +6,16 @@
 # throwaway cluster of its own, see pgcluster/). Needs root (or sudo) and apt-get; without them the
 # tests that need a server skip and say why.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 if command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
     exit 0
 fi
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-postgres: apt-get not found; the PostgreSQL store tests will skip" >&2
-    exit 1
-fi
-SUDO=""
-if [ "$(id -u)" != "0" ]; then
-    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-        SUDO="sudo -n"
-    else
-        echo "install-postgres: not root and no passwordless sudo; the PostgreSQL store tests will skip" >&2
-        exit 1
-    fi
-fi
-export DEBIAN_FRONTEND=noninteractive
 # postgresql-common reads this before it would create and start a default cluster on port 5432.
-$SUDO mkdir -p /etc/postgresql-common
-echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
-log="$(mktemp)"
-if ! { $SUDO apt-get update -qq &&
-       $SUDO apt-get install -y -qq -o Dpkg::Options::=--force-confold postgresql; } >"$log" 2>&1; then
-    echo "install-postgres: apt-get failed (last lines below); the PostgreSQL store tests will skip" >&2
-    tail -5 "$log" >&2
-    rm -f "$log"
+if ! as_root mkdir -p /etc/postgresql-common 2>/dev/null ||
+   ! echo "create_main_cluster = false" | as_root tee /etc/postgresql-common/createcluster.conf >/dev/null; then
+    echo "install-postgres: cannot write /etc/postgresql-common (not root?); the PostgreSQL store tests will skip" >&2
     exit 1
 fi
-rm -f "$log"
+apt_install install-postgres postgresql
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null

@@ -37,8 +37,10 @@ def _runs_text(name: str, plan: Plan) -> str:
     if name == "ledger":
         return "Update time per call, grouped by transcript size: median and p95 over the calls of each bin."
     if name == "store":
-        return (f"Per-call figures: one replay per store, median / p95 over its calls; the concurrent run: "
-                f"{plan.store_sessions} sessions, {'every call' if plan.store_calls is None else f'{plan.store_calls} calls each'}.")
+        calls = "every call" if plan.store_calls is None else f"{plan.store_calls} calls each"
+        sources = "every transcript" if plan.store_sources is None else f"the first {plan.store_sources} transcript(s)"
+        return (f"Per-call figures: one replay of {sources} per store, median / p95 over its calls; the "
+                f"concurrent run: {plan.store_sessions} sessions, {calls}.")
     if name == "report":
         return "Build time: one run per transcript; open time: median of 3 tabs of one headless Chromium."
     return "Deterministic: one check per point and target (no timing)."

@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from worksurface import Session
+from worksurface.core.errors import WorksurfaceError
 from worksurface.core.serial import message_to_json
 from worksurface.formats import read_transcript
+from worksurface.offline.replay import call_points
 from worksurface.session.session import Session as SessionClass
 
 from . import replay
@@ -61,7 +63,7 @@ def run(plan: Plan) -> dict[str, Any]:
 
 def _backends(plan: Plan, url: str) -> dict[str, Any]:
     rows = []
-    for source in plan.sources:
+    for source in plan.sources[:plan.store_sources]:
         messages = replay.load(source).messages
         calls = list(replay.calls(messages))
         row: dict[str, Any] = {"transcript": source.name, "calls": len(calls)}
@@ -118,9 +120,19 @@ def _bytes_stored(session: Session, location: str, session_id: str | None) -> di
 
 # --- 2. 20 sessions on 4 workers ------------------------------------------------------------------
 
-def _transcripts(sessions: int) -> list[Path]:
+def _transcripts(sessions: int, notes: list[str]) -> list[Path]:
+    """`sessions` transcripts from the shared folder (cycled when there are fewer), skipping those the
+    readers refuse (noted)."""
     root = SHARED / "transcripts"
-    found = sorted({p for pattern in TRANSCRIPT_GLOBS for p in root.glob(pattern) if "subagents" not in p.parts})
+    found = []
+    for path in sorted({p for pattern in TRANSCRIPT_GLOBS for p in root.glob(pattern) if "subagents" not in p.parts}):
+        try:
+            if call_points(read_transcript(path).messages):
+                found.append(path)
+        except WorksurfaceError as exc:
+            notes.append(f"{path.relative_to(root)}: skipped ({exc})")
+        if len(found) == sessions:
+            break
     return [found[i % len(found)] for i in range(sessions)] if found else []
 
 
@@ -150,7 +162,8 @@ def _worker(url: str, jobs: Any, done: Any, work: dict[str, tuple[str, int | Non
 
 
 def _concurrent(url: str, sessions: int, limit: int | None) -> dict[str, Any]:
-    paths = _transcripts(sessions)
+    notes: list[str] = []
+    paths = _transcripts(sessions, notes)
     if not paths:
         return {"skipped": f"no transcripts under {SHARED / 'transcripts'}"}
     run_id = uuid.uuid4().hex[:6]
@@ -195,11 +208,11 @@ def _concurrent(url: str, sessions: int, limit: int | None) -> dict[str, Any]:
             else:
                 problems.append(f"{name}: final view differs from the serial run")
     return {"sessions": len(work), "workers": WORKERS, "calls": len(per_call), "calls_per_session": limit,
-            "transcripts": sorted({Path(p).name for p, _ in work.values()}),
+            "transcripts": sorted({str(Path(p).relative_to(SHARED / "transcripts")) for p, _ in work.values()}),
             "hopping_sessions": sum(1 for pids in handled.values() if len(pids) > 1),
             "wall_s": round(wall, 1), "serial_s": round(time.perf_counter() - serial_started, 1),
             "prepare_ms": summary(per_call), "identical_views": identical, "problems": problems,
-            "records_ok": not any("log differs" in p for p in problems)}
+            "records_ok": not any("log differs" in p for p in problems), "notes": notes}
 
 
 def _view_bytes(session: Session) -> str:
@@ -273,4 +286,6 @@ def render(result: dict[str, Any], caption: str) -> str:
             f"{c['prepare_ms']['p95']} ms, under contention); the serial re-run took {c['serial_s']} s. Records: "
             f"{'none lost or duplicated' if c['records_ok'] else 'LOST OR DUPLICATED'}; final views identical to the "
             f"serial run: {c['identical_views']} of {c['sessions']} ({verdict}).")
+        if c.get("notes"):
+            parts.append("Transcripts not used: " + "; ".join(c["notes"]))
     return "\n\n".join(parts)

@@ -174,3 +174,29 @@ def test_a_database_url_without_the_postgres_extra_says_which_extra_to_install(m
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if psycopg were not installed
     with pytest.raises(MissingExtraError, match=r"pip install 'worksurface\[postgres\]'"):
         Session.open("postgresql://localhost/db", session_id="s")
+
+
+def test_a_directory_session_forks_into_a_database_and_both_go_on_alone(tmp_path, postgres_url):
+    messages = _transcript()
+    with Session.open(tmp_path / "parent", **SMALL) as parent:
+        _replay(parent, messages)
+        sid = f"child-{uuid.uuid4().hex[:8]}"
+        before = _bytes(parent.view())
+        with parent.fork(postgres_url, session_id=sid) as child:
+            assert _bytes(child.view()) == before  # the provider's prompt cache is shared
+            child.prepare(messages + _transcript("k", 2)[1:], now=1e6)
+            grown = _bytes(child.view())
+        assert grown != before and _bytes(parent.view()) == before
+        with Session.open(postgres_url, session_id=sid, **SMALL) as again:
+            assert _bytes(again.view()) == grown
+
+
+def test_the_package_imports_where_fcntl_does_not_exist(tmp_path):
+    """Windows has no fcntl: the store's lock comes from filelock, so nothing imports it directly."""
+    import subprocess
+    code = ("import sys; sys.modules['fcntl'] = None\n"
+            "import worksurface, worksurface.cli, worksurface.session.diskstore\n"
+            "from worksurface.session.locations import open_store\n"
+            f"open_store({str(tmp_path / 's')!r}).close(); print('ok')")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -7,12 +7,16 @@ cases of issue 26 are pinned as examples."""
 from __future__ import annotations
 
 import json
+import shutil
+from contextlib import contextmanager
 import uuid
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from builders import Convo, words
+from worksurface import Session
 from worksurface.core.errors import ArtifactNotFoundError, SessionError, StoreDamagedError
 from worksurface.core.model import Origin
 from worksurface.offline.replay import call_points
@@ -152,8 +156,8 @@ def test_a_garbage_version_record_is_named_at_open(template, text):
         store._put("store:version", text)
     with pytest.raises(StoreDamagedError, match="store:version"):
         template.store(name).close()
-    with _raw(template, name) as raw:
-        assert raw._get("store:version") == text  # left as it was
+    with _raw(template, name) as get:
+        assert get("store:version") == text  # left as it was
 
 
 @PROPERTY
@@ -189,40 +193,25 @@ def test_garbage_anywhere_is_named_when_read_and_never_a_traceback(template, dat
         assert text is None and key.startswith("artifact:")
 
 
-class _raw:
-    """The damaged store's raw values, read without the checks an open makes."""
-
-    def __init__(self, backend, name: str) -> None:
-        self.backend, self.name = backend, name
-
-    def __enter__(self) -> Store:
-        where = self.backend.where(self.name)
-        if self.backend.name == "disk":
-            import diskcache
-            from pathlib import Path
-            self.cache = diskcache.Cache(str(Path(where["location"]) / where["session_id"] / "db"))
-            outer = self
-
-            class View:
-                def _get(self, key: str):  # noqa: ANN001
-                    return outer.cache.get(key)
-            return View()  # type: ignore[return-value]
-        import psycopg
-        self.conn = psycopg.connect(where["location"], autocommit=True)
-        conn, sid = self.conn, where["session_id"]
-
-        class PgView:
-            def _get(self, key: str):  # noqa: ANN001
-                row = conn.execute("SELECT value FROM worksurface_values WHERE session_id = %s AND key = %s",
-                                   (sid, key)).fetchone()
-                return None if row is None else row[0]
-        return PgView()  # type: ignore[return-value]
-
-    def __exit__(self, *exc: object) -> None:
-        if self.backend.name == "disk":
-            self.cache.close()
-        else:
-            self.conn.close()
+@contextmanager
+def _raw(backend, name: str):
+    """A reader of the damaged store's raw values (key -> text), past every check an open makes."""
+    where = backend.where(name)
+    if backend.name == "disk":
+        import diskcache
+        cache = diskcache.Cache(str(Path(where["location"]) / where["session_id"] / "db"))
+        try:
+            yield cache.get
+        finally:
+            cache.close()
+        return
+    import psycopg
+    with psycopg.connect(where["location"], autocommit=True) as conn:
+        def get(key: str):
+            row = conn.execute("SELECT value FROM worksurface_values WHERE session_id = %s AND key = %s",
+                               (where["session_id"], key)).fetchone()
+            return None if row is None else row[0]
+        yield get
 
 
 # --- the cases of issue 26, pinned ------------------------------------------------------------------
@@ -278,40 +267,37 @@ def test_an_artifact_whose_content_does_not_match_its_digest_is_named(template):
             session.artifact(artifact_id)
 
 
-def test_a_zero_length_database_file_is_damage_not_a_new_session(tmp_path):
-    from backends import Backend
-    backend = Backend.disk(tmp_path)
-    with backend.open("s", **SMALL) as session:
+def _directory_session(tmp_path) -> tuple[Path, Path]:
+    """A directory session with artifacts; (its directory, its database file, WAL files removed so
+    the file is the whole database)."""
+    with Session.open(tmp_path / "s", **SMALL) as session:
         session.prepare(_transcript(), now=1.0)
-    db = tmp_path / "s" / "db" / "cache.db"
-    for extra in db.parent.glob("cache.db-*"):  # SQLite's WAL files go with the database
-        extra.unlink()
-    db.write_bytes(b"")
-    artifacts = sorted((tmp_path / "s" / "artifacts").iterdir())
-    with pytest.raises(StoreDamagedError, match="cache.db is empty"):
-        backend.open("s", **SMALL)
-    assert db.stat().st_size == 0 and sorted((tmp_path / "s" / "artifacts").iterdir()) == artifacts
-
-
-def test_a_lost_database_beside_artifact_files_is_damage(tmp_path):
-    from backends import Backend
-    import shutil
-    backend = Backend.disk(tmp_path)
-    with backend.open("s", **SMALL) as session:
-        session.prepare(_transcript(), now=1.0)
-    assert any((tmp_path / "s" / "artifacts").iterdir())
-    shutil.rmtree(tmp_path / "s" / "db")
-    with pytest.raises(StoreDamagedError, match="cache.db is missing"):
-        backend.open("s", **SMALL)
-    assert not (tmp_path / "s" / "db").exists()
-
-
-def test_a_database_file_that_is_not_sqlite_is_named(tmp_path):
-    with DiskStore.open(tmp_path / "s") as store:
-        store.set_meta("epoch", 1)
     db = tmp_path / "s" / "db" / "cache.db"
     for extra in db.parent.glob("cache.db-*"):
         extra.unlink()
+    assert any((tmp_path / "s" / "artifacts").iterdir())
+    return tmp_path / "s", db
+
+
+def test_a_zero_length_database_file_is_damage_not_a_new_session(tmp_path):
+    directory, db = _directory_session(tmp_path)
+    db.write_bytes(b"")
+    artifacts = sorted((directory / "artifacts").iterdir())
+    with pytest.raises(StoreDamagedError, match="cache.db is empty"):
+        Session.open(directory, **SMALL)
+    assert db.stat().st_size == 0 and sorted((directory / "artifacts").iterdir()) == artifacts
+
+
+def test_a_lost_database_beside_artifact_files_is_damage(tmp_path):
+    directory, db = _directory_session(tmp_path)
+    shutil.rmtree(db.parent)
+    with pytest.raises(StoreDamagedError, match="cache.db is missing"):
+        Session.open(directory, **SMALL)
+    assert not db.parent.exists()
+
+
+def test_a_database_file_that_is_not_sqlite_is_named(tmp_path):
+    directory, db = _directory_session(tmp_path)
     db.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreDamagedError, match="cannot be opened"):
-        DiskStore.open(tmp_path / "s")
+        DiskStore.open(directory)

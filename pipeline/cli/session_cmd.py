@@ -50,8 +50,8 @@ def import_command(
     from ..session.archive import import_session
     from ..session.locations import delete_session, describe, open_store
 
-    _refuse_existing(location, session_id)
     try:
+        _refuse_existing(location, session_id)
         with open(_regular(file), "rb") as fh:
             with open_store(location, session_id) as store:
                 try:

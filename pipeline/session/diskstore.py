@@ -12,11 +12,9 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import diskcache
 import filelock
@@ -24,7 +22,7 @@ import filelock
 from ..core.errors import SessionError, SessionLockedError, SessionNotFoundError, StoreDamagedError
 from ..core.fileio import atomic_write
 from ..core.tokens import TokenCounter
-from .store import Store
+from .store import ReentrantLock, Store
 
 # How often a waiting `lock()` retries; short enough to feel instant, long enough not to spin.
 LOCK_POLL_SECONDS = 0.05
@@ -64,8 +62,7 @@ class DiskStore(Store):
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise SessionError(f"{self.path}: cannot open session directory ({exc})") from None
         self._file_lock = filelock.FileLock(str(self.path / LOCK_FILE), thread_local=False)
-        self._lock_depth = 0
-        self._thread_lock = threading.RLock()
+        self._locking = ReentrantLock(str(self.path), self._lock_file, self._file_lock.release)
         try:
             self._open_checked()
         except BaseException:
@@ -126,31 +123,17 @@ class DiskStore(Store):
             atomic_write(path, content)
         return str(path)
 
-    @contextmanager
-    def lock(self, timeout: float = 30.0) -> Iterator[None]:
+    def lock(self, timeout: float = 30.0) -> Any:
         """Hold the session's inter-process lock (`<dir>/lock`; the OS releases it when the holder
         dies). Re-entrant within this object. Raises `SessionLockedError` after `timeout`."""
-        deadline = time.monotonic() + timeout
-        if not self._thread_lock.acquire(timeout=max(timeout, 0.0)):
-            raise SessionLockedError(f"{self.path}: session is locked by another thread "
-                                     f"(waited {timeout:g} s)")
+        return self._locking.hold(timeout)
+
+    def _lock_file(self, deadline: float, timeout: float) -> None:
         try:
-            if self._lock_depth == 0:
-                try:
-                    self._file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()),
-                                            poll_interval=LOCK_POLL_SECONDS)
-                except filelock.Timeout:
-                    raise SessionLockedError(f"{self.path}: session is locked by another process "
-                                             f"(waited {timeout:g} s)") from None
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0:
-                    self._file_lock.release()
-        finally:
-            self._thread_lock.release()
+            self._file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=LOCK_POLL_SECONDS)
+        except filelock.Timeout:
+            raise SessionLockedError(f"{self.path}: session is locked by another process "
+                                     f"(waited {timeout:g} s)") from None
 
     # --- sessions by id under a base directory -----------------------------------------------------
 

@@ -27,7 +27,7 @@ from ..core.errors import (InvalidSessionIdError, MissingExtraError, SessionErro
 from ..core.tokens import TokenCounter
 from . import pgschema
 from .pgschema import CHUNKS, SESSIONS, VALUES
-from .store import ARTIFACT_PREFIX, Store, is_artifact_content
+from .store import ARTIFACT_PREFIX, ReentrantLock, Store, is_artifact_content
 
 if TYPE_CHECKING:
     import psycopg
@@ -67,11 +67,12 @@ def _psycopg() -> Any:
 
 def redacted(url: str) -> str:
     """The URL without its password, for messages."""
+    import psycopg
     from psycopg.conninfo import conninfo_to_dict
 
     try:
         parts = conninfo_to_dict(url)
-    except Exception:  # an unparsable URL is reported by the connection attempt itself
+    except psycopg.ProgrammingError:  # an unparsable URL is reported by the connection attempt itself
         return url.split("@")[-1] if "@" in url else url
     user = f"{parts['user']}@" if parts.get("user") else ""
     port = f":{parts['port']}" if parts.get("port") else ""
@@ -163,9 +164,7 @@ class PostgresStore(Store):
         self._location = f"{redacted(self.url)} session {session_id!r}"
         digest = hashlib.blake2b(LOCK_NAMESPACE + session_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
         self._lock_key = int.from_bytes(digest, "big", signed=True)
-        self._thread_lock = threading.RLock()
-        self._owner: int | None = None  # the thread holding the lock
-        self._lock_depth = 0
+        self._locking = ReentrantLock(self._location, self._acquire, self._release)
         self._conn: "psycopg.Connection[Any] | None" = None  # held while locked
         self._restore_autocommit = False
         # What this store read or wrote of the session while it held the lock, valid while the
@@ -174,7 +173,6 @@ class PostgresStore(Store):
         self._revision: int | None = None
         self._pending: dict[str, str | None] | None = None  # writes of the open transaction
         self._atomic_depth = 0
-        self._closed = False
         with self._errors(), self._connection() as conn:
             if create:
                 _rows(conn, f"INSERT INTO {SESSIONS} (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (session_id,))
@@ -194,7 +192,7 @@ class PostgresStore(Store):
         return connection_pool(self.url)
 
     def _mine(self) -> bool:
-        return self._owner == threading.get_ident()
+        return self._locking.held_here()
 
     @contextmanager
     def _connection(self) -> Iterator["psycopg.Connection[Any]"]:
@@ -219,31 +217,15 @@ class PostgresStore(Store):
             raise SessionError(f"{self.location}: database error ({_first_line(exc)})") from None
 
     def close(self) -> None:
-        self._closed = True
+        """Drop the cached values (the pool stays: other sessions of this process share it)."""
+        self._cache, self._revision = {}, None
 
     # --- the lock -----------------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, timeout: float = 30.0) -> Iterator[None]:
+    def lock(self, timeout: float = 30.0) -> Any:
         """Hold the session's advisory lock (released by the server if this process dies). Re-entrant
         within this object. Raises `SessionLockedError` after `timeout`."""
-        deadline = time.monotonic() + timeout
-        if not self._thread_lock.acquire(timeout=max(timeout, 0.0)):
-            raise SessionLockedError(f"{self.location}: session is locked by another thread (waited {timeout:g} s)")
-        try:
-            if self._lock_depth == 0:
-                self._acquire(deadline, timeout)
-                self._owner = threading.get_ident()
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0:
-                    self._owner = None
-                    self._release()
-        finally:
-            self._thread_lock.release()
+        return self._locking.hold(timeout)
 
     def _acquire(self, deadline: float, timeout: float) -> None:
         import psycopg

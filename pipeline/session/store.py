@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Mapping, Self, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Self, Sequence
 
 from ..core.edits import Edit, edit_from_json, edit_to_json, refers_to
 from ..core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
@@ -401,6 +402,44 @@ def _counts(chunk: Any) -> dict[str, int]:
     return chunk
 
 
+class ReentrantLock:
+    """One writer per session, as a store object holds it: re-entrant for the thread holding it,
+    exclusive across the object's threads (an RLock) and across processes (the backend's `acquire`
+    (deadline, timeout) and `release`, called for the outermost hold only)."""
+
+    def __init__(self, where: str, acquire: Callable[[float, float], None], release: Callable[[], None]) -> None:
+        self._where = where
+        self._acquire, self._release = acquire, release
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._owner: int | None = None
+
+    def held_here(self) -> bool:
+        """The calling thread holds the lock."""
+        return self._owner == threading.get_ident()
+
+    @contextmanager
+    def hold(self, timeout: float) -> Iterator[None]:
+        """Hold it for the block; `SessionLockedError` after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        if not self._thread_lock.acquire(timeout=max(timeout, 0.0)):
+            raise SessionLockedError(f"{self._where}: session is locked by another thread (waited {timeout:g} s)")
+        try:
+            if self._depth == 0:
+                self._acquire(deadline, timeout)
+                self._owner = threading.get_ident()
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
+                    self._release()
+        finally:
+            self._thread_lock.release()
+
+
 class MemoryStore(Store):
     """The same API kept in memory (the one-shot `compact()`); artifacts have no file (path None)."""
 
@@ -408,7 +447,7 @@ class MemoryStore(Store):
         super().__init__(counter)
         self._data: dict[str, str] = {}
         self._depth = 0
-        self._lock = threading.RLock()
+        self._locking = ReentrantLock(self.location, lambda deadline, timeout: None, lambda: None)
         # Inside a transaction: each touched key's value before it (None: absent), to roll back to.
         # An undo journal rather than a copy of everything, so a call's commit costs what it writes.
         self._undo: dict[str, str | None] = {}
@@ -455,15 +494,9 @@ class MemoryStore(Store):
     def _materialize(self, artifact_id: str, content: str) -> None:
         return None
 
-    @contextmanager
-    def lock(self, timeout: float = 30.0) -> Iterator[None]:
+    def lock(self, timeout: float = 30.0) -> Any:
         """A thread lock with the same timeout behaviour as the other backends' locks."""
-        if not self._lock.acquire(timeout=timeout):
-            raise SessionLockedError(f"<memory store>: locked by another thread (waited {timeout:g} s)")
-        try:
-            yield
-        finally:
-            self._lock.release()
+        return self._locking.hold(timeout)
 
 
 # The directory backend keeps its old name here (`SessionStore`), loaded on first use.
@@ -471,4 +504,4 @@ _LAZY = {"SessionStore": "diskstore", "DiskStore": "diskstore"}
 
 __getattr__ = lazy_getattr(__name__.rsplit(".", 1)[0], _LAZY, globals())
 
-__all__ = ["MemoryStore", "STORE_VERSION", "Store", "content_digest", "is_artifact_content"]
+__all__ = ["MemoryStore", "ReentrantLock", "STORE_VERSION", "Store", "content_digest", "is_artifact_content"]
