@@ -54,6 +54,26 @@ def postgres_url():
         cluster.stop()
 
 
+@pytest.fixture
+def fresh_database(postgres_url):
+    """A new, empty database on the test server (its URL), for tests that need the whole database to
+    themselves (its schema, every session in it); dropped afterwards."""
+    import uuid
+
+    import psycopg
+
+    name = f"ws_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = f"{postgres_url.rsplit('/', 1)[0]}/{name}"
+    yield url
+    from worksurface.session import pgstore
+    for key in [k for k in pgstore._pools if k[1] == url]:
+        pgstore._pools.pop(key).close()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(params=["disk", "postgres"])
 def backend(request, tmp_path):
     """The same test on both persistent backends: a directory and a PostgreSQL database."""

@@ -3,30 +3,11 @@ a clear message, and nothing else in the database touched (a LangGraph checkpoin
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from worksurface import Session
 from worksurface.core.errors import StoreSchemaError
 from worksurface.session import pgschema
-
-
-@pytest.fixture
-def fresh_database(postgres_url):
-    """A new, empty database on the test server (its URL); dropped afterwards."""
-    import psycopg
-
-    name = f"ws_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"{postgres_url.rsplit('/', 1)[0]}/{name}"
-    yield url
-    from worksurface.session import pgstore
-    for key in [k for k in pgstore._pools if k[1] == url]:
-        pgstore._pools.pop(key).close()
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def _version(url: str) -> int | None:
