@@ -120,39 +120,32 @@ def _bytes_stored(session: Session, location: str, session_id: str | None) -> di
 
 # --- 2. 20 sessions on 4 workers ------------------------------------------------------------------
 
-def _transcripts(sessions: int, notes: list[str]) -> list[Path]:
-    """`sessions` transcripts from the shared folder (cycled when there are fewer), skipping those the
-    readers refuse (noted)."""
+def _transcripts(sessions: int, notes: list[str]) -> list[tuple[Path, list[Any]]]:
+    """`sessions` transcripts from the shared folder, read (cycled when there are fewer), skipping
+    those the readers refuse (noted)."""
     root = SHARED / "transcripts"
-    found = []
+    found: list[tuple[Path, list[Any]]] = []
     for path in sorted({p for pattern in TRANSCRIPT_GLOBS for p in root.glob(pattern) if "subagents" not in p.parts}):
         try:
-            if call_points(read_transcript(path).messages):
-                found.append(path)
+            messages = read_transcript(path).messages
         except WorksurfaceError as exc:
             notes.append(f"{path.relative_to(root)}: skipped ({exc})")
+            continue
+        if call_points(messages):
+            found.append((path, messages))
         if len(found) == sessions:
             break
     return [found[i % len(found)] for i in range(sessions)] if found else []
 
 
-def _plan_calls(path: Path, limit: int | None) -> tuple[list[Any], list[replay.Call]]:
-    messages = read_transcript(path).messages
-    calls = list(replay.calls(messages))
-    return messages, calls[:limit] if limit else calls
-
-
-def _worker(url: str, jobs: Any, done: Any, work: dict[str, tuple[str, int | None]]) -> None:
-    """Take (session, call) jobs until told to stop; each job is the session's next call."""
+def _worker(url: str, jobs: Any, done: Any, plans: dict[str, tuple[list[Any], list[replay.Call]]]) -> None:
+    """Take (session, call) jobs until told to stop; each job is the session's next call. The
+    transcripts come read already (a forked worker shares its parent's)."""
     logging.getLogger("worksurface").setLevel(logging.ERROR)
-    loaded: dict[str, tuple[list[Any], list[replay.Call]]] = {}
     sessions: dict[str, Session] = {}
     while (job := jobs.get()) is not None:
         name, k = job
-        if name not in loaded:
-            path, limit = work[name]
-            loaded[name] = _plan_calls(Path(path), limit)
-        messages, calls = loaded[name]
+        messages, calls = plans[name]
         session = sessions.get(name) or sessions.setdefault(name, Session.open(url, session_id=name))
         started = time.perf_counter()
         session.prepare(messages[:calls[k].size], now=calls[k].now)
@@ -167,11 +160,11 @@ def _concurrent(url: str, sessions: int, limit: int | None) -> dict[str, Any]:
     if not paths:
         return {"skipped": f"no transcripts under {SHARED / 'transcripts'}"}
     run_id = uuid.uuid4().hex[:6]
-    work = {f"c{run_id}-{i:02d}": (str(p), limit) for i, p in enumerate(paths)}
-    plans = {name: _plan_calls(Path(p), limit) for name, (p, limit) in work.items()}
+    work = {f"c{run_id}-{i:02d}": path for i, (path, _) in enumerate(paths)}
+    plans = {name: (messages, list(replay.calls(messages))[:limit]) for name, (_, messages) in zip(work, paths)}
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     jobs, done = context.Queue(), context.Queue()
-    workers = [context.Process(target=_worker, args=(url, jobs, done, work)) for _ in range(WORKERS)]
+    workers = [context.Process(target=_worker, args=(url, jobs, done, plans)) for _ in range(WORKERS)]
     for w in workers:
         w.start()
     started = time.perf_counter()
@@ -208,7 +201,7 @@ def _concurrent(url: str, sessions: int, limit: int | None) -> dict[str, Any]:
             else:
                 problems.append(f"{name}: final view differs from the serial run")
     return {"sessions": len(work), "workers": WORKERS, "calls": len(per_call), "calls_per_session": limit,
-            "transcripts": sorted({str(Path(p).relative_to(SHARED / "transcripts")) for p, _ in work.values()}),
+            "transcripts": sorted({str(p.relative_to(SHARED / "transcripts")) for p in work.values()}),
             "hopping_sessions": sum(1 for pids in handled.values() if len(pids) > 1),
             "wall_s": round(wall, 1), "serial_s": round(time.perf_counter() - serial_started, 1),
             "prepare_ms": summary(per_call), "identical_views": identical, "problems": problems,
