@@ -69,6 +69,9 @@ def ensure_schema(conn: "psycopg.Connection[object]", where: str) -> int:
     `conn` must be in autocommit mode (the migration is its own transaction)."""
     from psycopg.rows import tuple_row
 
+    current = schema_version(conn)
+    if current == SCHEMA_VERSION:
+        return current  # the common case, every process start: one read, no lock, no DDL
     with conn.transaction():
         cur = conn.cursor(row_factory=tuple_row)
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
