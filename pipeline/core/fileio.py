@@ -20,8 +20,10 @@ from typing import BinaryIO, Iterable, Iterator
 
 from .errors import FormatError, OutputPathError, WorkspaceReadError
 
-# mkstemp creates the temp file private (0600); what we write is an ordinary readable file.
+# mkstemp creates the temp file private (0600); what we write is an ordinary readable file, unless it
+# holds session data (artifacts: what a transcript's tool results held, secrets included).
 WRITTEN_FILE_MODE = 0o644
+PRIVATE_FILE_MODE = 0o600
 # The conventional name for standard input on a command line.
 STDIN = "-"
 # How `path` names standard input in error messages.
@@ -35,16 +37,16 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int = WRITTEN_FILE_MODE) -> None:
     """Write to a temp file in the same directory, fsync, then rename over `path` (creating parent
-    directories): a reader, or a crash, never sees a partial file.
+    directories): a reader, or a crash, never sees a partial file. The file gets `mode`.
 
     Text is written as valid UTF-8: a lone surrogate (a JSON `\\ud83d` escape read from a transcript
     whose emoji was cut in half) becomes the same `\\ud83d` escape again, which reads back as the
     same string from JSON and stays visible text elsewhere.
     """
     raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
-    with atomic_writer(path) as fh:
+    with atomic_writer(path, mode) as fh:
         fh.write(raw)
 
 

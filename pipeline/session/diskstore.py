@@ -4,7 +4,9 @@ can crash, restart and reproduce the same view byte for byte.
 Directory layout: `db/` (the diskcache), `artifacts/<id>.txt` (artifact files a model can open),
 `lock` (the inter-process lock file, held with `filelock`: flock on POSIX, msvcrt on Windows; the OS
 releases it when the holder dies). A directory may also hold sessions by id in subdirectories
-(`Session.open(DIR, session_id=ID)`), as a gateway's `--store DIR` does.
+(`Session.open(DIR, session_id=ID)`), as a gateway's `--store DIR` does. A session holds what the
+transcript held, secrets included: the directories it creates are private (0700) and its artifact and
+lock files 0600.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import diskcache
 import filelock
 
 from ..core.errors import SessionError, SessionLockedError, SessionNotFoundError, StoreDamagedError
-from ..core.fileio import atomic_write
+from ..core.fileio import PRIVATE_FILE_MODE, atomic_write
 from ..core.tokens import TokenCounter
+from .homes import ARTIFACTS_FOLDER, DB_FOLDER, is_session_dir
 from .store import ReentrantLock, Store
 
 # How often a waiting `lock()` retries; short enough to feel instant, long enough not to spin.
@@ -34,12 +37,10 @@ LOCK_POLL_SECONDS = 0.05
 INLINE_VALUE_LIMIT = 2**30 - 1
 DISKCACHE_SETTINGS: dict[str, Any] = {"eviction_policy": "none", "statistics": 0, "tag_index": 0,
                                       "disk_min_file_size": INLINE_VALUE_LIMIT}
-DB_DIR, DB_FILE, ARTIFACTS_DIR, LOCK_FILE = "db", "cache.db", "artifacts", "lock"
-
-
-def is_session_dir(path: Path) -> bool:
-    """A directory that holds a session (its database folder exists)."""
-    return (path / DB_DIR).is_dir()
+DB_DIR, ARTIFACTS_DIR = DB_FOLDER, ARTIFACTS_FOLDER
+DB_FILE, LOCK_FILE = "cache.db", "lock"
+# Session directories (the session, its db and artifacts) are created readable by their owner only.
+PRIVATE_DIR_MODE = 0o700
 
 
 class DiskStore(Store):
@@ -55,13 +56,14 @@ class DiskStore(Store):
             raise SessionNotFoundError(f"{self.path}: not a session directory")
         self._check_files()
         try:
-            (self.path / ARTIFACTS_DIR).mkdir(parents=True, exist_ok=True)
+            for folder in (self.path, self.path / ARTIFACTS_DIR, self.path / DB_DIR):
+                folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
             self._cache = diskcache.Cache(str(self.path / DB_DIR), **DISKCACHE_SETTINGS)
         except sqlite3.DatabaseError as exc:
             raise StoreDamagedError(f"the session database cannot be opened ({exc})", store=str(self.path)) from None
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise SessionError(f"{self.path}: cannot open session directory ({exc})") from None
-        self._file_lock = filelock.FileLock(str(self.path / LOCK_FILE), thread_local=False)
+        self._file_lock = filelock.FileLock(str(self.path / LOCK_FILE), mode=PRIVATE_FILE_MODE, thread_local=False)
         self._locking = ReentrantLock(str(self.path), self._lock_file, self._file_lock.release)
         try:
             self._open_checked()
@@ -120,8 +122,8 @@ class DiskStore(Store):
     def _materialize(self, artifact_id: str, content: str) -> str:
         path = self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"
         if not path.exists():
-            atomic_write(path, content)
-        return str(path)
+            atomic_write(path, content, PRIVATE_FILE_MODE)
+        return os.path.abspath(path)  # a marker names a path the model can open from any directory
 
     def lock(self, timeout: float = 30.0) -> Any:
         """Hold the session's inter-process lock (`<dir>/lock`; the OS releases it when the holder

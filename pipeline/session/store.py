@@ -334,6 +334,10 @@ class Store(ABC):
                                  content_digest)
         return content
 
+    def artifact_ids(self) -> list[str]:
+        """The ids of every artifact the session holds."""
+        return sorted(k[len(ARTIFACT_PREFIX):] for k in self._keys() if is_artifact_content(k))
+
     def artifact_info(self, id: str) -> dict[str, Any]:
         """What was recorded with artifact `id`: digest, kind, meta, tokens, path."""
         info = self._load(f"{ARTIFACT_PREFIX}{id}{INFO_SUFFIX}")
