@@ -17,7 +17,7 @@ from worksurface.cli.app import app
 from worksurface.core.errors import InvalidSessionIdError, MissingExtraError, SessionNotFoundError
 from worksurface.core.serial import message_to_json
 from worksurface.offline.replay import call_points
-from worksurface.session.locations import delete_session, list_sessions
+from worksurface.session.locations import delete_session, list_sessions, open_store
 
 SMALL = dict(window=30_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=9_000)
 runner = CliRunner()
@@ -192,11 +192,24 @@ def test_a_directory_session_forks_into_a_database_and_both_go_on_alone(tmp_path
 
 
 def test_the_package_imports_where_fcntl_does_not_exist(tmp_path):
-    """Windows has no fcntl: the store's lock comes from filelock, so nothing imports it directly."""
+    """Windows has no fcntl: the store's lock comes from filelock and the in-place writer's flock is
+    optional, so nothing imports it unguarded; the store still locks and an in-place replace still
+    checks what it replaces."""
     import subprocess
+    target = tmp_path / "t.jsonl"
+    target.write_text("old\n")
     code = ("import sys; sys.modules['fcntl'] = None\n"
-            "import worksurface, worksurface.cli, worksurface.session.diskstore\n"
+            "import hashlib, worksurface, worksurface.cli, worksurface.session.diskstore\n"
+            "from worksurface.core.fileio import replace_unchanged\n"
             "from worksurface.session.locations import open_store\n"
-            f"open_store({str(tmp_path / 's')!r}).close(); print('ok')")
+            f"store = open_store({str(tmp_path / 's')!r})\n"
+            "with store.lock(timeout=5):\n"
+            "    store.set_meta('k', 1)\n"
+            "store.close()\n"
+            f"replace_unchanged({str(target)!r}, 'new\\n', hashlib.sha256(b'old\\n').hexdigest())\n"
+            "print('ok')")
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert target.read_text() == "new\n"
+    with open_store(str(tmp_path / "s")) as store:
+        assert store.get_meta("k") == 1

@@ -301,3 +301,64 @@ def test_a_database_file_that_is_not_sqlite_is_named(tmp_path):
     db.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreDamagedError, match="cannot be opened"):
         DiskStore.open(directory)
+
+
+def test_a_database_session_whose_values_were_deleted_is_damage_not_a_new_session(postgres_url):
+    """The database's zero-length cache.db: the session's row is there (its revision counts commits)
+    but every value is gone. Opening names it and stamps nothing over it."""
+    import psycopg
+
+    from backends import Backend
+    backend = Backend.postgres(postgres_url)
+    with backend.open("emptied", **SMALL) as session:
+        session.prepare(_transcript(), now=1.0)
+    sid = backend.session_id("emptied")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM worksurface_values WHERE session_id = %s", (sid,))
+        conn.execute("DELETE FROM worksurface_artifact_chunks WHERE session_id = %s", (sid,))
+    with pytest.raises(StoreDamagedError, match="were deleted") as caught:
+        backend.open("emptied", **SMALL)
+    assert sid in str(caught.value)
+    with _raw(backend, "emptied") as get:
+        assert get("store:version") is None
+
+
+def test_processes_opening_one_new_session_at_once_all_see_it_new_and_sound(backend):
+    """Opening stamps a new store with its version; a process that reads between another's stamp and
+    its own reads must take the store neither for damaged nor for another new one."""
+    import os
+    import signal
+
+    for round_ in range(3):
+        name = f"race-{round_}"
+        go_read, go_write = os.pipe()
+        children = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.close(go_write)
+                    os.read(go_read, 1)
+                    backend.store(name).close()
+                    code = 0
+                except BaseException as exc:
+                    os.write(2, f"child {os.getpid()}: {type(exc).__name__}: {exc}\n".encode())
+                finally:
+                    os._exit(code)
+            children.append(pid)
+        os.close(go_read)
+        os.write(go_write, b"xxxx")
+        os.close(go_write)
+        codes = []
+        for pid in children:
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:  # pragma: no cover
+                os.kill(pid, signal.SIGKILL)
+                raise
+            codes.append(os.waitstatus_to_exitcode(status))
+        assert codes == [0, 0, 0, 0], f"round {round_}: a concurrent open failed"
+        with backend.store(name) as store:
+            assert store._load("store:version") is not None
+            assert store._keys() == ["store:version"]

@@ -15,6 +15,7 @@ import os
 import shutil
 import sqlite3
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -54,22 +55,33 @@ class DiskStore(Store):
             raise SessionError(f"{self.path}: not a directory")
         if not create and not is_session_dir(self.path):
             raise SessionNotFoundError(f"{self.path}: not a session directory")
-        self._check_files()
         try:
-            for folder in (self.path, self.path / ARTIFACTS_DIR, self.path / DB_DIR):
-                folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-            self._cache = diskcache.Cache(str(self.path / DB_DIR), **DISKCACHE_SETTINGS)
-        except sqlite3.DatabaseError as exc:
-            raise StoreDamagedError(f"the session database cannot be opened ({exc})", store=str(self.path)) from None
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            self.path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        except OSError as exc:
             raise SessionError(f"{self.path}: cannot open session directory ({exc})") from None
         self._file_lock = filelock.FileLock(str(self.path / LOCK_FILE), mode=PRIVATE_FILE_MODE, thread_local=False)
         self._locking = ReentrantLock(str(self.path), self._lock_file, self._file_lock.release)
+        db = self.path / DB_DIR / DB_FILE
+        # SQLite creates the database file empty and writes its header after: a file found empty is
+        # damage only when no one is creating it, so a new session is checked and created under the lock.
+        with nullcontext() if db.is_file() and db.stat().st_size > 0 else self.lock():
+            self._check_files()
+            self._cache = self._open_cache()
         try:
             self._open_checked()
         except BaseException:
             self._cache.close()
             raise
+
+    def _open_cache(self) -> diskcache.Cache:
+        try:
+            for folder in (self.path / ARTIFACTS_DIR, self.path / DB_DIR):
+                folder.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+            return diskcache.Cache(str(self.path / DB_DIR), **DISKCACHE_SETTINGS)
+        except sqlite3.DatabaseError as exc:
+            raise StoreDamagedError(f"the session database cannot be opened ({exc})", store=str(self.path)) from None
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise SessionError(f"{self.path}: cannot open session directory ({exc})") from None
 
     def _check_files(self) -> None:
         """Damage that opening would hide: SQLite takes an empty database file for a new database, and

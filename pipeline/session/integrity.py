@@ -67,12 +67,17 @@ def check_version(store: str, value: Any, supported: int) -> None:
 
 def check_version_record(store: "Store", supported: int) -> bool:
     """At open: the store's version record is this version; True when the store is new (holds
-    nothing yet). A store that holds values but no version record is damaged, not new."""
+    nothing yet). A store that holds values but no version record is damaged, not new, and so is one
+    whose values were all deleted after it was written (a database session's rows emptied)."""
     version = store._load(VERSION_KEY)
     if version is None:
         if store._keys():
             raise StoreDamagedError("the version record is missing while the store holds values "
                                     "(damaged, or not a worksurface session)", store=store.location, key=VERSION_KEY)
+        if store._committed_before():
+            raise StoreDamagedError("the session holds no values although values were committed to it: they were "
+                                    "deleted; nothing was changed (delete the session to start it again)",
+                                    store=store.location, key=VERSION_KEY)
         return True
     check_version(store.location, version, supported)
     return False

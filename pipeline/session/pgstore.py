@@ -220,6 +220,9 @@ class PostgresStore(Store):
         """Drop the cached values (the pool stays: other sessions of this process share it)."""
         self._cache, self._revision = {}, None
 
+    def _committed_before(self) -> bool:
+        return bool(self._revision)  # read when the lock was taken; every commit bumps it
+
     # --- the lock -----------------------------------------------------------------------------------
 
     def lock(self, timeout: float = 30.0) -> Any:

@@ -142,10 +142,21 @@ class Store(ABC):
         return out
 
     def _open_checked(self) -> None:
-        """At open: check the version record; stamp a new store with this version."""
-        if integrity.check_version_record(self, STORE_VERSION):
-            with self._atomic():
-                self._save(VERSION_KEY, STORE_VERSION, "store version")
+        """At open: check the version record; stamp a new store with this version. A store that looks
+        new is checked again under the lock before it is stamped: another process may be stamping it
+        (or writing to it) between this one's reads, which must read as neither new nor damaged."""
+        if self._get(VERSION_KEY) is not None:
+            integrity.check_version_record(self, STORE_VERSION)
+            return
+        with self.lock():
+            if integrity.check_version_record(self, STORE_VERSION):
+                with self._atomic():
+                    self._save(VERSION_KEY, STORE_VERSION, "store version")
+
+    def _committed_before(self) -> bool:
+        """Under the lock: whether values were ever committed to this session, where the backend keeps
+        count (a database's revision); such a store that holds nothing was emptied, not new."""
+        return False
 
     def check(self) -> None:
         """The integrity check before a session is read (`integrity.check_lengths`); call it under `lock()`."""
