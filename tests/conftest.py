@@ -32,8 +32,9 @@ def pytest_configure(config) -> None:
 @pytest.fixture(scope="session")
 def postgres_url():
     """A PostgreSQL server for the store tests: `WORKSURFACE_TEST_POSTGRES` (what `.ci/run` starts),
-    else a throwaway cluster of this run's own (`pgcluster`); skips, saying why, only when neither is
-    possible. A URL that is set but unreachable fails the tests instead of skipping them."""
+    else a throwaway cluster of this run's own (`pgcluster`); skips, saying why, only when the server
+    is not installed. A URL that is set but unreachable, or binaries that will not start a cluster,
+    fail the tests instead of skipping them."""
     url = os.environ.get("WORKSURFACE_TEST_POSTGRES")
     try:
         import psycopg  # noqa: F401
@@ -43,11 +44,13 @@ def postgres_url():
     if url:
         yield url
         return
-    from pgcluster import Cluster, ClusterUnavailable
+    from pgcluster import Cluster, ClusterUnavailable, find_bin_dir
+    if find_bin_dir() is None:
+        pytest.skip("no PostgreSQL server binaries (Debian: apt-get install postgresql; .ci/run installs them)")
     try:
         cluster = Cluster.start()
-    except ClusterUnavailable as exc:
-        pytest.skip(f"no PostgreSQL server could be started: {exc}")
+    except ClusterUnavailable as exc:  # installed but not starting: a broken setup, not a reason to skip
+        pytest.fail(f"PostgreSQL's server binaries are installed but a throwaway cluster would not start: {exc}")
     try:
         yield cluster.url
     finally:
