@@ -140,6 +140,103 @@ def test_a_kill_at_any_store_write_leaves_a_session_that_reopens_and_continues_e
             f"kill at write {k} of {total}"
 
 
+def _refuse_a_write(backend, k: int | None, counted: list[int]):
+    """Patch the backend's driver so its k-th write fails as a full disk does (SQLite's "database or
+    disk is full", PostgreSQL's DiskFull; None: none fails, only count them in `counted`); returns
+    the undo."""
+    import sqlite3
+
+    import diskcache
+    if backend.name == "postgres":
+        import psycopg
+        points = [(psycopg.Cursor, "execute"), (psycopg.Cursor, "executemany")]
+
+        def full() -> Exception:
+            return psycopg.errors.DiskFull("could not extend file: No space left on device")
+
+        def writes(args) -> bool:
+            return not str(args[0]).lstrip().upper().startswith("SELECT")
+    else:
+        points = [(diskcache.Cache, "set"), (diskcache.Cache, "delete")]
+
+        def full() -> Exception:
+            return sqlite3.OperationalError("database or disk is full")
+
+        def writes(args) -> bool:
+            return True
+    originals = [(owner, name, getattr(owner, name)) for owner, name in points]
+
+    def refusing(original):
+        def wrapped(self, *args, **kwargs):
+            if writes(args):
+                counted[0] += 1
+                if counted[0] == k:
+                    raise full()
+            return original(self, *args, **kwargs)
+        return wrapped
+
+    for owner, name, original in originals:
+        setattr(owner, name, refusing(original))
+
+    def undo() -> None:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+    return undo
+
+
+def _run_retrying(backend, name: str, steps: list[list]) -> tuple[list, list[str]]:
+    """The scenario as a harness runs it on a failing disk: a call that fails is made again (on the
+    same session object; a failed open is opened again). The last view and the failures."""
+    from worksurface.core.errors import SessionError
+
+    failures: list[str] = []
+    session, n, view = None, 0, []
+    while n < len(steps):
+        try:
+            if session is None:
+                session = backend.open(name, **SMALL)
+            try:
+                view = session.prepare(steps[n], now=float(n + 1)).messages
+            except ContextOverflowError as exc:
+                view = exc.prepared.messages
+            n += 1
+        except SessionError as exc:
+            failures.append(str(exc))
+            assert len(failures) < 3, failures
+    assert session is not None
+    session.close()
+    return view, failures
+
+
+@pytest.mark.slow
+def test_a_full_disk_at_any_store_write_is_named_and_the_retried_call_continues_exactly(backend):
+    """Issue 26 (data safety): a write refused for lack of space is a SessionError naming the session,
+    never a driver traceback; the call's transaction rolls back whole, and retrying it gives the view
+    an uninterrupted run gives, in the session and after reopening it."""
+    steps = _scenario()
+    expected = _run(backend.open("uninterrupted", **SMALL), steps)
+    total = [0]
+    undo = _refuse_a_write(backend, None, total)
+    try:
+        _run(backend.open("count", **SMALL), steps)
+    finally:
+        undo()
+    for k in sorted({max(1, round(total[0] * i / 6)) for i in range(1, 7)}):  # spread over the run
+        name = f"full{k}"
+        undo = _refuse_a_write(backend, k, [0])
+        try:
+            view, failures = _run_retrying(backend, name, steps)
+        finally:
+            undo()
+        assert len(failures) == 1, f"write {k} of {total[0]}: {failures}"
+        assert backend.where(name)["session_id"] in failures[0], failures[0]
+        assert "cannot write the session" in failures[0] or "database error (could not extend file" in failures[0]
+        assert _texts(view, backend.label(name)) == _texts(expected, backend.label("uninterrupted")), \
+            f"retried after a full disk at write {k} of {total[0]}"
+        with backend.open(name, **SMALL) as reopened:
+            assert _texts(reopened.view(), backend.label(name)) == _texts(expected, backend.label("uninterrupted"))
+
+
 def _texts(view: list, location: str) -> list[str]:
     """The view's content with its session's location (a directory artifact markers name) taken out."""
     return [f"{m.id}|{m.role}|{m.origin.value}|" + m.text.replace(location, "<session>")

@@ -15,9 +15,9 @@ import os
 import shutil
 import sqlite3
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import diskcache
 import filelock
@@ -120,16 +120,30 @@ class DiskStore(Store):
         return value
 
     def _put(self, key: str, text: str) -> None:
-        self._cache.set(key, text)
+        with self._writing():
+            self._cache.set(key, text)
 
     def _delete(self, key: str) -> None:
-        self._cache.delete(key)
+        with self._writing():
+            self._cache.delete(key)
 
     def _keys(self) -> list[str]:
         return [str(k) for k in self._cache.iterkeys()]
 
-    def _atomic(self) -> Any:
-        return self._cache.transact()
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        with self._writing(), self._cache.transact():
+            yield
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write SQLite refuses (disk full, read-only, I/O error) as a `SessionError` naming the
+        session: the transaction it was part of rolls back, so the store keeps its last commit."""
+        try:
+            yield
+        except (sqlite3.OperationalError, diskcache.Timeout) as exc:
+            raise SessionError(f"{self.path}: cannot write the session ({exc}); this call's changes were "
+                               "rolled back, the last committed state is kept") from None
 
     def _materialize(self, artifact_id: str, content: str) -> str:
         path = self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"
