@@ -74,6 +74,7 @@ class DiskStore(Store):
             raise
 
     def _open_cache(self) -> diskcache.Cache:
+        """The session's diskcache (creating its folders), with SQLite's refusals named."""
         try:
             for folder in (self.path / ARTIFACTS_DIR, self.path / DB_DIR):
                 folder.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)

@@ -552,9 +552,8 @@ class Session:
             if keep < len(self._log):
                 store.truncate_log(keep)
                 store.drop_edits(HARNESS_STAGE)  # derived again from the transcript (see _sync)
-            if self.status_bar.reset_pending:
+            if self.status_bar.reset_pending:  # cleared once committed: a failed commit is retried whole
                 store.drop_edits("status")
-                self.status_bar.reset_pending = False
             if keep < len(live):
                 store.append_messages(live[keep:])
             if new_edits:
@@ -579,6 +578,7 @@ class Session:
             store.update_token_cache(self.counter.take_unsaved())
             store.set_meta("billing", self._billing.state_json())
             self._bump_generation()
+        self.status_bar.reset_pending = False
         if ledger_save is not None:
             self.ledger.saved(ledger_save)
         self._log = self._log[:keep] + list(live[keep:])
