@@ -14,16 +14,15 @@ import hashlib
 import itertools
 import logging
 import operator
-import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..core.clearing import HARNESS_STAGE, clearing_edits
 from ..core.config import Config
 from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
-from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
+from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError, WorksurfaceError
 from ..formats.base import Transcript
 from ..graph.compose import STAGE_NAMES, build_graph, run_unedited
 from ..ledger import Ledger
@@ -34,7 +33,8 @@ from ..status import PublisherState, event_to_json
 from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
 from ..status.replay import epoch_after
-from .store import MemoryStore, SessionStore, Store
+from .locations import Location, open_store
+from .store import MemoryStore, Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
@@ -128,7 +128,9 @@ class Session:
         """(Re)read the log, edits and ledger from the store: at open, and when another process
         committed since (its generation number moved on)."""
         store = self.store
-        self.counter.load_message_counts(store.token_cache())
+        store.check()
+        with _reading(store, "token cache"):
+            self.counter.load_message_counts(store.token_cache())
         self._log: list[Message] = store.log_messages()
         self._digests: list[str] = [m.digest for m in self._log]
         # Running token totals, so a call counts only its new messages: _log_tokens[i] is the tokens of
@@ -145,12 +147,15 @@ class Session:
         self._scratch: dict[str, Any] = {}  # stages' memory between calls (StageContext.scratch)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
-        self.ledger = Ledger.load(store.get_meta)
+        with _reading(store, "ledger"):
+            self.ledger = Ledger.load(store.get_meta)
         self.status_bar = StatusBar(self.config)
         self.status_bar.tokens_override = store.get_meta("status_tokens_override")
-        self._verify_reopened()
+        with _reading(store, "log and edits"):
+            self._verify_reopened()
         self._billing = PromptCache(price_model(self.config.pricing), self.counter)
-        self._billing.restore(store.get_meta("billing"), self._cached[2] if self._cached else None)
+        with _reading(store, "billing state"):
+            self._billing.restore(store.get_meta("billing"), self._cached[2] if self._cached else None)
 
     def _verify_reopened(self) -> None:
         """A reopened session must rebuild exactly the view it last returned."""
@@ -159,8 +164,8 @@ class Session:
             return
         view = self.view()
         if view_digest(view) != stored:
-            raise SessionError(f"{getattr(self.store, 'path', 'session')}: the stored log and edits do not rebuild "
-                               "the last view (damaged directory, or written by another worksurface version)")
+            raise StoreDamagedError("the stored log and edits do not rebuild the last view (damaged, or written "
+                                    "by another worksurface version)", store=self.store.location)
         self._cached = (len(self._log), len(self._edits), view)
 
     @staticmethod
@@ -173,23 +178,33 @@ class Session:
         return summarizer
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
-             summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
-        """Open or create the session at `path`; config from `config`, else defaults, then overrides.
-        `summarizer`: a Summarizer, a LangChain chat model, a "provider:model" string for LangChain's
-        init_chat_model, or None for the configured one (the structured summarizer by default)."""
+    def open(cls, location: Location | Store | None = None, *, session_id: str | None = None,
+             config: Config | None = None, summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
+        """Open or create the session at `location`: a directory (the session itself, or with
+        `session_id` its subdirectory of that name), a `postgresql://` URL (`session_id` required: it
+        names the session in the database), an open `Store`, or None for memory only. Config from
+        `config`, else defaults, then `overrides`. `summarizer`: a Summarizer, a LangChain chat model, a
+        "provider:model" string for LangChain's init_chat_model, or None for the configured one (the
+        structured summarizer by default)."""
         cfg = (config or Config()).with_overrides(**overrides)
-        counter = TokenCounter()
-        store: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
-        return cls(store, cfg, summarizer, counter=counter)
+        if isinstance(location, Store):
+            store, counter = location, location.counter
+        else:
+            counter = TokenCounter()
+            store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
+        try:
+            return cls(store, cfg, summarizer, counter=counter)
+        except BaseException:
+            store.close()
+            raise
 
-    def fork(self, path: str | os.PathLike[str] | None = None) -> "Session":
+    def fork(self, location: Location | None = None, *, session_id: str | None = None) -> "Session":
         """An independent child session from a snapshot of this one (log, edits, artifacts, ledger,
-        status state), in a new directory at `path` or in memory. Its view at the fork point is this
-        session's, byte for byte (a provider's prompt cache is shared); later changes on either side
-        never reach the other (seed 003: a fork copies the decisions, not the mutable container)."""
+        status state), at a new `location` (as `open` takes it) or in memory. Its view at the fork point
+        is this session's, byte for byte (a provider's prompt cache is shared); later changes on either
+        side never reach the other (seed 003: a fork copies the decisions, not the mutable container)."""
         counter = TokenCounter()
-        child: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
+        child: Store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
         try:
             self.store.copy_to(child)
             return Session(child, self.config, self.summarizer, self.reinjectors, counter)
@@ -537,9 +552,8 @@ class Session:
             if keep < len(self._log):
                 store.truncate_log(keep)
                 store.drop_edits(HARNESS_STAGE)  # derived again from the transcript (see _sync)
-            if self.status_bar.reset_pending:
+            if self.status_bar.reset_pending:  # cleared once committed: a failed commit is retried whole
                 store.drop_edits("status")
-                self.status_bar.reset_pending = False
             if keep < len(live):
                 store.append_messages(live[keep:])
             if new_edits:
@@ -564,6 +578,7 @@ class Session:
             store.update_token_cache(self.counter.take_unsaved())
             store.set_meta("billing", self._billing.state_json())
             self._bump_generation()
+        self.status_bar.reset_pending = False
         if ledger_save is not None:
             self.ledger.saved(ledger_save)
         self._log = self._log[:keep] + list(live[keep:])
@@ -593,6 +608,18 @@ class Session:
     def _bump_generation(self) -> None:
         self._generation = self.store.get_meta("generation", 0) + 1
         self.store.set_meta("generation", self._generation)
+
+
+@contextmanager
+def _reading(store: Store, what: str) -> Iterator[None]:
+    """Stored state whose shape the reader does not expect is damage of the store, named as such."""
+    try:
+        yield
+    except StoreDamagedError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise StoreDamagedError(f"the stored {what} does not read back ({type(exc).__name__}: {exc})",
+                                store=store.location) from None
 
 
 def _breaks_cache(edits: Sequence[Edit], new: Sequence[Message]) -> bool:
