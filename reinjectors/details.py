@@ -14,8 +14,8 @@ from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import TaskSpec
 from worksurface.ledger.source import FactSource
 from worksurface.core.model import Message, Origin
-from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.summarizers.base import SummaryRequest
 from worksurface.summarizers.packing import Item, Section, pack
 from worksurface.summarizers.sections import CURRENT_WORK, NEXT_STEP, TITLE
@@ -99,3 +99,6 @@ def open_task_texts(src: FactSource) -> list[TaskSpec]:
             continue
         out.append(spec)
     return out
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS)

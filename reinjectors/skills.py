@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.model import Message
-from worksurface.engine.reinject import escape_attr, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, escape_attr, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "skills"
@@ -44,3 +44,6 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         restored.append({"skill": skill.name, "tokens": cost})
     return Reinjection(out, report(NAME, before, ctx.counter.messages(out), restored, skipped, dropped,
                        "no skill invoked in the session"))
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from worksurface.core.config import ReinjectConfig
 from worksurface.facts.tools import ToolEntry
 from worksurface.core.model import Message
-from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "tools"
@@ -75,3 +75,6 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         return Reinjection([], report(NAME, before, 0, [], skipped, restored))
     msg = reinjected(NAME, "0", body + "\n</tools-available>")
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS)
