@@ -19,7 +19,7 @@ from worksurface.core.config import AutocompactConfig, BudgetConfig, Config, Pri
 from worksurface.core.errors import ConfigError
 from worksurface.core.tokens import TokenCounter
 from worksurface.engine.state import (CONTEXT_FIELDS, Artifact, PipelineState, Reinjector, Stage, StageContext,
-                                      StageReport, StageResult, config_section)
+                                      StageReport, StageResult, section_name)
 from worksurface.graph.compose import StagedGraph
 from worksurface.graph.registry import REINJECTORS, STAGES
 import worksurface.session.session as session_module
@@ -163,17 +163,15 @@ def test_the_inputs_a_part_declares_are_what_the_session_supplies(monkeypatch: p
 
 
 def test_a_config_section_is_found_by_its_type() -> None:
-    config = Config.from_mapping({"budget": {"max_result_tokens": 777}})
-    assert config_section(config, BudgetConfig).max_result_tokens == 777
-    assert config_section(config, ReinjectConfig) is config.reinject
-    assert all(s.section(config) is getattr(config, s.name) for s in STAGES)  # each stage's own section
+    assert section_name(BudgetConfig) == "budget" and section_name(ReinjectConfig) == "reinject"
+    assert section_name(PricingConfig) == "pricing"
+    assert [section_name(s.config) for s in STAGES] == [s.name for s in STAGES]  # each stage's own section
 
     class Elsewhere(AutocompactConfig):
         pass
 
     with pytest.raises(ConfigError, match="Elsewhere is not one section of Config"):
-        config_section(config, Elsewhere)
-    assert config_section(config, PricingConfig) is config.pricing
+        section_name(Elsewhere)
 
 
 # --- composing from the declarations alone ----------------------------------------------------------
@@ -255,3 +253,12 @@ def test_stage_names_must_be_distinct() -> None:
         StagedGraph([_stage("a", visits, 0), _stage("a", visits, 0)], ())
     with pytest.raises(ConfigError):
         StagedGraph([_stage("reinject", visits, 0)], ())
+
+
+def test_a_stage_whose_config_is_no_section_fails_at_composition() -> None:
+    class Unlisted(BudgetConfig):
+        pass
+
+    visits: list[str] = []
+    with pytest.raises(ConfigError, match="Unlisted is not one section of Config"):
+        StagedGraph([dataclasses.replace(_stage("a", visits, 0), config=Unlisted)], ())

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import operator
 from dataclasses import asdict, dataclass, field, fields
-from functools import cache
 from typing import (TYPE_CHECKING, Annotated, Any, Callable, Generic, NotRequired, Protocol, Sequence, TypedDict,
                     TypeVar)
 
@@ -233,20 +232,13 @@ class ReinjectorRun(Protocol):
     def __call__(self, view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int, /) -> Reinjection: ...
 
 
-@cache
-def _section_name(kind: type[BaseModel]) -> str:
+def section_name(kind: type[BaseModel]) -> str:
+    """The field of Config whose type is `kind` (ConfigError unless exactly one is): a part declares
+    its config by type, not by name."""
     names = [name for name, f in Config.model_fields.items() if f.annotation is kind]
     if len(names) != 1:
         raise ConfigError(f"{kind.__name__} is not one section of Config (found {names or 'none'})")
     return names[0]
-
-
-def config_section(config: Config, kind: type[C]) -> C:
-    """The section of `config` whose type is `kind` (a part declares its config by type, not by name)."""
-    section = getattr(config, _section_name(kind))
-    if not isinstance(section, kind):
-        raise ConfigError(f"Config.{_section_name(kind)} is not a {kind.__name__}")
-    return section
 
 
 def _no_trigger(config: Config) -> int:
@@ -278,12 +270,6 @@ class Stage(Generic[C]):
     # only this decision and leaves an edit to the compiled graph.
     decline: StageDecline[C] | None = None
 
-    def section(self, config: Config) -> C:
-        return config_section(config, self.config)
-
-    def decide(self, state: PipelineState, ctx: StageContext) -> StageResult:
-        return self.run(state, self.section(ctx.config), ctx)
-
 
 @dataclass(frozen=True)
 class Reinjector:
@@ -300,6 +286,3 @@ class Reinjector:
     # A part that reports on the rebuilt view (the status baseline): it keeps a claim on the budget
     # up to this cap, reserved first from a dry run, and runs after every other reinjector.
     reserve: Callable[[ReinjectConfig], int] | None = None
-
-    def section(self, config: Config) -> ReinjectConfig:
-        return config_section(config, self.config)

@@ -18,11 +18,12 @@ from typing import Any, Callable, Protocol, Sequence
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
 from ..core.errors import ConfigError
 from ..core.model import Message
 from ..engine.state import (PipelineState, Reinjection, Reinjector, Stage, StageContext, StageReport, StageResult,
-                            StatusUpdate, cache_is_cold, tokenizer_ratio, view_offset)
+                            StatusUpdate, cache_is_cold, section_name, tokenizer_ratio, view_offset)
 
 REINJECT = "reinject"
 # A part that reports the rebuilt view's size (the status baseline) quotes figures that can grow by a
@@ -50,9 +51,10 @@ def _applied(result: StageResult, state: PipelineState, ctx: StageContext) -> di
     return update
 
 
-def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: StageContext) -> dict[str, Any]:
-    """The reinjection node's body: every reinjector within what the ones before it left of the
-    post-compact target (in the provider's tokens; reinjectors count with worksurface's tokenizer)."""
+def _reinjected(parts: Sequence[tuple[Reinjector, str]], state: PipelineState, ctx: StageContext) -> dict[str, Any]:
+    """The reinjection node's body: every reinjector (with the Config field of its declared config
+    type) within what the ones before it left of the post-compact target (in the provider's tokens;
+    reinjectors count with worksurface's tokenizer)."""
     view, tokens = state["view"], state["tokens"]
     reports: list[StageReport] = []
     added: list[Message] = []
@@ -63,20 +65,19 @@ def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: St
     # reports the size of the rebuilt view (summary, tail and every other reinjected part). It
     # reserves what it takes (a dry run at the current size; the figures it quotes change by a few
     # tokens), not its whole cap: the rest of the cap is room the other reinjectors can use.
-    last = [r for r in reinjectors if r.reserve is not None]
-    reserved: dict[str, int] = {}
-    for r in last:
+    last = [(i, r, field) for i, (r, field) in enumerate(parts) if r.reserve is not None]
+    reserved: dict[int, int] = {}
+    for i, r, field in last:
         assert r.reserve is not None
-        section = r.section(ctx.config)
+        section = getattr(ctx.config, field)
         cap = min(r.reserve(section), max(0, budget_left))
         dry = r.run(view, section, ctx, int(cap / ratio))
-        reserved[r.name] = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + RESERVE_SIZE_MARGIN)
-        budget_left -= reserved[r.name]
-    for reinjector in [r for r in reinjectors if r.reserve is None] + last:
-        budget_left += reserved.get(reinjector.name, 0)
+        reserved[i] = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + RESERVE_SIZE_MARGIN)
+        budget_left -= reserved[i]
+    for i, reinjector, field in [(i, r, f) for i, (r, f) in enumerate(parts) if r.reserve is None] + last:
+        budget_left += reserved.get(i, 0)
         started = time.perf_counter()
-        result: Reinjection = reinjector.run(view + added, reinjector.section(ctx.config), ctx,
-                                             int(budget_left / ratio))
+        result: Reinjection = reinjector.run(view + added, getattr(ctx.config, field), ctx, int(budget_left / ratio))
         budget_left -= round(ctx.counter.messages(result.messages) * ratio)
         added.extend(result.messages)
         status = result.status or status
@@ -104,7 +105,24 @@ class StagedGraph:
         self.stages: tuple[Stage[Any], ...] = tuple(stages)
         self.reinjectors: tuple[Reinjector, ...] = tuple(reinjectors)
         self.names: tuple[str, ...] = tuple(names)
+        # Each part's config section, found by its declared type once, here (a type that is not a
+        # section of Config fails at composition, not on a call).
+        self._sections = tuple(section_name(s.config) for s in self.stages)
+        self._reinject_parts = tuple((r, section_name(r.config)) for r in self.reinjectors)
+        self._cold_after = tuple(any(s.fires_when_cold for s in self.stages[i + 1:]) for i in range(len(self.stages)))
+        self._triggers: tuple[Config, tuple[int, ...]] | None = None
         self._compiled = self._compile()
+
+    def _lowest_trigger_after(self, config: Config) -> tuple[int, ...]:
+        """For each stage, the lowest trigger among the stages after it (kept per Config: it is frozen,
+        and a session passes the same one on every call)."""
+        if self._triggers is None or self._triggers[0] is not config:
+            triggers = [s.trigger(config) for s in self.stages]
+            self._triggers = (config, tuple(min(triggers[i + 1:], default=0) for i in range(len(triggers))))
+        return self._triggers[1]
+
+    def _decide(self, index: int, state: PipelineState, ctx: StageContext) -> StageResult:
+        return self.stages[index].run(state, getattr(ctx.config, self._sections[index]), ctx)
 
     def _next_step(self, index: int, state: PipelineState, ctx: StageContext) -> str:
         """Where the graph goes after the stage at `index`: reinjection after a compaction, the end once
@@ -112,13 +130,12 @@ class StagedGraph:
         invites one that fires when cold), else the next stage."""
         if state.get("compacted"):
             return REINJECT
-        remaining = self.stages[index + 1:]
-        if not remaining:
+        if index + 1 >= len(self.stages):
             return END
-        cold = any(s.fires_when_cold for s in remaining) and cache_is_cold(ctx)
-        if not ctx.forced and not cold and state["tokens"] <= min(s.trigger(ctx.config) for s in remaining):
+        cold = self._cold_after[index] and cache_is_cold(ctx)
+        if not ctx.forced and not cold and state["tokens"] <= self._lowest_trigger_after(ctx.config)[index]:
             return END
-        return remaining[0].name
+        return self.names[index + 1]
 
     def run_unedited(self, state: PipelineState, ctx: StageContext) -> PipelineState | None:
         """The graph's own path for a call on which no stage edits: the same stage functions and the
@@ -134,12 +151,12 @@ class StagedGraph:
         while True:
             stage = self.stages[index]
             if stage.decline is not None:
-                declined = stage.decline(state, stage.section(ctx.config), ctx)
+                declined = stage.decline(state, getattr(ctx.config, self._sections[index]), ctx)
                 if declined is None:
                     return None
                 result = declined
             else:
-                result = stage.decide(state, ctx)
+                result = self._decide(index, state, ctx)
             update = _applied(result, state, ctx)
             if "view" in update:
                 return None
@@ -161,10 +178,10 @@ class StagedGraph:
         final = self.run_unedited(state, ctx)
         return final if final is not None else self.invoke(state, ctx)
 
-    def _node(self, stage: Stage[Any]) -> _StageNode:
+    def _node(self, index: int) -> _StageNode:
         def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-            return _applied(stage.decide(state, runtime.context), state, runtime.context)
-        node.__name__ = stage.name
+            return _applied(self._decide(index, state, runtime.context), state, runtime.context)
+        node.__name__ = self.names[index]
         return node
 
     def _route_after(self, index: int) -> Callable[[PipelineState, Runtime[StageContext]], str]:
@@ -173,12 +190,12 @@ class StagedGraph:
         return route
 
     def _reinject_node(self, state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-        return _reinjected(self.reinjectors, state, runtime.context)
+        return _reinjected(self._reinject_parts, state, runtime.context)
 
     def _compile(self) -> Any:
         graph = StateGraph(PipelineState, context_schema=StageContext)
-        for stage in self.stages:
-            graph.add_node(stage.name, self._node(stage))
+        for i, name in enumerate(self.names):
+            graph.add_node(name, self._node(i))
         graph.add_node(REINJECT, self._reinject_node)
         graph.add_edge(START, self.names[0])
         for i, name in enumerate(self.names):
