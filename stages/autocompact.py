@@ -72,7 +72,7 @@ def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) 
     if not ctx.forced and tokens <= floor:
         return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}"
                      + (f" (and the economic floor of {floor})" if floor < threshold else ""))
-    failures = (ctx.inputs.get(CompactionInputs) or NO_INPUTS).consecutive_failures
+    failures = ctx.inputs.get(CompactionInputs, NO_INPUTS).consecutive_failures
     if failures >= config.max_consecutive_failures:
         return _skip(tokens, started, f"stopped after {failures} consecutive failed compactions")
     if ctx.forced or tokens > threshold:
@@ -104,7 +104,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
         return declined
     view, tokens = state["view"], state["tokens"]
     threshold = ctx.config.threshold
-    inputs = ctx.inputs.get(CompactionInputs) or NO_INPUTS
+    inputs = ctx.inputs.get(CompactionInputs, NO_INPUTS)
 
     counter = ctx.counter
     floor = stable_prefix_length(view)

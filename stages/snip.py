@@ -44,6 +44,9 @@ class SnipRequests:
     explicit: Sequence[tuple[tuple[str, ...], str]] = ()
 
 
+NO_REQUESTS = SnipRequests()
+
+
 class SnipMemory:
     """What snip keeps of a session between calls (the session holds one per session, in
     `StageContext.inputs`): its index of the view read so far. Without it snip reads the whole view."""
@@ -319,12 +322,12 @@ def _superseded_status(view: Sequence[Message]) -> list[Message]:
 def _explicit(view: Sequence[Message], ctx: StageContext, counter: TokenCounter) -> ReplaceMessages | None:
     """`session.snip(ids, reason)`: remove whole messages, with their calls' results (or the calls
     of removed results) so no pair is split, and leave one marker listing what went."""
-    requests = ctx.inputs.get(SnipRequests)
-    if requests is None or not requests.explicit:
+    explicit = ctx.inputs.get(SnipRequests, NO_REQUESTS).explicit
+    if not explicit:
         return None
     wanted: set[str] = set()
     reasons = []
-    for ids, reason in requests.explicit:
+    for ids, reason in explicit:
         wanted.update(ids)
         reasons.append(reason)
     present = {m.id for m in view}

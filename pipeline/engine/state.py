@@ -16,7 +16,7 @@ from __future__ import annotations
 import operator
 from dataclasses import asdict, dataclass, field, fields
 from typing import (TYPE_CHECKING, Annotated, Any, Callable, Generic, NotRequired, Protocol, Sequence, TypedDict,
-                    TypeVar)
+                    TypeVar, overload)
 
 from pydantic import BaseModel
 
@@ -100,10 +100,15 @@ class StageInputs:
     def __init__(self, *items: object) -> None:
         self._by_type: dict[type, object] = {type(item): item for item in items}
 
-    def get(self, kind: type[T]) -> T | None:
-        """The input of this type, None when the caller supplied none (a part then does without)."""
+    @overload
+    def get(self, kind: type[T]) -> T | None: ...
+    @overload
+    def get(self, kind: type[T], default: T) -> T: ...
+
+    def get(self, kind: type[T], default: T | None = None) -> T | None:
+        """The input of this type, else `default` (None: the caller supplied none, a part does without)."""
         item = self._by_type.get(kind)
-        return item if isinstance(item, kind) else None
+        return item if isinstance(item, kind) else default
 
     def types(self) -> frozenset[type]:
         return frozenset(self._by_type)

@@ -477,7 +477,7 @@ class Session:
         auto = next(s for s in report.stages if s.name == "autocompact")
         if auto.skipped and auto.skipped.startswith("stopped after") and report.tokens_after > self.config.threshold:
             retry = self.store.get_meta("breaker_retry_tokens", 0)
-            failures = (ctx.inputs.get(CompactionInputs) or CompactionInputs()).consecutive_failures
+            failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures
             report.notices.append(f"autocompact is paused after {failures} failed compactions: the "
                                   f"view is {report.tokens_after} tokens, over the threshold of "
                                   f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
