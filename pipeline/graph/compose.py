@@ -13,6 +13,7 @@ then paid only when something happens). Both follow one definition of the order:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from langgraph.graph import END, START, StateGraph
@@ -51,47 +52,70 @@ def _applied(result: StageResult, state: PipelineState, ctx: StageContext) -> di
     return update
 
 
-def _reinjected(parts: Sequence[tuple[Reinjector, str]], state: PipelineState, ctx: StageContext) -> dict[str, Any]:
-    """The reinjection node's body: every reinjector (with the Config field of its declared config
-    type) within what the ones before it left of the post-compact target (in the provider's tokens;
-    reinjectors count with worksurface's tokenizer)."""
-    view, tokens = state["view"], state["tokens"]
+@dataclass(frozen=True)
+class Rebuilt:
+    """What the reinjectors rebuilt: their messages (the status baseline last), one report each, and
+    the status epoch the status reinjector started (None when it made none)."""
+
+    messages: list[Message]
+    reports: list[StageReport]
+    status: StatusUpdate | None
+
+
+def run_reinjectors(reinjectors: Sequence[Reinjector], view: list[Message], budget: int,
+                    ctx: StageContext) -> Rebuilt:
+    """Run `reinjectors` over `view` in their order, each within what the ones before it left of
+    `budget` (in the provider's tokens; reinjectors count with worksurface's tokenizer). Used by the
+    graph after a compaction and by the harness hooks after the harness's own compaction."""
     reports: list[StageReport] = []
     added: list[Message] = []
     status: StatusUpdate | None = None
-    budget_left = ctx.config.post_compact_target - tokens
+    budget_left = budget
     ratio = tokenizer_ratio(ctx)
+    # Each part's config section, by its declared type (a reinjection is rare: looked up when it runs).
+    parts = [(r, getattr(ctx.config, section_name(r.config))) for r in reinjectors]
     # A part that reports on the rebuilt view keeps its claim on the budget but runs last, so that it
     # reports the size of the rebuilt view (summary, tail and every other reinjected part). It
     # reserves what it takes (a dry run at the current size; the figures it quotes change by a few
     # tokens), not its whole cap: the rest of the cap is room the other reinjectors can use.
-    last = [(i, r, field) for i, (r, field) in enumerate(parts) if r.reserve is not None]
+    last = [(i, r, section) for i, (r, section) in enumerate(parts) if r.reserve is not None]
     reserved: dict[int, int] = {}
-    for i, r, field in last:
+    for i, r, section in last:
         assert r.reserve is not None
-        section = getattr(ctx.config, field)
         cap = min(r.reserve(section), max(0, budget_left))
         dry = r.run(view, section, ctx, int(cap / ratio))
         reserved[i] = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + RESERVE_SIZE_MARGIN)
         budget_left -= reserved[i]
-    for i, reinjector, field in [(i, r, f) for i, (r, f) in enumerate(parts) if r.reserve is None] + last:
+    # A reinjected message's id is a digest of its text: one the view already holds (an earlier
+    # compaction's reinjection, kept in the tail of this one) is shown already, and is not added twice.
+    present = {m.id for m in view}
+    for i, reinjector, section in [(i, r, c) for i, (r, c) in enumerate(parts) if r.reserve is None] + last:
         budget_left += reserved.get(i, 0)
         started = time.perf_counter()
-        result: Reinjection = reinjector.run(view + added, getattr(ctx.config, field), ctx, int(budget_left / ratio))
-        budget_left -= round(ctx.counter.messages(result.messages) * ratio)
-        added.extend(result.messages)
+        result: Reinjection = reinjector.run(view + added, section, ctx, int(budget_left / ratio))
+        fresh = [m for m in result.messages if m.id not in present]
+        present.update(m.id for m in fresh)
+        budget_left -= round(ctx.counter.messages(fresh) * ratio)
+        added.extend(fresh)
         status = result.status or status
         result.report.ms = (time.perf_counter() - started) * 1000
         reports.append(result.report)
-    if not added:
-        return {"reports": reports, "status_update": status}
     # The status baseline goes last: later status deltas follow it at the tail of the view.
     added.sort(key=lambda m: m.meta.get("reinjector") is None and m.origin.value == "status")
+    return Rebuilt(added, reports, status)
+
+
+def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: StageContext) -> dict[str, Any]:
+    """The reinjection node's body: the reinjectors within what the post-compact target leaves."""
+    view, tokens = state["view"], state["tokens"]
+    rebuilt = run_reinjectors(reinjectors, view, ctx.config.post_compact_target - tokens, ctx)
+    if not rebuilt.messages:
+        return {"reports": rebuilt.reports, "status_update": rebuilt.status}
     anchor = view[-1].id if view else None
-    edit = Insert(REINJECT, anchor, tuple(added))
+    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages))
     new_view = apply_edits(view, [edit])
-    return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": reports,
-            "status_update": status}
+    return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": rebuilt.reports,
+            "status_update": rebuilt.status}
 
 
 class StagedGraph:
@@ -105,10 +129,11 @@ class StagedGraph:
         self.stages: tuple[Stage[Any], ...] = tuple(stages)
         self.reinjectors: tuple[Reinjector, ...] = tuple(reinjectors)
         self.names: tuple[str, ...] = tuple(names)
-        # Each part's config section, found by its declared type once, here (a type that is not a
-        # section of Config fails at composition, not on a call).
+        # Each stage's config section, found by its declared type once, here; a stage or reinjector
+        # whose type is not a section of Config fails at composition, not on a call.
         self._sections = tuple(section_name(s.config) for s in self.stages)
-        self._reinject_parts = tuple((r, section_name(r.config)) for r in self.reinjectors)
+        for reinjector in self.reinjectors:
+            section_name(reinjector.config)
         self._cold_after = tuple(any(s.fires_when_cold for s in self.stages[i + 1:]) for i in range(len(self.stages)))
         self._triggers: tuple[Config, tuple[int, ...]] | None = None
         self._compiled = self._compile()
@@ -190,7 +215,7 @@ class StagedGraph:
         return route
 
     def _reinject_node(self, state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-        return _reinjected(self._reinject_parts, state, runtime.context)
+        return _reinjected(self.reinjectors, state, runtime.context)
 
     def _compile(self) -> Any:
         graph = StateGraph(PipelineState, context_schema=StageContext)
