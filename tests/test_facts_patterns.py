@@ -48,6 +48,8 @@ CONSTRAINTS = [
     ("SEPARATOR_TAIL_RE", "search", "Acceptance: the cart keeps coupons\n==========", "keep a --- b as it is"),
     (r"/(?:issues|pull|browse)/", "search", "https://github.com/acme/api/issues/42",
      "https://github.com/acme/api/blob/main/README.md"),
+    # A URL's scheme, dropped to compare it with how the user typed it (`_bare_url`).
+    (r"^[a-z][a-z0-9+.-]*://", "search", "HTTPS://linear.app/acme/issue/WEB-12", "linear.app/acme/issue/WEB-12"),
     (r"\s+", "search", "don't  touch\n migrations", "migrations"),
     (r"[a-z][a-z0-9_]{3,}", "search", "retry logic", "a 12 to"),
 ]
@@ -136,6 +138,9 @@ PROGRESS = [
 PROVENANCE = [
     ("REJECTION_RE", "match", "[Request interrupted by user for tool use]",
      "[Request interrupted by user] and then the agent resumed"),
+    ("_TRAILING_REMINDER_RE", "search", "3 files changed\n<system-reminder>\nThe todo list changed.\n</system-reminder>\n",
+     "<system-reminder>a note</system-reminder> and the output goes on"),
+    ("_LINE_NUMBER_RE", "search", "    12\u2192import os", "12 apples and 3 pears"),
 ]
 
 SHELL = [
@@ -330,7 +335,7 @@ from builders import Convo  # noqa: E402
 
 from worksurface.core.model import Message, Text, ToolResult  # noqa: E402
 from worksurface.facts.calls import result_failed, tool_calls  # noqa: E402
-from worksurface.facts.constraints import task_spec_origin  # noqa: E402
+from worksurface.facts.constraints import task_spec_origin, user_named  # noqa: E402
 from worksurface.facts.files import file_activity  # noqa: E402
 from worksurface.facts.subagents import subagent_tasks  # noqa: E402
 from worksurface.facts.testsummary import parse_test_output  # noqa: E402
@@ -344,13 +349,14 @@ def test_an_exit_code_a_harness_appends_decides_failure_without_an_error_flag() 
     assert not result_failed(ToolResult("c3", "the docs say: Exit code 1 means a lint error"))
 
 
-def test_an_issue_tool_and_a_task_file_are_where_task_text_comes_from() -> None:
-    c = Convo().user("Work on the ticket.")
+def test_an_issue_tool_and_a_task_file_the_user_named_are_where_task_text_comes_from() -> None:
+    c = Convo().user("Work on WEB-12, as TASK.md says.")
     c.tool("mcp__linear__get_issue", {"id": "WEB-12"}, "WEB-12: Cart drops the coupon\nAcceptance: coupons survive")
     c.tool("Read", {"file_path": "/repo/TASK.md"}, "# Task\nKeep coupons when the cart is edited.")
     c.tool("mcp__linear__create_issue", {"title": "x"}, "created WEB-13")
     c.tool("Read", {"file_path": "/repo/task_runner.py"}, "def run(): ...")
-    origins = [task_spec_origin(rec) for rec in tool_calls(c.messages)]
+    named = user_named(c.messages)
+    origins = [task_spec_origin(rec, named) for rec in tool_calls(c.messages)]
     assert origins[0] is not None and "get_issue" in origins[0]
     assert origins[1] == "/repo/TASK.md"
     assert origins[2:] == [None, None]

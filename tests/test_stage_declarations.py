@@ -20,6 +20,7 @@ from worksurface.core.errors import ConfigError
 from worksurface.core.tokens import TokenCounter
 from worksurface.engine.state import (CONTEXT_FIELDS, Artifact, PipelineState, Reinjector, Stage, StageContext,
                                       StageReport, StageResult, section_name)
+from worksurface.engine.reinject import MESSAGE_READS
 from worksurface.graph.compose import StagedGraph
 from worksurface.graph.registry import REINJECTORS, STAGES
 import worksurface.session.session as session_module
@@ -128,8 +129,9 @@ def test_every_part_reads_only_the_context_fields_it_declares(monkeypatch: pytes
         assert fields <= declared[name], f"{name} reads {sorted(fields - declared[name])} it does not declare"
         assert declared[name] <= CONTEXT_FIELDS, f"{name} declares fields StageContext does not have"
     # The declarations are not padded: each declared field is read by its part on this replay, except
-    # the facts' fallback for a context without a ledger (a session always has one).
-    fallback = {"transcript", "queued_inputs"}
+    # the facts' fallback for a context without a ledger (a session always has one) and the epoch a
+    # reinjector reads only when it has something to restore.
+    fallback = {"transcript", "queued_inputs"} | MESSAGE_READS
     for name, fields in declared.items():
         unread = fields - seen[name]
         assert unread <= fallback, f"{name} declares {sorted(unread)} but never read them"

@@ -128,6 +128,9 @@ class StageContext:
     idle_seconds: float | None = None
     # A manual compaction (`Session.compact`, `--force`): every stage runs, autocompact fires whatever the size.
     forced: bool = False
+    # The session's current epoch: a compaction starts the next one, and its summary, boundary and
+    # reinjected messages all name that one.
+    epoch: int = 1
     # Ids a stage must leave alone: the newest user message and everything after the last assistant turn.
     protected: frozenset[str] = frozenset()
     # Tokens the view costs beyond its counted text: the harness's measured usage anchor and the

@@ -23,6 +23,7 @@ from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
 from ..core.errors import ConfigError
 from ..core.model import Message
+from ..core.view import insertion_point
 from ..engine.state import (PipelineState, Reinjection, Reinjector, Stage, StageContext, StageReport, StageResult,
                             StatusUpdate, cache_is_cold, section_name, tokenizer_ratio, view_offset)
 
@@ -86,8 +87,10 @@ def run_reinjectors(reinjectors: Sequence[Reinjector], view: list[Message], budg
         dry = r.run(view, section, ctx, int(cap / ratio))
         reserved[i] = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + RESERVE_SIZE_MARGIN)
         budget_left -= reserved[i]
-    # A reinjected message's id is a digest of its text: one the view already holds (an earlier
-    # compaction's reinjection, kept in the tail of this one) is shown already, and is not added twice.
+    # A reinjected message's id names its epoch and a digest of its text: one the view already holds
+    # (the same rebuild met again) is shown already and is not added twice. An earlier compaction's
+    # reinjection kept in the tail has another epoch in its id; each reinjector skips what the view
+    # shows instead (files: `_reinjected_in_tail`).
     present = {m.id for m in view}
     for i, reinjector, section in [(i, r, c) for i, (r, c) in enumerate(parts) if r.reserve is None] + last:
         budget_left += reserved.get(i, 0)
@@ -111,8 +114,11 @@ def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: St
     rebuilt = run_reinjectors(reinjectors, view, ctx.config.post_compact_target - tokens, ctx)
     if not rebuilt.messages:
         return {"reports": rebuilt.reports, "status_update": rebuilt.status}
-    anchor = view[-1].id if view else None
-    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages))
+    # After the view's last message, unless its last turn still waits for a tool result: then before
+    # that turn (the rewind rule stays: dropped with the newest message, as at the end).
+    point = insertion_point(view)
+    anchor = view[point - 1].id if point else None
+    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages), view[-1].id if view and point < len(view) else None)
     new_view = apply_edits(view, [edit])
     return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": rebuilt.reports,
             "status_update": rebuilt.status}

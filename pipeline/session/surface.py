@@ -67,7 +67,7 @@ def rebuild_surface(session: "Session", transcript: Transcript, shown: Sequence[
         status = StatusInputs(snapshot, publisher, lambda tokens: snapshot)
         ctx = StageContext(config=session.config, counter=session.counter, artifacts=store, now=now,
                            transcript=live, queued_inputs=transcript.queued_inputs, ledger=ledger,
-                           inputs=StageInputs(status))
+                           epoch=publisher.epoch, inputs=StageInputs(status))
         rebuilt = run_reinjectors(session.reinjectors, list(shown), budget, ctx)
         _save(session)
     return Surface(rebuilt.messages, rebuilt.reports, session.counter.messages(rebuilt.messages))
