@@ -24,11 +24,13 @@ from ..core.config import Config
 from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
 from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError, WorksurfaceError
 from ..formats.base import Transcript
-from ..graph.compose import STAGE_NAMES, build_graph, run_unedited
+from ..graph.compose import StagedGraph
+from ..graph.registry import REINJECTORS, STAGE_NAMES, STAGES
 from ..ledger import Ledger
 from ..core.model import Message, Origin, orphans
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
-from ..engine.state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
+from ..engine.state import (PipelineState, Reinjector, StageContext, StageInputs, StageReport, StatusInputs,
+                            view_offset)
 from ..status import PublisherState, event_to_json
 from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
@@ -41,6 +43,8 @@ from ..core.tokens import TokenCounter
 from ..core.usage import calibrate
 from ..core.view import IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
 from ..engine.protection import protected_ids
+from worksurface.stages.autocompact import CompactionInputs
+from worksurface.stages.snip import SnipRequests
 
 if TYPE_CHECKING:
     from ..subagents.brief import Brief
@@ -117,8 +121,8 @@ class Session:
         self.config = config
         self.summarizer = resolve_summarizer(summarizer) or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
-        self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
-        self._graph = build_graph()
+        self.reinjectors = tuple(reinjectors) if reinjectors is not None else REINJECTORS
+        self._graph = StagedGraph(STAGES, self.reinjectors)
         self._noted: set[str] = set()  # messages whose recovery cleaning the report already named
         self.status_bar = StatusBar(config)
         with store.lock():
@@ -144,7 +148,8 @@ class Session:
         self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
         self._boundary_seen: tuple[int, Message, int] | None = None  # (messages read, the last, epoch)
         self._calls_seen: tuple[int, int] = (0, 0)  # (live messages read, model calls among them)
-        self._scratch: dict[str, Any] = {}  # stages' memory between calls (StageContext.scratch)
+        # The stages' memory between calls, one object per stage that declares one (Stage.memory).
+        self._memories = tuple(s.memory() for s in self._graph.stages if s.memory is not None)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
         with _reading(store, "ledger"):
@@ -419,18 +424,19 @@ class Session:
             # The breaker half-opens once the view has grown enough for another attempt to differ.
             if self.counter.messages(view) + offset >= store.get_meta("breaker_retry_tokens", 0):
                 failures = 0
+        epoch = max(store.get_meta("epoch", FIRST_EPOCH), self._live_epoch(live, keep),
+                    self._boundary_epoch(_as_messages(transcript)))
+        inputs = StageInputs(CompactionInputs(instructions, self.summarizer, failures), SnipRequests(snips),
+                             status, *self._memories)
         return StageContext(
             config=self.config, counter=self.counter, artifacts=store, now=now,
-            idle_seconds=None if last is None else max(0.0, now - last), forced=force,
-            instructions=instructions, epoch=max(store.get_meta("epoch", FIRST_EPOCH), self._live_epoch(live, keep),
-                                                 self._boundary_epoch(_as_messages(transcript))),
-            explicit_snips=snips, summarizer=self.summarizer, protected=protected_ids(view),
-            consecutive_failures=failures, token_offset=offset, transcript=live,
-            queued_inputs=_queued(transcript), status=status, reinjectors=self.reinjectors, ledger=self.ledger,
+            idle_seconds=None if last is None else max(0.0, now - last), forced=force, epoch=epoch,
+            protected=protected_ids(view), token_offset=offset, transcript=live,
+            queued_inputs=_queued(transcript), ledger=self.ledger,
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
             unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None,
-            call_stats=self._call_stats(live, keep, raw_tokens), scratch=self._scratch)
+            call_stats=self._call_stats(live, keep, raw_tokens), inputs=inputs)
 
     def _call_stats(self, live: list[Message], keep: int, tokens: int) -> CallStats:
         """`pricing.stats_from_transcript(live)` (whose size is `tokens`), counting call starts only in
@@ -468,11 +474,8 @@ class Session:
     def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
         start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
                                 "compacted": False}
-        # Most calls edit nothing: walk the graph's path directly, and compile-run it only when a stage acts.
-        final = run_unedited(start, ctx)
-        if final is None:
-            final = self._graph.invoke(start, context=ctx)
-        return final
+        # Most calls edit nothing: the graph's path is walked directly, compile-run only when a stage acts.
+        return self._graph.run(start, ctx)
 
     def _check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True) -> None:
         if not rewound and edits and all(_status_only(e) for e in edits):
@@ -502,7 +505,8 @@ class Session:
         auto = next(s for s in report.stages if s.name == "autocompact")
         if auto.skipped and auto.skipped.startswith("stopped after") and report.tokens_after > self.config.threshold:
             retry = self.store.get_meta("breaker_retry_tokens", 0)
-            report.notices.append(f"autocompact is paused after {ctx.consecutive_failures} failed compactions: the "
+            failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures
+            report.notices.append(f"autocompact is paused after {failures} failed compactions: the "
                                   f"view is {report.tokens_after} tokens, over the threshold of "
                                   f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
         target = self.config.post_compact_target
@@ -661,11 +665,6 @@ def _transcript_epoch(live: Sequence[Message]) -> int:
     file worksurface compacted before), so new ids never collide with the ones already there."""
     epochs = [m.meta.get("epoch") for m in live if m.origin is not Origin.CONVERSATION]
     return max((e for e in epochs if isinstance(e, int)), default=FIRST_EPOCH)
-
-
-def _default_reinjectors() -> tuple[Reinjector, ...]:
-    from worksurface.reinjectors import DEFAULT_REINJECTORS
-    return tuple(DEFAULT_REINJECTORS)
 
 
 def compact(messages: Transcript | Sequence[Message], *, force: bool = False, instructions: str | None = None,
