@@ -8,11 +8,11 @@ from typing import Optional
 
 import typer
 
-from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from ..core.fileio import atomic_write
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail
+from ..offline.sizing import SizeFlags
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, WINDOW_HELP, app, fail
 
 
 @app.command("report")
@@ -25,7 +25,7 @@ def report_command(
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Report the transcript as it stood at a point: 'boundary' (just before "
                                           "its first compaction marker) or a number of messages."),
-    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     target: Optional[int] = typer.Option(None, "--target",
@@ -41,6 +41,9 @@ def report_command(
     session_dir: Optional[Path] = typer.Option(None, "--session",
                                                help="Keep the session in this directory, so the artifact ids "
                                                     "on the page can be fetched back."),
+    no_usage: bool = typer.Option(False, "--no-usage",
+                                  help="Count the text only; by default the size is anchored on the input "
+                                       "tokens the transcript records the provider measured."),
     as_json: bool = typer.Option(False, "--json", help="Also print the report's data as JSON."),
     batch: Optional[Path] = typer.Option(None, "--batch",
                                          help="Render a `worksurface batch` results folder instead (default "
@@ -62,10 +65,9 @@ def report_command(
     try:
         transcript = read_transcript(path, format)
         probe_set = ProbeSet.load(probes) if probes is not None else None
-        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
-                                              max_output=max_output, autocompact_buffer=buffer)
-        data = build_report(transcript, source=path.name, at=at, config=config, force=force, replay=replay,
-                            probes=probe_set, session_dir=session_dir)
+        flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
+        data = build_report(transcript, source=path.name, at=at, config=flags.config(transcript), force=force,
+                            replay=replay, probes=probe_set, session_dir=session_dir, use_usage=flags.use_usage)
         page = render_html(data)
         atomic_write(destination, page)
     except WorksurfaceError as exc:

@@ -22,7 +22,7 @@ from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
 from ..core.model import Message
 from ..engine.state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
-                    tokenizer_ratio, view_offset)
+                    effective_target, tokenizer_ratio, view_offset)
 
 REDUCING_STAGES: tuple[Stage, ...] = (ingest, budget, snip, microcompact, collapse, autocompact)
 STAGE_NAMES = tuple(s.NAME for s in REDUCING_STAGES)
@@ -73,7 +73,8 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
     reports: list[StageReport] = []
     added: list[Message] = []
     status: StatusUpdate | None = None
-    budget_left = ctx.config.post_compact_target - tokens
+    # The floor of text a compaction keeps covers what reinjection restores (the working state).
+    budget_left = effective_target(ctx) - tokens
     # The status baseline keeps its priority claim on the budget but runs last, so that it reports the
     # size of the rebuilt view (summary, tail and every other reinjected part).
     status_last = [r for r in ctx.reinjectors if r.NAME == STATUS_REINJECTOR]
