@@ -153,7 +153,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     info = {"trigger": trigger, "reason": reason, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
             "compactions": compactions,
             "covered_ids": list(covered), "summarizer": summary.summarizer,
-            "summary_tokens": summary.tokens, "tail_messages": len(tail),
+            "summary_tokens": summary.tokens, "summary_budget": summary_budget, "text_budget": available,
+            "tail_messages": len(tail),
             "latest_user_in_tail": any(is_user_turn(m) for m in tail)}
     if room.floored:
         # The compaction keeps the floor: a summary never starves to a few hundred tokens because the

@@ -13,8 +13,9 @@ from worksurface.formats import read_transcript
 from worksurface.core.model import Message, Text
 from worksurface.probes.cut import cut, cut_transcript
 from worksurface.core.tokens import TokenCounter
+from worksurface.core.calibration import Calibration, calibrate
 from worksurface.core.sizes import call_usage, measured_usage, view_figures
-from worksurface.core.usage import Calibration, calibrate, find_usage, message_usage, parse_usage
+from worksurface.core.usage import find_usage, message_usage, parse_usage
 from worksurface.core.view import live_slice
 
 runner = CliRunner()

@@ -173,9 +173,9 @@ def _print_curve(points: list[CurvePoint]) -> None:
     for i, p in enumerate(points, 1):
         single = [f"{len(p.one_shot.retained)}/{p.one_shot.total}" if p.one_shot else "-"] if shots else []
         sizes = p.sizes or {}
-        measured = [f"{sizes[k]['measured']:,}" if k in sizes else "-" for k in ("before", "after")]
-        table.add_row(str(i) + (" overflow" if p.overflow else ""), str(p.messages), p.reason or "",
-                      f"{p.tokens_before:,}", f"{p.tokens_after:,}", *measured,
+        figures = [f"{sizes[k][unit]:,}" if k in sizes else "-" for unit in ("counted", "measured")
+                   for k in ("before", "after")]
+        table.add_row(str(i) + (" overflow" if p.overflow else ""), str(p.messages), p.reason or "", *figures,
                       f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
                       *single, *(_cell(p.score, c) for c in cats))
     _wide_enough(console, table).print(table)

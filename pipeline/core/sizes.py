@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .calibration import Calibration, Fit, Measurement, fit_measurements, fit_points, measurements
+from .calibration import Calibration, Fit, Measurement, fit_points, measurements
 from .model import Message
 from .usage import message_usage
-from .view import live_slice
+from .view import live_slice, live_start
 
 COUNTED, MEASURED = "counted", "measured"
 UNITS = {COUNTED: "tokens as worksurface counts the messages (cl100k, no system prompt or tools)",
@@ -55,21 +55,17 @@ def measured_usage(messages: Sequence[Message], counter: Any,
     """The usage of a transcript (`messages` as read, earlier compactions included): fitted over all
     of it, anchored on the newest plausible measurement of its live part. `found`: the measurements of
     a longer transcript that `messages` begins (a replay takes them once); those inside are used."""
-    fit = fit_measurements(messages, counter) if found is None else \
-        fit_points([m for m in found if m.index < len(messages)])
-    live = live_slice(messages)
-    rejected = [m for m in measurements(live, counter) if not m.plausible]
-    refused_inputs = {m.measured for m in rejected}
+    inside = measurements(messages, counter) if found is None else [m for m in found if m.index < len(messages)]
+    start = live_start(messages)
+    refused = tuple(m for m in inside if m.index >= start and not m.plausible)
+    refused_inputs = {m.measured for m in refused}
     anchor = None
-    for message in reversed(live):
-        usage = message_usage(message)
+    for i in range(len(messages) - 1, start - 1, -1):
+        usage = message_usage(messages[i])
         if usage is not None and usage.input not in refused_inputs:
-            anchor = (message.id, usage.context)
+            anchor = (messages[i].id, usage.context)
             break
-    offset = len(messages) - len(live)
-    refused = tuple(Measurement(m.index + offset, m.counted, m.live_counted, m.measured, m.marked, m.output)
-                    for m in rejected)
-    return MeasuredUsage(anchor, fit, refused, messages)
+    return MeasuredUsage(anchor, fit_points(inside), refused, messages)
 
 
 def plausible(measured: int, counted: int) -> bool:

@@ -99,7 +99,3 @@ def find_usage(messages: Sequence[Message]) -> tuple[str, int] | None:
 def _int(value: Any) -> int:
     # bool is an int subclass; a JSON true is not a token count.
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-# The calibration builds on the parsing above; importable from here as it always was.
-from .calibration import Calibration as Calibration, calibrate as calibrate  # noqa: E402

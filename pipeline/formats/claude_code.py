@@ -29,7 +29,7 @@ from typing import Any, Sequence
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
 from ..core.tokens import TokenCounter
-from ..core.usage import Calibration, calibrate
+from ..core.calibration import Calibration, calibrate
 from ..core.view import live_slice
 from .base import Transcript
 from .claude_code_blocks import BlockError, decode_content, encode_content
@@ -588,7 +588,9 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any]]:
     live = [(i, m) for i, (_, m) in enumerate(written) if i >= start and m is not None]
     original = live_slice(transcript.messages)
     counter = TokenCounter()
-    fitted = calibrate(original, counter) or Calibration(0, 1.0, 0)
+    # Fitted on the whole file: its earliest requests show the fixed part (the live part after a
+    # compaction starts with what the harness re-attached, which is not fixed).
+    fitted = calibrate(transcript.messages, counter) or Calibration(0, 1.0, 0)
     counted = 0
     same = True  # the live part so far is the transcript's, unchanged: its measured usage holds
     n = 0
