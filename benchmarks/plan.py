@@ -32,6 +32,8 @@ class Plan:
     hand_probes: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     profile: bool = True  # profile the largest scale size
+    # The cost section also replays the field sessions that have hand probes (../shared/probes/field).
+    labeled_field: bool = False
 
     @property
     def command(self) -> str:
@@ -45,10 +47,12 @@ def hand_probe_files() -> list[Path]:
 def quick_plan() -> Plan:
     sources, notes = default_sources()
     return Plan("quick", sources, repeats=3, baseline_stride=4, baseline_repeats=1,
-                scale_sizes=QUICK_SIZES, scale_repeats=2, hand_probes=hand_probe_files(), notes=notes)
+                scale_sizes=QUICK_SIZES, scale_repeats=2, hand_probes=hand_probe_files(), notes=notes,
+                labeled_field=True)
 
 
 def full_plan() -> Plan:
     sources, notes = default_sources()
     return Plan("full", sources, repeats=5, baseline_stride=1, baseline_repeats=3,
-                scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes)
+                scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes,
+                labeled_field=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +20,7 @@ from .app import BUFFER_HELP, MAX_OUTPUT_HELP, WINDOW_HELP, app, fail
 def replay_command(
     path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
     session_dir: Optional[Path] = typer.Option(None, "--session",
-                                               help="Session directory (default: a fresh temporary one)."),
+                                               help="Session directory (default: in memory, as the other commands)."),
     format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
     target: Optional[int] = typer.Option(None, "--target",
@@ -57,11 +56,12 @@ def replay_command(
         config = flags.config(transcript)
         prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,
                              cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
-        with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:
-            with Session.open(session_dir or Path(tmp) / "session", config=config) as session:
-                harnesses = default_harnesses(config.threshold, config.post_compact_target, session.counter) \
-                    if baselines else []
-                result = replay(transcript.messages, session, prices, harnesses, use_usage=flags.use_usage)
+        # In memory unless --session, as every other command: a session directory also gives the
+        # budget's previews a file path, which changes their size (and so where compactions fall).
+        with Session.open(session_dir, config=config) as session:
+            harnesses = default_harnesses(config.threshold, config.post_compact_target, session.counter) \
+                if baselines else []
+            result = replay(transcript.messages, session, prices, harnesses, use_usage=flags.use_usage)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     data = result.to_json()
