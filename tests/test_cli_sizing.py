@@ -69,7 +69,7 @@ def test_replay_and_probe_curve_compact_at_the_same_calls(transcript, usage) -> 
     unit = "counted" if usage else "measured"
     assert replay["summary"]["unit"] == unit and {p["sizes"]["unit"] for p in curve} == {unit}
     for call in replay["calls"]:
-        assert call["anchored_tokens"] >= 0 and (not usage or call["anchored_tokens"] == call["view_tokens"])
+        assert call["measured_tokens"] >= 0 and (not usage or call["measured_tokens"] == call["view_tokens"])
 
 
 def test_the_window_a_transcript_records_is_the_default(tmp_path) -> None:

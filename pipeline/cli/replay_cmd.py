@@ -74,7 +74,7 @@ def replay_command(
     for c in result.calls:
         if c.fired or c.call % 10 == 0 or c is result.calls[-1]:
             fired = ", ".join(c.fired) + (f" ({c.compaction['reason']})" if c.compaction else "")
-            table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.anchored_tokens:,}",
+            table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.measured_tokens:,}",
                           f"{c.cached_tokens:,}", fired, str(c.status_bytes), f"{c.ms:.1f}")
     console = Console()
     console.print(table)

@@ -118,7 +118,7 @@ class CallRecord:
     baselines: dict[str, float] = field(default_factory=dict)
     # view_tokens as the provider measures them (anchored on the usage the transcript records, or its
     # calibration after a compaction: worksurface.core.sizes); = view_tokens when the replay counts text only.
-    anchored_tokens: int = 0
+    measured_tokens: int = 0
     # The compaction this call made: its reason and size before (the unit the stages acted on), the
     # summary's tokens; None on a call that did not compact.
     compaction: dict[str, Any] | None = None
@@ -205,7 +205,7 @@ def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | 
         record = CallRecord(n, end, report.tokens_after, cached_prefix_tokens(previous, view, counter), fired,
                             int(status.get("bytes", 0) or 0), round(ms, 3), round(billed.cost, 6),
                             round(billed.total, 6), overflow=overflow)
-        record.anchored_tokens = int(sizes.get("after", {}).get(MEASURED, report.tokens_after))
+        record.measured_tokens = int(sizes.get("after", {}).get(MEASURED, report.tokens_after))
         if report.boundary is not None:
             b = report.boundary
             record.compaction = {"reason": b.get("reason"), "pre_tokens": b.get("pre_tokens"),

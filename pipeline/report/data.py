@@ -125,7 +125,7 @@ def _replay(messages: Sequence[Message], session: Any, use_usage: bool
 
     result = replay(messages, session, use_usage=use_usage, on_call=keep)
     calls = [{"call": c.call, "messages": c.messages, "view_tokens": c.view_tokens,
-              "measured_tokens": c.anchored_tokens, "cached_tokens": c.cached_tokens, "fired": c.fired,
+              "measured_tokens": c.measured_tokens, "cached_tokens": c.cached_tokens, "fired": c.fired,
               "compacted": c.compaction is not None,
               "overflow": "over the threshold after compaction" if c.overflow else None,
               "ms": c.ms, "cost": c.cost} for c in result.calls]
