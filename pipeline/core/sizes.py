@@ -3,7 +3,7 @@ refused), and the two figures of a view, counted and as the provider measures.
 
 Two units appear everywhere: *counted* (worksurface's cl100k count of the messages) and *measured*
 (the provider's tokens, system prompt and tools included: the anchor's figure, or the calibration's
-prediction once the view is no longer the one the provider measured). `UNITS` names them for reports.
+prediction once the view is no longer the one the provider measured). Reports key figures by them.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from .usage import message_usage
 from .view import live_slice, live_start
 
 COUNTED, MEASURED = "counted", "measured"
-UNITS = {COUNTED: "tokens as worksurface counts the messages (cl100k, no system prompt or tools)",
-         MEASURED: "tokens as the provider measures the request (system prompt and tools included)"}
 
 
 @dataclass(frozen=True)

@@ -172,11 +172,6 @@ def effective_target(ctx: StageContext) -> int:
     return max(target, measured_size(ctx, room.counted, compacted=True)) if room.floored else target
 
 
-def counted_target(ctx: StageContext) -> int:
-    """The post-compact target in counted tokens (see `text_room`; never under the floor)."""
-    return text_room(ctx).counted
-
-
 def view_offset(ctx: StageContext, counted: int, compacted: bool) -> int:
     """Tokens to add to a view's counted size for its measured size: the call's offset, or after a
     compaction the calibrated one for the new, smaller view plus the planned status. The offset taken
