@@ -110,9 +110,9 @@ def test_anchored_size_at_the_real_boundary_matches_claude_codes_figure() -> Non
 @pytest.mark.skipif(not LONG_CC, reason="long Claude Code sessions not found")
 def test_compact_reports_both_figures_and_no_usage_counts_text(tmp_path) -> None:
     path = next(p for p in LONG_CC if p.name.startswith("8463c716"))
-    args = ["compact", str(path), "--at", "boundary", "--force", "--json", "-o", str(tmp_path / "o.jsonl")]
-    anchored = json.loads(runner.invoke(app, args).stdout)["sizes"]
-    plain = json.loads(runner.invoke(app, [*args, "--no-usage"]).stdout)["sizes"]
+    args = ["compact", str(path), "--at", "boundary", "--force", "--json", "-o"]
+    anchored = json.loads(runner.invoke(app, [*args, str(tmp_path / "a.jsonl")]).stdout)["sizes"]
+    plain = json.loads(runner.invoke(app, [*args, str(tmp_path / "p.jsonl"), "--no-usage"]).stdout)["sizes"]
     assert anchored["unit"] == "measured" and plain["unit"] == "counted"
     assert anchored["anchor"]["tokens"] > anchored["before"]["counted"]
     assert abs(anchored["before"]["measured"] - PRE_TOKENS_8463) < 200

@@ -115,10 +115,15 @@ class AutocompactConfig(_Section):
         "says the view measures over its target; an economic compaction does not fire at all (it would "
         "trade the working state for money). A quarter: at the default 40k target about 10k, where the "
         "hand probes of the long sessions keep most facts (4k counted kept 46-91% of them, 10k 63-100%)."))
-    # "structured" needs no model; "llm" takes options such as provider, model, base_url,
-    # api_key_env and timeout (see worksurface.summarizers.llm.LLMSummarizer).
-    summarizer: str = "structured"
-    summarizer_options: dict[str, Any] = Field(default_factory=dict)
+    summarizer: str = Field(
+        "structured",
+        description='"structured" needs no model; "llm" is a LangChain chat model writing the narrative beside '
+                    'the structured sections (worksurface.summarizers.chat_model), configured by summarizer_options.')
+    summarizer_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description='For "llm": model ("provider:model", for LangChain\'s init_chat_model), api_key_env (the '
+                    "variable holding the key), narrative_share, max_retries, and anything init_chat_model "
+                    "takes (base_url, timeout, temperature, max_tokens ...).")
 
 
 class ReinjectConfig(_Section):
@@ -142,6 +147,15 @@ class ReinjectConfig(_Section):
     tools_tokens: int = Field(1_000, ge=0)
     # rapidfuzz similarity at which the kept tail counts as already showing a file or a rule.
     visible_similarity: float = Field(90.0, ge=0, le=100)
+
+
+class HookConfig(_Section):
+    """The working surface a harness hook returns after the harness's own compaction (`worksurface hook`)."""
+
+    surface_tokens: int = Field(
+        12_000, ge=500,
+        description="Tokens the rebuilt surface may take (constraints, plan, files, skills, tools, details, "
+                    "status): it is added beside the harness's own summary, so it is a budget of its own.")
 
 
 PRICE_PRESETS = ("anthropic", "openai", "gemini", "deepseek")
@@ -288,6 +302,7 @@ class Config(_Section):
     reinject: ReinjectConfig = ReinjectConfig()
     pricing: PricingConfig = PricingConfig()
     ingest: IngestConfig = IngestConfig()
+    hook: HookConfig = HookConfig()
 
     @property
     def threshold(self) -> int:

@@ -580,7 +580,7 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any]]:
     one the provider measured set to the view's size: Claude Code takes its context size from the
     last assistant record's usage (input + cache read + cache creation + output tokens) and would
     otherwise compact a view worksurface already compacted. The size is worksurface's count plus
-    what the transcript's usage says the harness adds (`usage.calibrate`: system prompt and tool
+    what the transcript's usage says the harness adds (`calibration.calibrate`: system prompt and tool
     schemas, and the tokenizer ratio). The boundary that starts the live part gets the view's
     size as `postTokens`."""
     records = [record for record, _ in written]
