@@ -80,3 +80,19 @@ def test_the_window_a_transcript_records_is_the_default(tmp_path) -> None:
     assert SizeFlags().config(recorded).window == 258_400
     assert SizeFlags(window=100_000).config(recorded).window == 100_000  # --window wins
     assert SizeFlags().config(Transcript([], "codex")).window == 200_000
+
+
+def test_usage_that_cannot_be_the_whole_request_is_named_with_its_file_and_not_used(tmp_path) -> None:
+    # A harness that records only the uncached input: a few tokens for a context of thousands.
+    path = write_session(tmp_path / "uncached.jsonl", 12_000, seed=2)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in records:
+        if r.get("type") == "assistant":
+            r["message"]["usage"] = {"input_tokens": 9, "output_tokens": 4}
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    compact = run("compact", str(path), "--force", "--json", "-o", str(tmp_path / "out.jsonl"))
+    assert compact["sizes"]["unit"] == "counted" and compact["sizes"]["anchor"] is None
+    assert any(n.startswith(f"{path}: the usage recorded at message") and "not used" in n
+               for n in compact["notices"])
+    replay = run("replay", str(path), "--json", "--no-baselines")
+    assert replay["summary"]["unit"] == "counted" and replay["summary"]["notices"][0].startswith(str(path))

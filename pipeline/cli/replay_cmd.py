@@ -61,7 +61,8 @@ def replay_command(
         with Session.open(session_dir, config=config) as session:
             harnesses = default_harnesses(config.threshold, config.post_compact_target, session.counter) \
                 if baselines else []
-            result = replay(transcript.messages, session, prices, harnesses, use_usage=flags.use_usage)
+            result = replay(transcript.messages, session, prices, harnesses, use_usage=flags.use_usage,
+                            source=transcript.path)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     data = result.to_json()
@@ -84,6 +85,8 @@ def replay_command(
                   "(rows shown: calls where a stage fired, every 10th, and the last); view sizes counted "
                   "(worksurface's text count) and measured (as the provider measures, from the recorded "
                   f"usage); the stages acted on the {s['unit']} size")
+    for notice in s["notices"]:
+        console.print(f"notice: {notice}", markup=False, highlight=False)
     cost = s.get("cost") or {}
     if cost:
         others = "; ".join(f"{name} ${b['cost']:.4f}" for name, b in cost["baselines"].items())

@@ -135,6 +135,8 @@ class ReplayResult:
     baseline_max_view: dict[str, int] = field(default_factory=dict)
     # The unit the stages acted on: "measured" (anchored on the recorded usage) or "counted".
     unit: str = "counted"
+    # Recorded measurements refused as implausible (not the whole request), when there are any.
+    notices: list[str] = field(default_factory=list)
 
     @property
     def cache_share(self) -> float:
@@ -149,7 +151,7 @@ class ReplayResult:
             "median_ms": round(median(ms), 3) if ms else 0.0,
             "status_bytes": sum(c.status_bytes for c in self.calls),
             "compactions": sum(c.compaction is not None for c in self.calls),
-            "unit": self.unit, "cost": self.cost_summary()}}
+            "unit": self.unit, "notices": list(self.notices), "cost": self.cost_summary()}}
 
     def cost_summary(self) -> dict[str, Any]:
         """Billed cost (USD) of worksurface and of each baseline over the whole replay."""
@@ -166,12 +168,14 @@ OnCall = Callable[[int, int, PreparedView, bool], None]
 
 
 def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | None = None,
-           harnesses: Sequence[Harness] = (), *, use_usage: bool = True, on_call: OnCall | None = None) -> ReplayResult:
+           harnesses: Sequence[Harness] = (), *, use_usage: bool = True, on_call: OnCall | None = None,
+           source: str | None = None) -> ReplayResult:
     """One `prepare` per call point. Each call is billed at `prices` (default: the session config's
     pricing); each of `harnesses` (see `worksurface.probes.harnesses`) is billed on the same calls and clock.
     With `use_usage` each call is anchored on the usage the transcript records (`sizes.call_usage`),
     so compactions fire where the measured size crosses the threshold. A call whose view stays over
-    the threshold is recorded (`overflow`) and the replay goes on; `on_call` sees every call."""
+    the threshold is recorded (`overflow`) and the replay goes on; `on_call` sees every call. `source`
+    names the file in the notices about refused measurements."""
     prices = prices or price_model(session.config.pricing)
     counter = session.counter
     cache = PromptCache(prices, counter)
@@ -221,4 +225,5 @@ def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | 
         if on_call is not None:
             on_call(n, end, prepared, overflow)
         previous = view
-    return ReplayResult(records, prices, {name: c.total for name, c in others.items()}, max_view, unit)
+    notices = measured_usage(messages, counter, found).notices(source) if use_usage else []
+    return ReplayResult(records, prices, {name: c.total for name, c in others.items()}, max_view, unit, notices)
