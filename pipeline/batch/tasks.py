@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from ..core.config import Config
 from ..core.errors import FormatError, WorksurfaceError
 from ..core.fileio import read_text
-from ..formats import Transcript, loads
+from ..formats import Transcript, damaged_lines, loads
 from ..core.tokens import TokenCounter
 from ..offline.sizing import SizeFlags
 
@@ -54,6 +54,7 @@ class TaskSpec:
     config: Config = field(default_factory=Config)
     # Sizes anchored on the usage the transcript records, as the commands do (False: --no-usage).
     use_usage: bool = True
+    strict: bool = False  # a damaged line in a session file makes the file's error row
 
     def sizing(self, target: int | None) -> SizeFlags:
         """The sizing flags of one row: the batch's window and usage switch, this row's target."""
@@ -82,8 +83,9 @@ def run_task(spec: TaskSpec) -> list[Row]:
         if size > spec.max_bytes:
             raise FormatError(f"file is {size:,} bytes, over the {spec.max_bytes:,}-byte limit (--max-bytes)",
                               path=spec.path)
-        transcript = loads(read_text(spec.path, "transcript"), "auto", spec.path)
+        transcript = loads(read_text(spec.path, "transcript"), "auto", spec.path, strict=spec.strict)
         base["format"] = transcript.format
+        base["damaged_lines"] = len(damaged_lines(transcript.extras))  # read around, kept in the file
         base["messages"] = len(transcript.messages)
         base["tokens"] = TokenCounter().messages(transcript.messages)
         rows = _TASKS[spec.task](transcript, spec, base)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.errors import WorksurfaceError
-from ..core.fileio import check_output_path, display_name
+from ..core.fileio import display_name, output_file
 from ..formats import read_transcript
 from ..probes.check import DEFAULT_BASELINES, CheckResult, check
 from ..probes.curve import CurvePoint, curve
@@ -21,7 +21,7 @@ from ..probes.derivation import derive
 from ..probes.match import Score
 from ..probes.model import CATEGORIES, ProbeSet
 from ..offline.sizing import SizeFlags
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, WINDOW_HELP, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, STRICT_HELP, WINDOW_HELP, app, fail
 
 probe_app = typer.Typer(help="Forgetting probes: derive them, check a compaction, replay a curve.",
                         no_args_is_help=True)
@@ -46,17 +46,17 @@ def derive_cmd(
     at: Optional[str] = typer.Option(None, "--at", help=_AT_HELP),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here (default: stdout)."),
     format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Derive probes mechanically from a transcript up to the cut."""
     with _errors():
-        if output is not None:
-            check_output_path(output, inputs=[path])
-        transcript = read_transcript(path, format.value)
+        destination = output_file(output, inputs=[path], stdout=True)  # None: standard output
+        transcript = read_transcript(path, format.value, strict=strict)
         probes = derive(cut(transcript.messages, at).before, display_name(path), transcript.queued_inputs)
-        if output is None:
+        if destination is None:
             typer.echo(probes.dumps(), nl=False)
         else:
-            probes.save(output)
+            probes.save(destination, inputs=[path])
             Console(stderr=True).print(f"{len(probes)} probes written to {output}", highlight=False)
 
 
@@ -74,6 +74,7 @@ def check_cmd(
                                  help="Comma-separated baselines to compare against."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default the size is "
                                   "anchored on the input tokens the transcript records."),
 ) -> None:
@@ -81,8 +82,8 @@ def check_cmd(
     with _errors():
         names = [b.strip() for b in baseline.split(",") if b.strip()]
         base = SizeFlags(max_output=max_output, buffer=buffer).config(None)
-        result = check(read_transcript(path, format.value), ProbeSet.load(probes), at=at, window=window,
-                       target=target, baselines=names, use_usage=not no_usage, config=base)
+        result = check(read_transcript(path, format.value, strict=strict), ProbeSet.load(probes), at=at,
+                       window=window, target=target, baselines=names, use_usage=not no_usage, config=base)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -106,12 +107,13 @@ def curve_cmd(
     format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
     no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default each call is "
                                   "anchored on the input tokens the transcript records, as `replay` does."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Replay the whole transcript call by call, as `worksurface replay` does (anchored on the measured
     usage), and report retention after each compaction (a compaction that overflows is marked and the
     replay goes on)."""
     with _errors():
-        transcript = read_transcript(path, format.value)
+        transcript = read_transcript(path, format.value, strict=strict)
         config = SizeFlags(window, target, max_output, buffer).config(transcript)
         points = curve(transcript, ProbeSet.load(probes), one_shot=one_shot, use_usage=not no_usage, config=config)
     if not points:

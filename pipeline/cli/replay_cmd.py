@@ -13,7 +13,7 @@ from rich.table import Table
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..offline.sizing import SizeFlags
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, WINDOW_HELP, app, fail
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, STRICT_HELP, WINDOW_HELP, app, fail
 
 
 @app.command("replay")
@@ -22,6 +22,7 @@ def replay_command(
     session_dir: Optional[Path] = typer.Option(None, "--session",
                                                help="Session directory (default: in memory, as the other commands)."),
     format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
@@ -51,7 +52,7 @@ def replay_command(
     from ..session.session import Session
 
     try:
-        transcript = read_transcript(path, format)
+        transcript = read_transcript(path, format, strict=strict)
         flags = SizeFlags(window, target, max_output, buffer, strategy, use_usage=not no_usage)
         config = flags.config(transcript)
         prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,
