@@ -3,6 +3,7 @@ counted, segmented where the harness cleared, compacted or sent what the transcr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from worksurface import Config, Session
 from worksurface.core.calibration import Calibration, fit_measurements, measurements
+from worksurface.core.clearing import HARNESS_CLEARING
 from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from worksurface.core.sizes import measured_usage
 from worksurface.core.tokens import TokenCounter
@@ -80,6 +82,40 @@ def test_harness_clearing_and_drops_start_segments_and_the_fixed_part_stays_the_
     assert cal.segments == 3 and list(fit.starts)[1:] == [11, 18]
     assert max(abs(e) for e in fit.errors()) < 0.01
     assert fit.measurements[11].marked and not fit.measurements[18].marked
+
+
+def test_a_clearing_marked_on_a_measured_response_starts_the_segment_after_it() -> None:
+    # The reader marks a clearing on the message its record follows: when that is a response, its own
+    # usage was measured before the clearing and belongs to the segment that ends there.
+    h = Harness(20_000, 1.1)
+    h.turn(30)
+    for _ in range(6):
+        h.turn(3_000)
+    last = h.messages[-1]
+    h.messages[-1] = dataclasses.replace(last, meta={**last.meta, HARNESS_CLEARING: {
+        "trigger": "auto", "pre_tokens": None, "tokens_saved": 15_000, "cleared_call_ids": []}})
+    h.hidden = -15_000
+    for _ in range(6):
+        h.turn(3_000)
+    found = measurements(h.messages, COUNTER)
+    assert [m.marked for m in found] == [False] * 7 + [True] + [False] * 5
+    fit = fit_measurements(h.messages, COUNTER)
+    assert fit is not None and list(fit.starts) == [0, 7]
+    assert max(abs(e) for e in fit.errors()) < 0.01
+
+
+def test_two_responses_measuring_the_same_input_are_two_requests() -> None:
+    # Records of one response share its id and are one measurement; two responses with their own ids
+    # are two, even with equal usage (a harness recording only a constant uncached input).
+    h = Harness(0, 1.0)
+    for _ in range(4):
+        h.turn(1_500, records=2)
+    constant = {"input_tokens": 9, "output_tokens": 4}
+    h.messages = [dataclasses.replace(m, meta={**m.meta, "usage": constant}) if m.role == "assistant" else m
+                  for m in h.messages]
+    found = measurements(h.messages, COUNTER)
+    assert len(found) == 4
+    assert [m.plausible for m in found] == [False] * 4
 
 
 def test_content_the_text_does_not_show_starts_a_segment_instead_of_bending_the_ratio() -> None:

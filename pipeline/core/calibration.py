@@ -25,6 +25,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .clearing import clearing_of
 from .model import Message, Origin
 from .usage import message_usage
 
@@ -174,19 +175,31 @@ class MeasurementLog:
             self._run_start = self._running  # the records of a response start here
         if _is_compaction(message):
             self._boundary_at, self._marked = self._running, True
-        elif message.meta.get("harness_clearing"):
-            self._marked = True
         usage = message_usage(message)
         response = message.meta.get("api_message_id")
-        last = self._last
-        if usage is not None and usage.input > 0 and not (
-                last is not None and (usage.input == last[1] or (response is not None and response == last[0]))):
+        if usage is not None and usage.input > 0 and not self._repeats(response, usage.input):
             counted = self._run_start if message.role == "assistant" else self._running
             self.found.append(Measurement(len(self._seen), counted, max(0, counted - self._boundary_at), usage.input,
                                           self._marked, usage.output))
             self._marked, self._last = False, (response, usage.input)
+        if clearing_of(message) is not None:
+            # The clearing follows this message (core/clearing.py): its own usage was measured before
+            # it, the next measurement is the first of what the harness sent cleared.
+            self._marked = True
         self._running += self.counter.message(message)
         self._seen.append(message)
+
+    def _repeats(self, response: object, measured: int) -> bool:
+        """Whether a usage repeats the newest measurement: the same response (its records share an
+        id), or, where a response id is missing, the same input. Two responses with their own ids are
+        two requests even when they measured the same (a harness recording only a constant uncached
+        input is then seen, and refused, on every request)."""
+        if self._last is None:
+            return False
+        last_response, last_measured = self._last
+        if response is not None and last_response is not None:
+            return response == last_response
+        return measured == last_measured
 
 
 def fit_measurements(messages: Sequence[Message], counter: Any) -> Fit | None:
