@@ -25,7 +25,8 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .clearing import clearing_of
+from .clearing import clearing_edits, clearing_of
+from .edits import apply_edits
 from .model import Message, Origin
 from .usage import message_usage
 
@@ -57,8 +58,9 @@ MIN_PLAUSIBLE_TEXT = 1_000
 @dataclass(frozen=True)
 class Measurement:
     """One measured request: where its usage is recorded, the text counted before its response
-    (from the start of the messages, and from the last harness compaction), and the input the provider
-    read. `marked`: a harness clearing or compaction lies between it and the previous measurement."""
+    (from the start of the messages, and from the last harness compaction; tool results a harness
+    clearing took out count as the harness sent them), and the input the provider read. `marked`: a
+    harness clearing or compaction lies between it and the previous measurement."""
 
     index: int
     counted: int
@@ -155,6 +157,7 @@ class MeasurementLog:
         self._running = self._run_start = self._boundary_at = 0
         self._marked = False
         self._last: tuple[object, int] | None = None  # (response id, input) of the newest measurement
+        self._cleared: set[str] = set()  # tool results a harness clearing already took out of the count
 
     def update(self, messages: Sequence[Message]) -> list[Measurement]:
         """The measurements of `messages`: the new ones read when `messages` extends what was read
@@ -182,12 +185,26 @@ class MeasurementLog:
             self.found.append(Measurement(len(self._seen), counted, max(0, counted - self._boundary_at), usage.input,
                                           self._marked, usage.output))
             self._marked, self._last = False, (response, usage.input)
+        self._running += self.counter.message(message)
+        self._seen.append(message)
         if clearing_of(message) is not None:
             # The clearing follows this message (core/clearing.py): its own usage was measured before
             # it, the next measurement is the first of what the harness sent cleared.
             self._marked = True
-        self._running += self.counter.message(message)
-        self._seen.append(message)
+            self._running = max(self._boundary_at, self._running - self._cleared_tokens())
+
+    def _cleared_tokens(self) -> int:
+        """The counted tokens the clearing marked on the newest message took out of what the harness
+        sends from then on: later requests are placed at the text as sent (the session counts its
+        view so too), so their plausibility and the calibration's prediction hold across it."""
+        edits = [e for e in clearing_edits(self._seen, len(self._seen) - 1) if e.call_id not in self._cleared]
+        if not edits:
+            return 0
+        ids = {e.call_id for e in edits}
+        self._cleared |= ids
+        hit = [m for m in self._seen if any(r.call_id in ids for r in m.tool_results)]
+        before = sum(self.counter.message(m) for m in hit)
+        return max(0, before - sum(self.counter.message(m) for m in apply_edits(hit, edits)))
 
     def _repeats(self, response: object, measured: int) -> bool:
         """Whether a usage repeats the newest measurement: the same response (its records share an
