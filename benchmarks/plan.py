@@ -35,6 +35,8 @@ class Plan:
     store_sources: int | None = 1  # transcripts the store section replays on both stores (None: all)
     store_sessions: int = 20  # sessions of the concurrent store run (on 4 worker processes)
     store_calls: int | None = 6  # calls each of them replays (None: its whole transcript)
+    # The cost section also replays the field sessions that have hand probes (../shared/probes/field).
+    labeled_field: bool = False
 
     @property
     def command(self) -> str:
@@ -48,11 +50,12 @@ def hand_probe_files() -> list[Path]:
 def quick_plan() -> Plan:
     sources, notes = default_sources()
     return Plan("quick", sources, repeats=3, baseline_stride=4, baseline_repeats=1,
-                scale_sizes=QUICK_SIZES, scale_repeats=2, hand_probes=hand_probe_files(), notes=notes)
+                scale_sizes=QUICK_SIZES, scale_repeats=2, hand_probes=hand_probe_files(), notes=notes,
+                labeled_field=True)
 
 
 def full_plan() -> Plan:
     sources, notes = default_sources()
     return Plan("full", sources, repeats=5, baseline_stride=1, baseline_repeats=3,
                 scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes,
-                store_sources=None, store_calls=None)
+                store_sources=None, store_calls=None, labeled_field=True)

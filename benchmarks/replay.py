@@ -4,6 +4,7 @@ an assistant message answers, so call k sends the prefix that ends right before 
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,29 @@ def default_sources() -> tuple[list[Source], list[str]]:
     else:
         notes.append(f"fixture long: skipped, {LONG_FIXTURE} is missing")
     return sources, notes
+
+
+def hand_probe_files() -> list[Path]:
+    """Every hand-labeled probe file in the shared folder (the long sessions' and the field ones)."""
+    return sorted(HAND_PROBES_DIR.rglob("*.json")) if HAND_PROBES_DIR.is_dir() else []
+
+
+def labeled_sources() -> tuple[dict[Path, Path], list[str]]:
+    """Transcript path -> its hand probe file, for every probe file whose transcript is in the shared
+    folder (a note for each one that is not)."""
+    found, notes = {}, []
+    for probes in hand_probe_files():
+        try:
+            name = json.loads(probes.read_text(encoding="utf-8")).get("transcript")
+        except (OSError, ValueError, AttributeError):
+            notes.append(f"{probes.name}: skipped, not a probe file")
+            continue
+        target = SHARED / "transcripts" / str(name or "")
+        if name and target.is_file():
+            found[target.resolve()] = probes
+        else:
+            notes.append(f"{probes.name}: skipped, its transcript {name!r} is not in {SHARED}")
+    return found, notes
 
 
 def load(source: Source) -> Transcript:

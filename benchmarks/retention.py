@@ -83,7 +83,8 @@ def _score(check, name: str, kind: str, how: str, transcript: Transcript, probes
     methods: dict[str, dict[str, Any]] = {}
     tokens_before = 0
     for target in targets:
-        result = check(transcript, probes, at=at, target=target)
+        # Every method gets the same budget of counted text: the targets are text, not the measured size.
+        result = check(transcript, probes, at=at, target=target, use_usage=False)
         tokens_before = result.tokens_before
         notes.extend(f"{name}: {n}" for n in result.notes)
         for method, r in result.methods.items():
@@ -151,7 +152,8 @@ def render(result: dict[str, Any], caption: str) -> str:
     head = [f"target {int(t):,}" for t in targets]
     parts = ["## Retention per token", caption,
              "`worksurface.probes.check` at each compaction point: worksurface compacts (forced) with "
-             "post-compact target T; every baseline gets as many tokens as worksurface's view "
+             "post-compact target T in counted tokens (`--no-usage`: a text budget, the same for every method); "
+             "every baseline gets as many tokens as worksurface's view "
              "(truncate = newest messages; mask = observation masking then truncation; trim = LangChain "
              "`trim_messages`); claude-code = the summary Claude Code really wrote at that boundary (its own "
              "size, the same at every T). Cells: probes retained / probes (view tokens). Deterministic: "

@@ -39,4 +39,4 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
 
 # The baseline reports the rebuilt view's size: it reserves its share first and runs last.
 REINJECTOR = Reinjector(NAME, run, needs=(StatusInputs,), reserve=lambda config: config.status_tokens,
-                        reads=frozenset({"counter", "now", "token_offset", "calibration", "anchor_counted", "inputs"}))
+                        reads=frozenset({"counter", "now", "token_offset", "calibration", "usage_offset", "inputs"}))

@@ -21,7 +21,8 @@ from worksurface.core.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
 from worksurface.core.model import Message, Origin, Text, is_user_turn
 from worksurface.engine.pricing import FIRING_RULE_READS, EditDecision, decide_edit
-from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult, counted_target
+from worksurface.engine.state import (PipelineState, Stage, StageContext, StageReport, StageResult, TextRoom,
+                                      measured_size, text_room)
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
 from worksurface.core.view import standing_context, tail_start
@@ -84,16 +85,29 @@ def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) 
 
 
 def _economic(state: PipelineState, ctx: StageContext) -> EditDecision:
-    """The firing rule for a compaction below the threshold: it removes about everything above the
-    post-compact target and re-bills what stays. A cold cache is weighed like a warm one: a pause is
-    no reason to give up detail early."""
+    """The firing rule for a compaction below the threshold, priced against what it loses as well as
+    the bill: it removes everything above the view it would leave (its measured size: the harness's
+    fixed part plus the text room) and re-bills what stays; it never fires when that view would keep
+    less text than the floor of the target (the fixed part leaves the working state no room). A cold
+    cache is weighed like a warm one: a pause is no reason to give up detail early."""
     if not ctx.config.pricing.firing_rule:
         return EditDecision(False, "the firing rule is off: compaction only at the threshold")
-    saved = state["tokens"] - ctx.config.post_compact_target
+    view = state["view"]
+    first = stable_prefix_length(view)
+    reserved = ctx.counter.messages(view[:first]) + OVERHEAD_TOKENS
+    room = text_room(ctx, reserved)
+    saved = state["tokens"] - measured_size(ctx, reserved + room.counted, compacted=True)
     if saved <= 0:
-        return EditDecision(False, "the view is not above the post-compact target")
-    return decide_edit(state, ctx, first_index=stable_prefix_length(state["view"]), saved_tokens=saved,
-                       cold_fires=False)
+        return EditDecision(False, "the view is not above what a compaction would leave")
+    loses = _floor_text(room, ctx) if room.floored else None
+    return decide_edit(state, ctx, first_index=first, saved_tokens=saved, cold_fires=False, loses=loses)
+
+
+def _floor_text(room: TextRoom, ctx: StageContext) -> str:
+    """Why a view at the floor is no place for an early compaction (and what a compaction says)."""
+    return (f"the harness's fixed part ({room.fixed} tokens as measured: system prompt, tools) leaves the text "
+            f"{room.room} counted tokens of the post-compact target of {ctx.config.post_compact_target}, under the "
+            f"floor of {room.floor} ({ctx.config.autocompact.text_floor:.0%} of the target)")
 
 
 def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> StageResult:
@@ -110,7 +124,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     prefix_tokens = counter.messages(view[:floor])
     # Standing context after the prefix is carried whole (see below): it takes its room first.
     carried_tokens = counter.messages(standing_context(view[floor:]))
-    available = max(0, counted_target(ctx) - prefix_tokens - carried_tokens - OVERHEAD_TOKENS)
+    room = text_room(ctx, prefix_tokens + carried_tokens + OVERHEAD_TOKENS)
+    available = room.counted
     tail_share, summary_share = _shares(available)
     tail_budget = min(config.keep_tail_tokens, int(available * tail_share))
     start = tail_start(view, counter, tail_budget, floor)
@@ -170,8 +185,14 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     info = {"trigger": trigger, "reason": reason, "pre_tokens": tokens, "post_tokens": post, "epoch": epoch,
             "compactions": compactions,
             "covered_ids": list(covered), "summarizer": summary.summarizer,
-            "summary_tokens": summary.tokens, "tail_messages": len(tail),
+            "summary_tokens": summary.tokens, "summary_budget": summary_budget, "text_budget": available,
+            "tail_messages": len(tail),
             "latest_user_in_tail": any(is_user_turn(m) for m in tail), "latest_user_kept": bool(kept)}
+    if room.floored:
+        # The compaction keeps the floor: a summary never starves to a few hundred tokens because the
+        # fixed part alone is near the target. The session reports the view over its target.
+        info["text_floor"] = {"room": room.room, "floor": room.floor, "fixed": room.fixed,
+                              "why": _floor_text(room, ctx)}
     if fallback_error:
         info["fallback"] = {"from": primary.name, "error": fallback_error}
     if summary.details:
@@ -238,5 +259,5 @@ def _skip(tokens: int, started: float, why: str) -> StageResult:
 STAGE = Stage(NAME, AutocompactConfig, run, trigger=lambda config: config.compaction_floor,
               needs=(CompactionInputs,), decline=decline,
               # Its firing rule weighs a cold cache like a warm one: the idle time is not read.
-              reads=frozenset({"config", "counter", "forced", "epoch", "token_offset", "calibration",
+              reads=frozenset({"config", "counter", "forced", "epoch", "token_offset", "calibration", "usage_offset",
                                "queued_inputs", "ledger", "inputs"}) | FIRING_RULE_READS - {"idle_seconds"})

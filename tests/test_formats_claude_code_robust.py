@@ -139,7 +139,7 @@ def test_claude_projects_writes_where_claude_code_looks_and_keeps_sidechains(tmp
     dest = projects / project_dir_name(cwd) / f"{sid}.jsonl"
     assert data["output"] == str(dest) and dest.exists()
     assert (dest.parent / sid / "subagents" / "agent-a1.jsonl").exists()
-    assert set(data["usage"]) == {"anchor", "before", "after"}
+    assert {"unit", "anchor", "before", "after", "calibration"} <= set(data["sizes"])
     out = [json.loads(x) for x in dest.read_text().splitlines()]
     assert out[: len(src.read_text().splitlines())] == [json.loads(x) for x in src.read_text().splitlines()]
     assert sum(r.get("subtype") == "compact_boundary" for r in out) == 1

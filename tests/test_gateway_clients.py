@@ -57,8 +57,12 @@ def test_claude_code_through_the_gateway(tmp_path: Path) -> None:
            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HTTPS_PROXY": DEAD_PROXY, "HTTP_PROXY": DEAD_PROXY,
            "NO_PROXY": "127.0.0.1,localhost"}
+    # A window the four turns pass the threshold of (27,000 - 2,700 - 1,755 = 22,545 tokens as the fake
+    # measures, Claude Code's ~7.5k of system prompt and tools included): with those fixed tokens a
+    # post-compact target of 20% leaves the text less than its floor, so worksurface never compacts
+    # early and must at the threshold.
     with FakeAnthropic(cache=True, script=script) as fake, \
-            running_gateway(tmp_path / "store", fake.url, session={"window": 40000}) as gw:
+            running_gateway(tmp_path / "store", fake.url, session={"window": 27000}) as gw:
         env["ANTHROPIC_BASE_URL"] = gw.url
         for turn in range(4):
             args = ["--session-id", session_id] if turn == 0 else ["--resume", session_id]

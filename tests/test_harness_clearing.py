@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from worksurface import Session
+from worksurface.core.calibration import fit_measurements, measurements
 from worksurface.core.clearing import CLEARED_TEXT, HARNESS_CLEARING, HARNESS_STAGE, clearing_edits, harness_view
 from worksurface.core.model import Message, Origin, Text, ToolResult
 from worksurface.core.tokens import TokenCounter
@@ -101,6 +102,19 @@ def test_the_view_follows_the_clearing_and_the_ledger_what_the_model_saw() -> No
         # their measured usage stands.
         assert dumps(t, [m for m in view if m.origin is Origin.CONVERSATION]) == TEXT
         assert dumps(t, view).split("\n")[:len(LINES)] == LINES
+
+
+def test_the_calibration_starts_a_segment_at_the_first_request_sent_cleared() -> None:
+    # a4 carries the mark and its own usage, measured before the clearing; a5 is the first request
+    # Claude Code sent cleared, where the measured size drops while the text worksurface counts does not.
+    t = cc.read(TEXT, PATH)
+    counter = TokenCounter()
+    marked = {t.messages[m.index].id: m.marked for m in measurements(t.messages, counter)}
+    assert marked["a4"] is False and marked["a5"] is True
+    fit = fit_measurements(t.messages, counter)
+    assert fit is not None
+    assert [t.messages[fit.measurements[k].index].id for k in fit.starts] == ["a1", "a5"]
+    assert max(abs(e) for e in fit.errors()) < 0.05
 
 
 def test_before_the_record_the_view_shows_the_results_and_a_rewind_past_it_restores_them() -> None:

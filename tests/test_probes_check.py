@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from probes_samples import PROBES, TRANSCRIPTS, long_session, session
-from worksurface import Session
-from worksurface import compact as real_compact
+from worksurface import Config, Session
+from worksurface.offline.sizing import prepare_once
 from worksurface.formats import read_transcript
 from worksurface.formats.base import Transcript
 from worksurface.core.model import Message, Text, orphans
@@ -25,16 +25,16 @@ COUNTER = TokenCounter()
 
 @pytest.fixture
 def compactions(monkeypatch):
-    """The real compaction, with each call's arguments recorded."""
+    """The real compaction (the one every command makes, `prepare_once`), with each call recorded."""
     calls: list = []
 
-    def spy(transcript, *, force=False, **overrides):
+    def spy(session, transcript, *, use_usage=True, force=False, instructions=None):
         messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
         calls.append(SimpleNamespace(transcript=transcript, messages=messages, force=force,
-                                     overrides=overrides))
-        return real_compact(transcript, force=force, **overrides)
+                                     config=session.config, use_usage=use_usage))
+        return prepare_once(session, transcript, use_usage=use_usage, force=force, instructions=instructions)
 
-    monkeypatch.setattr("worksurface.session.session.compact", spy)  # check imports it at call time
+    monkeypatch.setattr("worksurface.probes.check.prepare_once", spy)
     return calls
 
 
@@ -53,7 +53,7 @@ def test_methods_share_worksurface_budget_and_keep_pairs(compactions):
     probes = derive(messages)
     result = check(messages, probes)
     ws = result.methods["worksurface"]
-    assert compactions[0].force is True and compactions[0].overrides == {}
+    assert compactions[0].force is True and compactions[0].config == Config()
     assert result.tokens_before == COUNTER.messages(messages)
     assert {"worksurface", "truncate", "mask"} <= set(result.methods)
     for name, m in result.methods.items():
@@ -64,7 +64,8 @@ def test_methods_share_worksurface_budget_and_keep_pairs(compactions):
         assert m.score.total == len(probes)
     assert "claude-code: skipped" in result.notes[0]
     data = result.to_json()
-    assert set(data) == {"tokens_before", "methods", "notes"}
+    assert set(data) == {"tokens_before", "methods", "notes", "usage"}
+    assert data["usage"]["unit"] == "counted" and data["usage"]["anchor"] is None  # nothing measured
     assert set(data["methods"]["truncate"]) == {"tokens", "retained", "total", "by_category", "forgotten"}
     # The summary quotes the user's messages, so worksurface keeps the request; truncation lost it.
     assert "request-1" not in data["methods"]["worksurface"]["forgotten"]
@@ -95,7 +96,8 @@ def test_cut_options_and_overrides(compactions):
     messages = with_claude_code_boundary()
     check(messages, [], at="5", window=50_000, target=9_000, baselines=[])
     assert len(compactions[0].messages) == 5
-    assert compactions[0].overrides == {"window": 50_000, "post_compact_target_tokens": 9_000}
+    config = compactions[0].config
+    assert (config.window, config.post_compact_target) == (50_000, 9_000)
     for at in ("0", "999", "later"):
         with pytest.raises(ProbeError):
             check(messages, [], at=at)
@@ -147,7 +149,7 @@ def test_curve_scores_after_each_compaction_only_what_was_established(monkeypatc
     probes = derive(messages)
     points = curve(messages, probes, **SMALL)
     replay = RecordingSession.opened[-1]
-    assert replay.overrides == SMALL
+    assert (replay.config.window, replay.config.max_output, replay.config.autocompact_buffer) == tuple(SMALL.values())
     calls = [n for n, _ in replay.calls]
     # One call per assistant turn (not per record of a split turn), and one at the end.
     assert calls == call_points(messages)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared import TRANSCRIPTS, needs_shared
 from worksurface.core.config import IngestConfig
 from worksurface.formats import read_transcript
 from worksurface.engine.reduce_output import (collapse_progress, collapse_repeats, elide_log, is_important,
-                                       lost_important_lines, reduce_output, replace_blobs, resolve_redraws,
+                                       is_progress, lost_important_lines, reduce_output, replace_blobs, resolve_redraws,
                                        shorten_json, strip_ansi)
 
 CC = TRANSCRIPTS / "claude-code"
@@ -164,3 +167,18 @@ def test_log_elision_keeps_errors_with_context_and_counts_the_gaps():
                                   "Exit code 2", "error[E0308]: mismatched types"])
 def test_important_lines(line):
     assert is_important(line)
+
+
+# The progress patterns as one regex (`bar.*percent`), which is_progress answers in linear steps:
+# the same verdict on every line, without the cubic backtracking on a long rule of '='.
+_ONE_PATTERN = re.compile(
+    r"(\d{1,3}(?:\.\d+)?%\s*\|[^|]{3,}\|)|(\[[=#>\-. ]{8,}\]\s*\d{1,3}(?:\.\d+)?%)"
+    r"|([━─█▓▒░#=]{8,}.*\d{1,3}(?:\.\d+)?\s*%)|(\d{1,3}(?:\.\d+)?%.*[━─█▓▒░]{8,})"
+    r"|(^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷◐◓◑◒]\s)")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="=#━─█▓ 0123456789.%|[]>-ab⠋\n", max_size=40))
+def test_progress_lines_are_the_single_patterns_verdict(line) -> None:
+    assert is_progress(line) == bool(_ONE_PATTERN.search(line))
+    assert is_progress("=" * 4_000 + " 45%") and not is_progress("=" * 4_000)

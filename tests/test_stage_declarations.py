@@ -142,9 +142,9 @@ def test_every_shared_field_is_read_by_some_part() -> None:
     read = set().union(*(p.reads for p in (*STAGES, *REINJECTORS)))
     assert read == CONTEXT_FIELDS
     readers = {f: [p.name for p in (*STAGES, *REINJECTORS) if f in p.reads] for f in CONTEXT_FIELDS}
-    # Shared: read by more than one part, but for the call's clock and the calibration's anchor (which
-    # the graph reads too, to size the view after every compacting stage: `view_offset`).
-    assert {f for f, names in readers.items() if len(names) < 2} == {"now", "anchor_counted"}
+    # Shared: read by more than one part, but for the call's clock (the status bar's; the graph reads
+    # it too, for the cache's coldness).
+    assert {f for f, names in readers.items() if len(names) < 2} == {"now"}
 
 
 def test_the_inputs_a_part_declares_are_what_the_session_supplies(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""worksurface.core.usage: the provider-measured size recorded in transcripts, and reports anchored on it."""
+"""worksurface.core.usage and sizes: the provider-measured size recorded in transcripts, and reports anchored on it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from worksurface.formats import read_transcript
 from worksurface.core.model import Message, Text
 from worksurface.probes.cut import cut, cut_transcript
 from worksurface.core.tokens import TokenCounter
-from worksurface.core.usage import (Calibration, calibrate, call_usage, find_usage, message_usage, parse_usage,
-                               usage_report, view_figures)
+from worksurface.core.calibration import Calibration, calibrate
+from worksurface.core.sizes import call_usage, measured_usage, view_figures
+from worksurface.core.usage import find_usage, message_usage, parse_usage
 from worksurface.core.view import live_slice
 
 runner = CliRunner()
@@ -68,28 +69,29 @@ def test_calibration_separates_fixed_part_and_ratio() -> None:
     msgs: list[Message] = []
     for i in range(12):
         msgs.append(msg(2 * i, "user"))
-        counted = counter.messages(msgs) + counter.message(msg(2 * i + 1))
+        # A request's input is what came before its response, never the response itself.
+        counted = counter.messages(msgs)
         msgs.append(msg(2 * i + 1, usage={"input_tokens": 20_000 + round(1.5 * counted)}))
     fitted = calibrate(msgs, counter)
     assert fitted is not None and abs(fitted.ratio - 1.5) < 0.01 and abs(fitted.fixed - 20_000) < 20
     # One measurement: a constant offset at it.
     single = calibrate(msgs[:2], counter)
-    assert single == Calibration(max(0, 20_000 + round(1.5 * counter.messages(msgs[:2])) - counter.messages(msgs[:2])),
-                                 1.0, 1)
+    first = counter.message(msgs[0])
+    assert single == Calibration(20_000 + round(1.5 * first) - first, 1.0, 1)
     assert calibrate([msg(0, "user")], counter) is None
 
 
 def test_view_figures_anchor_until_the_view_changes() -> None:
     counter = TokenCounter()
-    live = [msg(0, "user"), msg(1, usage={"input_tokens": 5_000}), msg(2, "user")]
+    live = [msg(0, "user"), msg(1, usage={"input_tokens": 5_000, "output_tokens": 300}), msg(2, "user")]
     anchor = find_usage(live)
     same = view_figures(live, live, anchor, counter)
-    assert same.anchored == 5_000 + counter.message(live[2]) and same.counted == counter.messages(live)
+    assert same.measured == 5_300 + counter.message(live[2]) and same.counted == counter.messages(live)
     changed = [live[0].with_blocks([Text("short")]), *live[1:]]
-    figures = view_figures(changed, live, anchor, counter)
-    assert figures.anchored < same.anchored  # calibrated, not the old measurement
-    assert view_figures(live, live, None, counter).anchored == counter.messages(live)
-    assert call_usage(live, live[:2], counter) == ("m1", 5_000)
+    figures = view_figures(changed, live, anchor, counter, calibrate(live, counter))
+    assert figures.measured < same.measured  # calibrated, not the old measurement
+    assert view_figures(live, live, None, counter).measured == counter.messages(live)
+    assert call_usage(live, live[:2], counter) == ("m1", 5_300)
 
 
 @needs_shared()
@@ -99,24 +101,25 @@ def test_anchored_size_at_the_real_boundary_matches_claude_codes_figure() -> Non
     t = read_transcript(path)
     before = live_slice(cut_transcript(t, cut(t.messages, "boundary").before).messages)
     counter = TokenCounter()
-    report = usage_report(before, before, find_usage(before), counter)
-    assert abs(report["before"]["anchored"] - PRE_TOKENS_8463) < PRE_TOKENS_8463 * 0.001
-    assert report["before"]["counted"] < PRE_TOKENS_8463 * 0.7  # what text counting alone saw
+    figures = view_figures(before, before, measured_usage(before, counter).anchor, counter)
+    assert abs(figures.measured - PRE_TOKENS_8463) < PRE_TOKENS_8463 * 0.001
+    assert figures.counted < PRE_TOKENS_8463 * 0.7  # what text counting alone saw
 
 
 @needs_shared()
 @pytest.mark.skipif(not LONG_CC, reason="long Claude Code sessions not found")
 def test_compact_reports_both_figures_and_no_usage_counts_text(tmp_path) -> None:
     path = next(p for p in LONG_CC if p.name.startswith("8463c716"))
-    args = ["compact", str(path), "--at", "boundary", "--force", "--json", "-o", str(tmp_path / "o.jsonl")]
-    anchored = json.loads(runner.invoke(app, args).stdout)
-    plain = json.loads(runner.invoke(app, [*args, "--no-usage"]).stdout)
-    assert anchored["usage"]["anchor"]["tokens"] > anchored["usage"]["before"]["counted"]
-    assert abs(anchored["usage"]["before"]["anchored"] - PRE_TOKENS_8463) < 200
-    assert anchored["usage"]["before"]["counted"] == plain["usage"]["before"]["counted"]
-    assert anchored["tokens_before"] == plain["tokens_before"]  # the session's own text count
-    assert plain["usage"]["anchor"] is None
-    assert plain["usage"]["before"]["anchored"] == plain["usage"]["before"]["counted"]
-    # The stages worked on the anchored size: the compaction started from more than the text count.
-    assert anchored["boundary"]["pre_tokens"] > plain["boundary"]["pre_tokens"]
-    assert anchored["usage"]["after"]["anchored"] > anchored["usage"]["after"]["counted"]
+    args = ["compact", str(path), "--at", "boundary", "--force", "--json", "-o"]
+    anchored = json.loads(runner.invoke(app, [*args, str(tmp_path / "a.jsonl")]).stdout)["sizes"]
+    plain = json.loads(runner.invoke(app, [*args, str(tmp_path / "p.jsonl"), "--no-usage"]).stdout)["sizes"]
+    assert anchored["unit"] == "measured" and plain["unit"] == "counted"
+    assert anchored["anchor"]["tokens"] > anchored["before"]["counted"]
+    assert abs(anchored["before"]["measured"] - PRE_TOKENS_8463) < 200
+    assert anchored["before"]["counted"] == plain["before"]["counted"]
+    assert plain["anchor"] is None and plain["calibration"] is None
+    assert plain["before"]["measured"] == plain["before"]["counted"]
+    # Sized on the measured figure: the fixed part (system prompt, tools) leaves less room for text.
+    assert anchored["after"]["counted"] < plain["after"]["counted"]
+    assert anchored["after"]["measured"] > anchored["after"]["counted"]
+    assert anchored["calibration"]["fixed"] > 20_000

@@ -47,13 +47,15 @@ class BatchOptions:
     resume: bool = False
     force: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
+    # Sizes anchored on the usage each transcript records (False: --no-usage, the counted text).
+    use_usage: bool = True
     strict: bool = False
 
     def record(self) -> dict[str, Any]:
         """The options that decide what a row means (checked on --resume)."""
         return {"task": self.task, "targets": list(self.targets) if self.task != "inspect" else [],
                 "probes_from": self.probes_from if self.task == "probe" else None,
-                "window": self.window, "format": self.fmt}
+                "window": self.window, "format": self.fmt, "use_usage": self.use_usage}
 
 
 @dataclass
@@ -109,7 +111,7 @@ def plan(options: BatchOptions, config: Config | None = None) -> Plan:
             continue
         probe_file = DERIVE if probes is None else probes.find(path)
         specs.append(TaskSpec(path, options.task, targets, probe_file, options.window, options.max_bytes, cfg,
-                              options.strict))
+                              options.use_usage, options.strict))
     return Plan(options, store, discovery, specs, skipped)
 
 

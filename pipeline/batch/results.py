@@ -34,7 +34,7 @@ PARTS_DIR = "parts"
 RUN_FILE = "run.json"
 MANIFEST_FILE = "manifest.txt"
 # Options that must match for --resume to add rows to an existing table.
-RUN_OPTIONS: tuple[str, ...] = ("task", "targets", "probes_from", "window", "format")
+RUN_OPTIONS: tuple[str, ...] = ("task", "targets", "probes_from", "window", "format", "use_usage")
 # The leading columns of the table, in this order; the task-specific ones follow as first seen.
 LEAD_COLUMNS: tuple[str, ...] = ("path", "content_hash", "size_bytes", "format", "task", "target", "window",
                                  "messages", "tokens", "error", "error_kind")

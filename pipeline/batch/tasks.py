@@ -21,6 +21,7 @@ from ..core.errors import FormatError, WorksurfaceError
 from ..core.fileio import read_text
 from ..formats import Transcript, damaged_lines, loads
 from ..core.tokens import TokenCounter
+from ..offline.sizing import SizeFlags
 
 Row = dict[str, Any]
 
@@ -51,7 +52,13 @@ class TaskSpec:
     window: int | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
     config: Config = field(default_factory=Config)
+    # Sizes anchored on the usage the transcript records, as the commands do (False: --no-usage).
+    use_usage: bool = True
     strict: bool = False  # a damaged line in a session file makes the file's error row
+
+    def sizing(self, target: int | None) -> SizeFlags:
+        """The sizing flags of one row: the batch's window and usage switch, this row's target."""
+        return SizeFlags(window=self.window, target=target, use_usage=self.use_usage)
 
 
 def content_hash(path: str | os.PathLike[str]) -> str:
@@ -149,15 +156,19 @@ def _inspect(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
 
 
 def _compact(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
+    from ..offline.sizing import prepare_once
     from ..session.session import Session
 
     def one(target: int | None) -> Row:
-        config = spec.config.with_overrides(window=spec.window, post_compact_target_tokens=target)
-        with Session.open(None, config=config) as session:
-            report = session.prepare(transcript, force=True).report
+        flags = spec.sizing(target)
+        with Session.open(None, config=flags.config(transcript, spec.config)) as session:
+            report = prepare_once(session, transcript, use_usage=flags.use_usage, force=True).report
+        sizes = report.sizes or {}
         row: Row = {"tokens_before": report.tokens_before, "view_tokens_before": report.view_tokens_before,
                     "view_tokens": report.tokens_after, "compact_ms": round(report.ms, 3),
-                    "boundary": report.boundary is not None}
+                    "boundary": report.boundary is not None, "unit": sizes.get("unit"),
+                    "measured_before": sizes.get("before", {}).get("measured"),
+                    "measured_after": sizes.get("after", {}).get("measured")}
         for s in report.stages:
             row[f"stage_{s.name}_before"] = s.tokens_before
             row[f"stage_{s.name}_after"] = s.tokens_after
@@ -183,8 +194,11 @@ def _probe(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
         source = spec.probes
 
     def one(target: int | None) -> Row:
-        result = check(transcript, probes, window=spec.window, target=target)
-        row: Row = {"probe_source": source, "probes": len(probes), "tokens_at_cut": result.tokens_before}
+        flags = spec.sizing(target)
+        result = check(transcript, probes, window=flags.window, target=target, use_usage=flags.use_usage,
+                       config=spec.config)
+        row: Row = {"probe_source": source, "probes": len(probes), "tokens_at_cut": result.tokens_before,
+                    "unit": (result.usage or {}).get("unit")}
         for name, m in result.methods.items():
             col = method_column(name)
             row[f"tokens_{col}"] = m.tokens
@@ -204,9 +218,9 @@ def _replay(transcript: Transcript, spec: TaskSpec, base: Row) -> list[Row]:
     from ..session.session import Session
 
     def one(target: int | None) -> Row:
-        config = spec.config.with_overrides(window=spec.window, post_compact_target_tokens=target)
-        with Session.open(None, config=config) as session:
-            result = replay(transcript.messages, session)
+        flags = spec.sizing(target)
+        with Session.open(None, config=flags.config(transcript, spec.config)) as session:
+            result = replay(transcript.messages, session, use_usage=flags.use_usage)
         summary = result.to_json()["summary"]
         row: Row = {"calls": summary["calls"], "compactions": summary["compactions"],
                     "input_tokens": sum(c.view_tokens for c in result.calls),

@@ -175,6 +175,8 @@ def run(args: list[str] | None = None) -> NoReturn:
     sys.exit(0)     # pragma: no cover - app() always exits in standalone mode
 
 
+WINDOW_HELP = ("Context window in tokens (default: the window the transcript records, as Codex rollouts do, "
+               "else the configured one, 200000).")
 MAX_OUTPUT_HELP = "Tokens kept free for the model's answer (default: 10% of the window, at most 20000)."
 BUFFER_HELP = "Safety margin under the window (default: 6.5% of the window, at most 13000)."
 STRICT_HELP = ("Refuse a session file with a damaged line (not a JSON record, or a cut last line) instead of "

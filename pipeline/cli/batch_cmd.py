@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.errors import WorksurfaceError
-from .app import app, fail, STRICT_HELP
+from .app import STRICT_HELP, WINDOW_HELP, app, fail
 
 # Exit status after Ctrl-C, as a shell reports a process ended by SIGINT.
 INTERRUPTED_EXIT = 130
@@ -54,7 +54,10 @@ def batch(
     targets: str = typer.Option("4000,10000,20000,40000", "--targets",
                                 help="Post-compact targets in tokens; one row per transcript and target "
                                      "(not used by inspect)."),
-    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default: configured)."),
+    window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
+    no_usage: bool = typer.Option(False, "--no-usage",
+                                  help="Count the text only; by default sizes are anchored on the input tokens "
+                                       "each transcript records the provider measured."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="Address of a running Dask scheduler (tcp://host:8786); "
                                                  "default: start a local cluster."),
@@ -80,7 +83,7 @@ def batch(
 
     options = BatchOptions(inputs=inputs, task=task, out=out, targets=_targets(targets), probes_from=probes_from,
                            window=window, fmt=fmt, scheduler=scheduler, workers=workers, resume=resume,
-                           force=force, max_bytes=max_bytes, strict=strict)
+                           force=force, max_bytes=max_bytes, use_usage=not no_usage, strict=strict)
     console = Console(stderr=True)
     try:
         p = plan(options)

@@ -11,20 +11,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from ..core.fileio import STDIN, STDOUT, display_name, output_file, read_text, replace_unchanged
 from ..formats import WRITABLE_FORMATS, Dropped, Transcript, claude_code, dumps_report, loads, write_transcript
 from ..formats.claude_code_projects import (Target, content_hash, file_hash, new_session_id, projects_target,
                                             write_target)
 from ..formats.claude_code_projects import session_id as claude_projects_session_id
-from ..core.usage import find_usage, usage_report
-from ..core.view import live_slice
+from ..offline.sizing import SizeFlags, prepare_once
 from ..probes.cut import cut, cut_transcript
 from ..session import homes
 from ..session.locations import describe
 from ..session.pgstore import is_postgres_url, redacted
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, SESSION_ID_HELP, STRICT_HELP, app, fail
+from .app import (BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP,
+                  app, fail)
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -47,7 +46,7 @@ def compact(
     out_format: Optional[OutputFormat] = typer.Option(None, "--out-format",
                                              help="Output format (default: the input's). Another format than the "
                                                   "input's is converted; the report says what it dropped."),
-    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     target: Optional[int] = typer.Option(None, "--target",
@@ -90,8 +89,8 @@ def compact(
             before = cut_transcript(transcript, cut(transcript.messages, at).before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
             transcript = before
-        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
-                                              max_output=max_output, autocompact_buffer=buffer)
+        flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
+        config = flags.config(transcript)
         fmt = out_format.value if out_format is not None else (
             transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
         if in_place and out is None:
@@ -137,12 +136,10 @@ def compact(
                         else homes.beside(destination)).absolute()
                 homes.check_home(home)
             created = not home.exists()
-        live = live_slice(transcript.messages)
-        anchor = None if no_usage else find_usage(live)
         with Session.open(home, session_id=session_id, config=config) as kept:
-            prepared = kept.prepare(transcript, usage=anchor, force=force)
-            sizes = usage_report(live, prepared.messages, anchor, kept.counter)
+            prepared = prepare_once(kept, transcript, use_usage=flags.use_usage, force=force)
             artifacts = len(kept.store.artifact_ids())
+        sizes = prepared.report.sizes or {}
         if not prepared.messages:
             raise fail(f"{path}: nothing to write (the transcript has no messages)")
         text_out = ""
@@ -172,7 +169,7 @@ def compact(
         return
     if as_json:
         typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt,
-                               "conversion": dropped.to_json(), "usage": sizes, "artifacts": where,
+                               "conversion": dropped.to_json(), "artifacts": where,
                                **({"session_id": new_id} if new_id else {})}, indent=2))
         return
     _print_report(report, destination, fmt, dropped)
@@ -209,12 +206,21 @@ def _default_destination(path: Path, fmt: str, source_format: str) -> Path:
 
 
 def _print_sizes(sizes: dict[str, Any]) -> None:
-    """Both figures: worksurface's text count, and that count anchored on the measured usage."""
-    before, after, anchor = sizes["before"], sizes["after"], sizes["anchor"]
+    """Both figures: worksurface's text count, and the size as the provider measures it."""
+    typer.echo(describe_sizes(sizes))
+
+
+def describe_sizes(sizes: dict[str, Any]) -> str:
+    """One line with both units of a report's sizes, and which one the compaction acted on."""
+    before, after, anchor = sizes["before"], sizes["after"], sizes.get("anchor")
+    calibration = sizes.get("calibration")
     source = (f"anchored on the usage measured at {anchor['message']} ({anchor['tokens']:,} tokens)"
-              if anchor else "no measured usage (text count only)")
-    typer.echo(f"size: counted {before['counted']:,} -> {after['counted']:,} tokens; anchored "
-               f"{before['anchored']:,} -> {after['anchored']:,} tokens ({source})")
+              if anchor else "no measured usage: text count only (--no-usage, or none recorded)")
+    fit = (f"; fixed part {calibration['fixed']:,}, ratio {calibration['ratio']:.3f}"
+           if calibration and anchor else "")
+    return (f"size: counted {before['counted']:,} -> {after['counted']:,} tokens; as the provider measures "
+            f"{before['measured']:,} -> {after['measured']:,} tokens ({source}{fit}); the target and "
+            f"thresholds were applied to the {sizes['unit']} size")
 
 
 def _print_report(report: Any, destination: Path, fmt: str, dropped: Dropped) -> None:

@@ -20,7 +20,8 @@ from ..probes.cut import cut
 from ..probes.derivation import derive
 from ..probes.match import Score
 from ..probes.model import CATEGORIES, ProbeSet
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, app, fail, STRICT_HELP
+from ..offline.sizing import SizeFlags
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, STRICT_HELP, WINDOW_HELP, app, fail
 
 probe_app = typer.Typer(help="Forgetting probes: derive them, check a compaction, replay a curve.",
                         no_args_is_help=True)
@@ -64,9 +65,11 @@ def check_cmd(
     path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     probes: Path = typer.Option(..., "--probes", help="Probe file (JSON)."),
     at: Optional[str] = typer.Option(None, "--at", help=_AT_HELP),
-    window: Optional[int] = typer.Option(None, "--window", help="Context window (default: configured)."),
+    window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
     target: Optional[int] = typer.Option(None, "--target", help="Post-compact target tokens "
                                          "(default: configured post_compact_target)."),
+    max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
+    buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     baseline: str = typer.Option(",".join(DEFAULT_BASELINES), "--baseline",
                                  help="Comma-separated baselines to compare against."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
@@ -78,8 +81,9 @@ def check_cmd(
     """Compact at the cut and score worksurface's view against baselines of the same size."""
     with _errors():
         names = [b.strip() for b in baseline.split(",") if b.strip()]
-        result = check(read_transcript(path, format.value, strict=strict), ProbeSet.load(probes), at=at, window=window,
-                       target=target, baselines=names, use_usage=not no_usage)
+        base = SizeFlags(max_output=max_output, buffer=buffer).config(None)
+        result = check(read_transcript(path, format.value, strict=strict), ProbeSet.load(probes), at=at,
+                       window=window, target=target, baselines=names, use_usage=not no_usage, config=base)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -90,7 +94,8 @@ def check_cmd(
 def curve_cmd(
     path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     probes: Path = typer.Option(..., "--probes", help="Probe file (JSON)."),
-    window: int = typer.Option(..., "--window", help="A window small enough to force several compactions."),
+    window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP + " A smaller one forces more "
+                                         "compactions."),
     target: Optional[int] = typer.Option(None, "--target", help="Post-compact target tokens "
                                          "(default: configured post_compact_target)."),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
@@ -100,22 +105,23 @@ def curve_cmd(
                                        "(what the repeated compactions should keep up with)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
+    no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default each call is "
+                                  "anchored on the input tokens the transcript records, as `replay` does."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
-    """Replay the whole transcript and report retention after each compaction (a compaction that
-    overflows is marked and the replay goes on)."""
+    """Replay the whole transcript call by call, as `worksurface replay` does (anchored on the measured
+    usage), and report retention after each compaction (a compaction that overflows is marked and the
+    replay goes on)."""
     with _errors():
-        given = {"post_compact_target_tokens": target, "max_output": max_output, "autocompact_buffer": buffer}
-        overrides = {k: v for k, v in given.items() if v is not None}
-        points = curve(read_transcript(path, format.value, strict=strict), ProbeSet.load(probes), window=window,
-                       one_shot=one_shot, **overrides)
+        transcript = read_transcript(path, format.value, strict=strict)
+        config = SizeFlags(window, target, max_output, buffer).config(transcript)
+        points = curve(transcript, ProbeSet.load(probes), one_shot=one_shot, use_usage=not no_usage, config=config)
     if not points:
-        from ..core.config import Config
-        threshold = Config().with_overrides(window=window, **overrides).threshold
         Console(stderr=True).print(
-            f"note: no compaction happened: the view never passed the autocompact threshold of {threshold:,} "
-            f"tokens (window {window:,} less the output reserve and the buffer; the earlier stages kept it under). "
-            "Lower --window, or pass --max-output and --buffer, to compact this transcript.", highlight=False)
+            f"note: no compaction happened: the view never passed the autocompact threshold of {config.threshold:,} "
+            f"tokens (window {config.window:,} less the output reserve and the buffer; the earlier stages kept it "
+            "under), and no earlier compaction paid. Lower --window, or pass --max-output and --buffer, to "
+            "compact this transcript.", highlight=False)
     if as_json:
         typer.echo(json.dumps([p.to_json() for p in points], indent=2))
     else:
@@ -151,10 +157,8 @@ def _print_check(result: CheckResult) -> None:
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     if result.usage is not None:
-        before, after = result.usage["before"], result.usage["after"]
-        console.print(f"worksurface size: counted {before['counted']:,} -> {after['counted']:,} tokens, anchored on "
-                      f"measured usage {before['anchored']:,} -> {after['anchored']:,}"
-                      + ("" if result.usage["anchor"] else " (no usage recorded)"), highlight=False)
+        from .compact_cmd import describe_sizes
+        console.print("worksurface " + describe_sizes(result.usage), highlight=False)
 
 
 def _print_curve(points: list[CurvePoint]) -> None:
@@ -165,14 +169,21 @@ def _print_curve(points: list[CurvePoint]) -> None:
     cats = _categories([p.score for p in points])
     table = Table(title="Retention after each compaction")
     shots = any(p.one_shot is not None for p in points)
-    for col in ("#", "messages", "tokens before", "after", "retained", *(["one-shot"] if shots else []), *cats):
+    for col in ("#", "messages", "reason", "counted before", "after", "measured before", "after",
+                "retained", *(["one-shot"] if shots else []), *cats):
         table.add_column(col, justify="right", no_wrap=True)
     for i, p in enumerate(points, 1):
         single = [f"{len(p.one_shot.retained)}/{p.one_shot.total}" if p.one_shot else "-"] if shots else []
-        table.add_row(str(i) + (" overflow" if p.overflow else ""), str(p.messages), f"{p.tokens_before:,}",
-                      f"{p.tokens_after:,}", f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
+        sizes = p.sizes or {}
+        figures = [f"{sizes[k][unit]:,}" if k in sizes else "-" for unit in ("counted", "measured")
+                   for k in ("before", "after")]
+        table.add_row(str(i) + (" overflow" if p.overflow else ""), str(p.messages), p.reason or "", *figures,
+                      f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
                       *single, *(_cell(p.score, c) for c in cats))
     _wide_enough(console, table).print(table)
+    unit = (points[0].sizes or {}).get("unit", "counted")
+    console.print(f"compactions fired on the {unit} size (counted: worksurface's text count; measured: as the "
+                  "provider measures, from the recorded usage)", highlight=False)
 
 
 def _wide_enough(console: Console, table: Table) -> Console:

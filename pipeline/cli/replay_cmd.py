@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -11,21 +10,24 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, app, fail
+from ..offline.sizing import SizeFlags
+from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP, app,
+                  fail)
 
 
 @app.command("replay")
 def replay_command(
     path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
-    session: Optional[str] = typer.Option(None, "--session", help=SESSION_HELP + " Default: a fresh temporary "
-                                          "directory."),
+    session: Optional[str] = typer.Option(None, "--session", help=SESSION_HELP + " Default: in memory, as "
+                                          "the other commands."),
     session_id: Optional[str] = typer.Option(None, "--session-id", help=SESSION_ID_HELP),
     format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
-    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
+    target: Optional[int] = typer.Option(None, "--target",
+                                         help="Post-compact target in tokens (default 20% of the window)."),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Status strategy: append, replace or delta."),
@@ -53,15 +55,17 @@ def replay_command(
 
     try:
         transcript = read_transcript(path, format, strict=strict)
-        config = Config.load().with_overrides(window=window, status_strategy=strategy, max_output=max_output,
-                                              autocompact_buffer=buffer)
+        flags = SizeFlags(window, target, max_output, buffer, strategy, use_usage=not no_usage)
+        config = flags.config(transcript)
         prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,
                              cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
-        with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:
-            with Session.open(session or Path(tmp) / "session", session_id=session_id, config=config) as kept:
-                harnesses = default_harnesses(config.threshold, config.post_compact_target, kept.counter) \
-                    if baselines else []
-                result = replay(transcript.messages, kept, prices, harnesses, use_usage=not no_usage)
+        # In memory unless --session, as every other command: a session directory also gives the
+        # budget's previews a file path, which changes their size (and so where compactions fall).
+        with Session.open(session, session_id=session_id, config=config) as kept:
+            harnesses = default_harnesses(config.threshold, config.post_compact_target, kept.counter) \
+                if baselines else []
+            result = replay(transcript.messages, kept, prices, harnesses, use_usage=flags.use_usage,
+                            source=transcript.path)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     data = result.to_json()
@@ -69,18 +73,23 @@ def replay_command(
         typer.echo(json.dumps(data, indent=2))
         return
     table = Table(title=f"worksurface replay: {path.name}")
-    for col in ("call", "messages", "view tokens", "anchored", "cached", "fired", "status B", "ms"):
+    for col in ("call", "messages", "counted", "measured", "cached", "fired", "status B", "ms"):
         table.add_column(col, justify="left" if col == "fired" else "right")
     for c in result.calls:
         if c.fired or c.call % 10 == 0 or c is result.calls[-1]:
-            table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.anchored_tokens:,}",
-                          f"{c.cached_tokens:,}", ", ".join(c.fired), str(c.status_bytes), f"{c.ms:.1f}")
+            fired = ", ".join(c.fired) + (f" ({c.compaction['reason']})" if c.compaction else "")
+            table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.measured_tokens:,}",
+                          f"{c.cached_tokens:,}", fired, str(c.status_bytes), f"{c.ms:.1f}")
     console = Console()
     console.print(table)
     s = data["summary"]
     console.print(f"{s['calls']} calls, {s['compactions']} compactions, cache share {s['cache_share']:.1%}, "
                   f"median {s['median_ms']:.1f} ms per call, {s['status_bytes']:,} status bytes published "
-                  "(rows shown: calls where a stage fired, every 10th, and the last)")
+                  "(rows shown: calls where a stage fired, every 10th, and the last); view sizes counted "
+                  "(worksurface's text count) and measured (as the provider measures, from the recorded "
+                  f"usage); the stages acted on the {s['unit']} size")
+    for notice in s["notices"]:
+        console.print(f"notice: {notice}", markup=False, highlight=False)
     cost = s.get("cost") or {}
     if cost:
         others = "; ".join(f"{name} ${b['cost']:.4f}" for name, b in cost["baselines"].items())

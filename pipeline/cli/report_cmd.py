@@ -8,11 +8,12 @@ from typing import Optional
 
 import typer
 
-from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from ..core.fileio import STDOUT, atomic_write, output_file
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, app, fail
+from ..offline.sizing import SizeFlags
+from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP, app,
+                  fail)
 
 
 @app.command("report")
@@ -26,7 +27,7 @@ def report_command(
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Report the transcript as it stood at a point: 'boundary' (just before "
                                           "its first compaction marker) or a number of messages."),
-    window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
+    window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     target: Optional[int] = typer.Option(None, "--target",
@@ -42,6 +43,9 @@ def report_command(
     session: Optional[str] = typer.Option(None, "--session", help=SESSION_HELP + " Then the artifact ids on the "
                                           "page can be fetched back."),
     session_id: Optional[str] = typer.Option(None, "--session-id", help=SESSION_ID_HELP),
+    no_usage: bool = typer.Option(False, "--no-usage",
+                                  help="Count the text only; by default the size is anchored on the input "
+                                       "tokens the transcript records the provider measured."),
     as_json: bool = typer.Option(False, "--json", help="Also print the report's data as JSON."),
     batch: Optional[Path] = typer.Option(None, "--batch",
                                          help="Render a `worksurface batch` results folder instead (default "
@@ -67,10 +71,10 @@ def report_command(
             output_file(destination, inputs=inputs)  # refused before any work, as every output path is
         transcript = read_transcript(path, format, strict=strict)
         probe_set = ProbeSet.load(probes) if probes is not None else None
-        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
-                                              max_output=max_output, autocompact_buffer=buffer)
-        data = build_report(transcript, source=path.name, at=at, config=config, force=force, replay=replay,
-                            probes=probe_set, session=session, session_id=session_id)
+        flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
+        data = build_report(transcript, source=path.name, at=at, config=flags.config(transcript), force=force,
+                            replay=replay, probes=probe_set, session=session, session_id=session_id,
+                            use_usage=flags.use_usage)
         page = render_html(data)
         if to_stdout:
             typer.echo(page, nl=False)

@@ -108,6 +108,13 @@ class AutocompactConfig(_Section):
     # ledger carries the working state across compactions, so an earlier one costs little retention
     # and can save much of a long session's bill. 1.0: compact only at the threshold (Claude Code).
     economic_from: float = Field(0.5, gt=0, le=1)
+    text_floor: float = Field(0.25, ge=0, le=1, description=(
+        "The least share of the post-compact target a compaction leaves to text (summary, kept tail, "
+        "reinjected parts), in the target's own tokens. Where the harness's fixed part (system prompt, "
+        "tools: worksurface.core.calibration) leaves the text less, the compaction keeps this floor and "
+        "says the view measures over its target; an economic compaction does not fire at all (it would "
+        "trade the working state for money). A quarter: at the default 40k target about 10k, where the "
+        "hand probes of the long sessions keep most facts (4k counted kept 46-91% of them, 10k 63-100%)."))
     summarizer: str = Field(
         "structured",
         description='"structured" needs no model; "llm" is a LangChain chat model writing the narrative beside '

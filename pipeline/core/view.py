@@ -16,10 +16,15 @@ from .tokens import TokenCounter
 def live_slice(messages: Sequence[Message]) -> list[Message]:
     """What the harness still sends: from the last harness compact boundary on (Claude Code keeps
     the pre-compaction history in its file, but the model no longer sees it)."""
+    return list(messages[live_start(messages):])
+
+
+def live_start(messages: Sequence[Message]) -> int:
+    """Where `live_slice` starts: the last compact boundary's index, 0 without one."""
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].meta.get("compact_boundary") or messages[i].origin is Origin.BOUNDARY:
-            return list(messages[i:])
-    return list(messages)
+            return i
+    return 0
 
 
 def calls_by_id(view: Sequence[Message]) -> dict[str, ToolCall]:

@@ -308,7 +308,7 @@ class EditDecision:
 
 def worth_editing(prices: PriceModel, *, saved_tokens: int, rebilled_tokens: int, remaining_calls: float,
                   must_fire: bool = False, cold: bool = False, force: bool = False,
-                  batch_tokens: float = 0.0) -> EditDecision:
+                  batch_tokens: float = 0.0, loses: str | None = None) -> EditDecision:
     """Whether an edit of the already-sent view pays for itself, and whether now is the time.
 
     `rebilled_tokens`: cached tokens from the edit point to the end of what was sent, which this call
@@ -316,7 +316,9 @@ def worth_editing(prices: PriceModel, *, saved_tokens: int, rebilled_tokens: int
     Saving = the removed tokens not written now, plus not read on each of `remaining_calls` later
     calls; re-billing = the rebilled tokens at the write price instead of the read price.
     `batch_tokens`: the economic batch (`economic_batch_tokens`); an edit that pays but removes less
-    waits, since the same re-billing will buy a larger saving a few calls later."""
+    waits, since the same re-billing will buy a larger saving a few calls later.
+    `loses`: what the edit would cost besides money (a compaction that leaves the working state no
+    room), which no saving pays for: the edit waits until the threshold or `force` requires it."""
     rebilling = max(0, rebilled_tokens) * (prices.cache_write - prices.cache_read) / PER_MILLION
     saving = max(0, saved_tokens) * (prices.cache_write + prices.cache_read * max(0.0, remaining_calls)) / PER_MILLION
     figures = {"saving": saving, "rebilling": rebilling, "remaining_calls": remaining_calls}
@@ -324,6 +326,8 @@ def worth_editing(prices: PriceModel, *, saved_tokens: int, rebilled_tokens: int
         return EditDecision(True, "forced", **figures)
     if must_fire:
         return EditDecision(True, "over the threshold: the view must shrink", **figures)
+    if loses:
+        return EditDecision(False, f"a saving bought by forgetting is not a saving: {loses}", **figures)
     if cold:
         return EditDecision(True, "cache cold: the prefix is re-billed anyway", **figures)
     if saved_tokens <= 0:
@@ -430,13 +434,14 @@ def result_index(view: Sequence[Message], call_id: str) -> int | None:
 # --- the rule as a stage applies it -----------------------------------------------------------------
 
 def decide_edit(state: PipelineState, ctx: StageContext, *, first_index: int, saved_tokens: int,
-                cold_fires: bool = True) -> EditDecision:
+                cold_fires: bool = True, loses: str | None = None) -> EditDecision:
     """The firing rule for a stage about to edit `state["view"]` from `first_index` on, saving
     `saved_tokens`: prices and horizon from `ctx.config.pricing`, call statistics from
     `ctx.call_stats` (else read off `ctx.transcript`), what was sent from `ctx.unsent_ids` (else the
     transcript's last turn), and the cache break an earlier stage already made on this call.
     `cold_fires=False` weighs a cold cache like a warm one: for an edit that costs more than money
-    (a compaction below the threshold loses detail), an idle pause alone is no reason to make it."""
+    (a compaction below the threshold loses detail), an idle pause alone is no reason to make it.
+    `loses`: what the edit would cost the agent besides money (see `worth_editing`)."""
     config = ctx.config.pricing
     prices = price_model(config)
     view, tokens = state["view"], state["tokens"]
@@ -459,7 +464,7 @@ def decide_edit(state: PipelineState, ctx: StageContext, *, first_index: int, sa
     batch = (economic_batch_tokens(prices, setup_tokens=max(0, rebilled - saved_tokens),
                                    growth_per_call=stats.tokens_per_call) if config.batching else 0.0)
     return worth_editing(prices, saved_tokens=saved_tokens, rebilled_tokens=rebilled, remaining_calls=remaining,
-                         must_fire=must, cold=cold, force=ctx.forced, batch_tokens=batch)
+                         must_fire=must, cold=cold, force=ctx.forced, batch_tokens=batch, loses=loses)
 
 
 # The context fields `decide_edit` reads: a stage that applies the firing rule reads them too.

@@ -29,7 +29,7 @@ from ..core.tokens import TokenCounter
 if TYPE_CHECKING:
     from ..ledger import Ledger
     from .pricing import CallStats
-    from ..core.usage import Calibration
+    from ..core.calibration import Calibration
     from ..status.publish import PublisherState
     from ..status.snapshot import Snapshot
 
@@ -136,11 +136,12 @@ class StageContext:
     # Tokens the view costs beyond its counted text: the harness's measured usage anchor and the
     # status publication planned after the graph. Every trigger compares against the sum.
     token_offset: int = 0
+    # The part of token_offset that comes from the measured usage (the rest is the planned status).
+    usage_offset: int = 0
     # How the harness's measured size relates to the counted one (fixed part + tokenizer ratio), when
-    # the call is anchored on measured usage: after a compaction the offset is this, not the constant
-    # taken at the old, longer context (whose tokenizer difference alone can exceed the target).
+    # the call is anchored on measured usage: after a compaction the offset is this, not the one taken
+    # at the old, longer context (which holds what the harness cleared or added unseen there).
     calibration: Calibration | None = None
-    anchor_counted: int = 0  # the counted size the call's offset was taken at
     # The live transcript as the harness sent it (original content, before any clearing).
     transcript: Sequence[Message] = ()
     # User text typed while the agent was busy, as (after message id, text): user input too.
@@ -172,21 +173,59 @@ def tokenizer_ratio(ctx: StageContext) -> float:
     return ctx.calibration.ratio if ctx.calibration is not None else 1.0
 
 
-def counted_target(ctx: StageContext) -> int:
-    """The post-compact target in counted tokens: the measured target less what the harness sends
-    beyond the messages, over the tokenizer ratio."""
+@dataclass(frozen=True)
+class TextRoom:
+    """The counted text a compaction may leave: what the post-compact target holds once the harness's
+    fixed part is paid (`room`), and the floor it never goes under (`floor`, config
+    autocompact.text_floor of the target). `floored`: the fixed part leaves less than the floor."""
+
+    room: int
+    floor: int
+    fixed: int
+
+    @property
+    def counted(self) -> int:
+        return max(self.room, self.floor)
+
+    @property
+    def floored(self) -> bool:
+        return self.room < self.floor
+
+
+def text_room(ctx: StageContext, reserved: int = 0) -> TextRoom:
+    """The post-compact target in counted tokens (`reserved` counted tokens of it already taken, e.g.
+    by the system prefix the view keeps): the measured target less what the harness sends beyond the
+    messages, over the tokenizer ratio, and never under the floor."""
     target = ctx.config.post_compact_target
+    ratio = tokenizer_ratio(ctx)
+    floor = int(ctx.config.autocompact.text_floor * target / ratio)
     if ctx.calibration is None:
-        return target
-    return max(0, int((target - ctx.calibration.fixed) / ctx.calibration.ratio))
+        return TextRoom(max(0, target - reserved), floor, 0)
+    return TextRoom(max(0, ctx.calibration.counted_for(target) - reserved), floor, ctx.calibration.fixed)
+
+
+def effective_target(ctx: StageContext) -> int:
+    """The post-compact target as the provider measures it, raised to the size of a view that holds
+    the text floor when the fixed part leaves less: what reinjection may fill up to."""
+    room = text_room(ctx)
+    target = ctx.config.post_compact_target
+    return max(target, measured_size(ctx, room.counted, compacted=True)) if room.floored else target
 
 
 def view_offset(ctx: StageContext, counted: int, compacted: bool) -> int:
-    """Tokens to add to a view's counted size: the call's offset, or after a compaction the
-    calibrated one for the new, smaller view."""
+    """Tokens to add to a view's counted size for its measured size: the call's offset, or after a
+    compaction the calibrated one for the new, smaller view plus the planned status. The offset taken
+    at the old context never carries over (it holds what the harness cleared there, or sent unseen),
+    and a size is never negative."""
+    offset = ctx.token_offset
     if compacted and ctx.calibration is not None:
-        return ctx.calibration.offset(counted) + (ctx.token_offset - ctx.calibration.offset(ctx.anchor_counted))
-    return ctx.token_offset
+        offset = ctx.calibration.offset(counted) + (ctx.token_offset - ctx.usage_offset)
+    return max(-counted, offset)
+
+
+def measured_size(ctx: StageContext, counted: int, compacted: bool) -> int:
+    """A view's size as the provider measures it (the count when nothing was measured)."""
+    return counted + view_offset(ctx, counted, compacted)
 
 
 @dataclass

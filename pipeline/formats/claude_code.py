@@ -30,7 +30,7 @@ from ..core.clearing import CLEARED_TEXT, HARNESS_CLEARING, cleared_only, cleari
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
 from ..core.tokens import TokenCounter
-from ..core.usage import Calibration, calibrate
+from ..core.calibration import Calibration, calibrate
 from ..core.view import live_slice
 from .base import Transcript
 from .claude_code_blocks import BlockError, decode_content, encode_content
@@ -634,7 +634,7 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any] |
     one the provider measured set to the view's size: Claude Code takes its context size from the
     last assistant record's usage (input + cache read + cache creation + output tokens) and would
     otherwise compact a view worksurface already compacted. The size is worksurface's count plus
-    what the transcript's usage says the harness adds (`usage.calibrate`: system prompt and tool
+    what the transcript's usage says the harness adds (`calibration.calibrate`: system prompt and tool
     schemas, and the tokenizer ratio). The boundary that starts the live part gets the view's
     size as `postTokens`."""
     records = [record for record, _ in written]
@@ -650,7 +650,9 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any] |
     # A message is still the transcript's as read, or as Claude Code sent it after its own clearing.
     sent = harness_view(original)
     counter = TokenCounter()
-    fitted = calibrate(original, counter) or Calibration(0, 1.0, 0)
+    # Fitted on the whole file: its earliest requests show the fixed part (the live part after a
+    # compaction starts with what the harness re-attached, which is not fixed).
+    fitted = calibrate(transcript.messages, counter) or Calibration(0, 1.0, 0)
     counted = 0
     same = True  # the live part so far is the transcript's, unchanged: its measured usage holds
     n = 0

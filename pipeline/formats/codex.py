@@ -39,8 +39,8 @@ from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
 from ..core.tokens import TokenCounter
-from ..core.usage import Calibration, calibrate
-from ..core.view import STANDING, live_slice
+from ..core.calibration import Calibration, calibrate
+from ..core.view import STANDING
 from .base import Transcript
 from .damaged import DamagedLine, first_record, lines, orphaned_by, parse_line
 from .validate import mark_unanswered
@@ -571,14 +571,16 @@ def _is_standing(message: Message) -> bool:
 def _view_usage(transcript: Transcript, sent: Sequence[Message], timestamp: str | None) -> dict[str, Any] | None:
     """A token_count event for the compacted view: the rollout's newest one with `last_token_usage`
     set to the view's size (worksurface's count plus what the rollout's usage says Codex adds, as
-    `usage.calibrate` fits it); the running totals and the window stay. None when the rollout has
+    `calibration.calibrate` fits it); the running totals and the window stay. None when the rollout has
     no token_count to start from."""
     base = _latest(transcript, _is_token_count)
     info = base["payload"].get("info") if base is not None else None
     if base is None or not isinstance(info, dict):
         return None
     counter = TokenCounter()
-    fitted = calibrate(live_slice(transcript.messages), counter) or Calibration(0, 1.0, 0)
+    # Fitted on the whole rollout: its earliest requests show the fixed part (a compaction's live part
+    # starts with what Codex carried, which is not fixed); later compactions start their own segments.
+    fitted = calibrate(transcript.messages, counter) or Calibration(0, 1.0, 0)
     size = fitted.size(counter.messages(sent))
     last = info.get("last_token_usage")
     usage = {k: 0 for k in last} if isinstance(last, dict) else {}

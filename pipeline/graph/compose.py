@@ -25,7 +25,8 @@ from ..core.errors import ConfigError
 from ..core.model import Message
 from ..core.view import insertion_point
 from ..engine.state import (PipelineState, Reinjection, Reinjector, Stage, StageContext, StageReport, StageResult,
-                            StatusUpdate, cache_is_cold, section_name, tokenizer_ratio, view_offset)
+                            StatusUpdate, cache_is_cold, effective_target, section_name, tokenizer_ratio,
+                            view_offset)
 
 REINJECT = "reinject"
 # A part that reports the rebuilt view's size (the status baseline) quotes figures that can grow by a
@@ -111,7 +112,8 @@ def run_reinjectors(reinjectors: Sequence[Reinjector], view: list[Message], budg
 def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: StageContext) -> dict[str, Any]:
     """The reinjection node's body: the reinjectors within what the post-compact target leaves."""
     view, tokens = state["view"], state["tokens"]
-    rebuilt = run_reinjectors(reinjectors, view, ctx.config.post_compact_target - tokens, ctx)
+    # The floor of text a compaction keeps covers what reinjection restores (the working state).
+    rebuilt = run_reinjectors(reinjectors, view, effective_target(ctx) - tokens, ctx)
     if not rebuilt.messages:
         return {"reports": rebuilt.reports, "status_update": rebuilt.status}
     # After the view's last message, unless its last turn still waits for a tool result: then before

@@ -11,12 +11,14 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from statistics import median
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
+from ..core.calibration import measurements
+from ..core.errors import ContextOverflowError
 from ..core.model import Message, message_time
+from ..core.sizes import MEASURED, call_usage, measured_usage
 from ..engine.pricing import PriceModel, PromptCache, price_model
 from ..core.tokens import TokenCounter
-from ..core.usage import call_usage, find_usage, view_figures
 from ..core.view import live_slice
 
 if TYPE_CHECKING:
@@ -40,11 +42,17 @@ class PreparedReport(Protocol):
     """The parts of a `PrepareReport` a replay records."""
 
     @property
+    def tokens_before(self) -> int: ...
+    @property
     def tokens_after(self) -> int: ...
     @property
     def stages(self) -> Sequence[StageReport]: ...
     @property
     def status(self) -> dict[str, Any] | None: ...
+    @property
+    def boundary(self) -> dict[str, Any] | None: ...
+    @property
+    def sizes(self) -> dict[str, Any] | None: ...
 
 
 class PreparedView(Protocol):
@@ -108,9 +116,14 @@ class CallRecord:
     total: float = 0.0
     # The same call's cost for each baseline harness, by name, when the replay priced them.
     baselines: dict[str, float] = field(default_factory=dict)
-    # view_tokens anchored on the usage the transcript records (worksurface.core.usage); = view_tokens
-    # when the replay counts text only.
-    anchored_tokens: int = 0
+    # view_tokens as the provider measures them (anchored on the usage the transcript records, or its
+    # calibration after a compaction: worksurface.core.sizes); = view_tokens when the replay counts text only.
+    measured_tokens: int = 0
+    # The compaction this call made: its reason and size before (the unit the stages acted on), the
+    # summary's tokens; None on a call that did not compact.
+    compaction: dict[str, Any] | None = None
+    # The view stayed over the threshold after autocompact had its chance (the replay goes on).
+    overflow: bool = False
 
 
 @dataclass
@@ -120,6 +133,10 @@ class ReplayResult:
     # Running totals per baseline (USD) and each baseline's largest view (tokens).
     baseline_totals: dict[str, float] = field(default_factory=dict)
     baseline_max_view: dict[str, int] = field(default_factory=dict)
+    # The unit the stages acted on: "measured" (anchored on the recorded usage) or "counted".
+    unit: str = "counted"
+    # Recorded measurements refused as implausible (not the whole request), when there are any.
+    notices: list[str] = field(default_factory=list)
 
     @property
     def cache_share(self) -> float:
@@ -133,8 +150,8 @@ class ReplayResult:
             "calls": len(self.calls), "cache_share": round(self.cache_share, 4),
             "median_ms": round(median(ms), 3) if ms else 0.0,
             "status_bytes": sum(c.status_bytes for c in self.calls),
-            "compactions": sum("autocompact" in c.fired for c in self.calls),
-            "cost": self.cost_summary()}}
+            "compactions": sum(c.compaction is not None for c in self.calls),
+            "unit": self.unit, "notices": list(self.notices), "cost": self.cost_summary()}}
 
     def cost_summary(self) -> dict[str, Any]:
         """Billed cost (USD) of worksurface and of each baseline over the whole replay."""
@@ -146,42 +163,67 @@ class ReplayResult:
                               for name, total in self.baseline_totals.items()}}
 
 
+# Called after each replayed call: (call number, messages sent, the prepared view, overflowed).
+OnCall = Callable[[int, int, PreparedView, bool], None]
+
+
 def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | None = None,
-           harnesses: Sequence[Harness] = (), *, use_usage: bool = True) -> ReplayResult:
+           harnesses: Sequence[Harness] = (), *, use_usage: bool = True, on_call: OnCall | None = None,
+           source: str | None = None) -> ReplayResult:
     """One `prepare` per call point. Each call is billed at `prices` (default: the session config's
     pricing); each of `harnesses` (see `worksurface.probes.harnesses`) is billed on the same calls and clock.
-    With `use_usage` each call is anchored on the usage the transcript records (`usage.call_usage`),
-    so compactions fire where the measured size crosses the threshold."""
+    With `use_usage` each call is anchored on the usage the transcript records (`sizes.call_usage`),
+    so compactions fire where the measured size crosses the threshold. A call whose view stays over
+    the threshold is recorded (`overflow`) and the replay goes on; `on_call` sees every call. `source`
+    names the file in the notices about refused measurements."""
     prices = prices or price_model(session.config.pricing)
-    cache = PromptCache(prices, session.counter)
-    others = {h.name: PromptCache(prices, session.counter) for h in harnesses}
+    counter = session.counter
+    cache = PromptCache(prices, counter)
+    others = {h.name: PromptCache(prices, counter) for h in harnesses}
     max_view = {h.name: 0 for h in harnesses}
+    found = measurements(messages, counter) if use_usage else []
     previous: list[Message] = []
     clock = 0.0
     records = []
+    unit = "counted"
     for n, end in enumerate(call_points(messages)):
         clock = replay_clock(messages[end - 1], clock)
         started = time.perf_counter()
-        live_now = live_slice(messages[:end]) if use_usage else []
-        usage = call_usage(live_now, previous, session.counter) if use_usage else None
-        prepared = session.prepare(messages[:end], usage=usage, now=clock)
+        usage = call_usage(messages[:end], previous, counter, measured_usage(messages[:end], counter, found)) \
+            if use_usage else None
+        overflow = False
+        try:
+            prepared: PreparedView = session.prepare(messages[:end], usage=usage, now=clock)
+        except ContextOverflowError as exc:
+            if exc.prepared is None:
+                raise
+            prepared, overflow = exc.prepared, True
         ms = (time.perf_counter() - started) * 1000
         view = prepared.messages
-        fired = [s.name for s in prepared.report.stages if s.items and not s.skipped]
-        status = prepared.report.status or {}
+        report = prepared.report
+        fired = [s.name for s in report.stages if s.items and not s.skipped]
+        status = report.status or {}
         billed = cache.send(view, clock)
-        record = CallRecord(n, end, prepared.report.tokens_after,
-                            cached_prefix_tokens(previous, view, session.counter), fired,
+        sizes = report.sizes or {}
+        unit = sizes.get("unit", unit)
+        record = CallRecord(n, end, report.tokens_after, cached_prefix_tokens(previous, view, counter), fired,
                             int(status.get("bytes", 0) or 0), round(ms, 3), round(billed.cost, 6),
-                            round(billed.total, 6))
-        record.anchored_tokens = (view_figures(view, live_now, find_usage(live_now), session.counter).anchored
-                                  if use_usage else record.view_tokens)
+                            round(billed.total, 6), overflow=overflow)
+        record.measured_tokens = int(sizes.get("after", {}).get(MEASURED, report.tokens_after))
+        if report.boundary is not None:
+            b = report.boundary
+            record.compaction = {"reason": b.get("reason"), "pre_tokens": b.get("pre_tokens"),
+                                 "summary_tokens": b.get("summary_tokens"), "epoch": b.get("epoch"),
+                                 "text_floor": b.get("text_floor") is not None}
         if harnesses:
             live = live_slice(messages[:end])
             for h in harnesses:
                 other_view = h.view(live)
-                max_view[h.name] = max(max_view[h.name], session.counter.messages(other_view))
+                max_view[h.name] = max(max_view[h.name], counter.messages(other_view))
                 record.baselines[h.name] = round(others[h.name].send(other_view, clock).cost, 6)
         records.append(record)
+        if on_call is not None:
+            on_call(n, end, prepared, overflow)
         previous = view
-    return ReplayResult(records, prices, {name: c.total for name, c in others.items()}, max_view)
+    notices = measured_usage(messages, counter, found).notices(source) if use_usage else []
+    return ReplayResult(records, prices, {name: c.total for name, c in others.items()}, max_view, unit, notices)

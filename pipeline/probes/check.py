@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from ..core.config import Config
 from ..formats.base import Transcript
 from ..core.model import Message
 from ..core.tokens import TokenCounter
-from ..core.usage import find_usage, usage_report
 from ..core.view import live_slice
+from ..offline.sizing import SizeFlags, prepare_once
 from .baselines import BASELINES
 from .cut import cut, cut_transcript
 from .match import Score, score
@@ -43,8 +44,8 @@ class CheckResult:
     tokens_before: int
     methods: dict[str, MethodResult]
     notes: list[str] = field(default_factory=list)
-    # Counted and anchored sizes before and after worksurface's compaction (usage.usage_report);
-    # None when the transcript records no usage (or with use_usage=False): then both are the count.
+    # worksurface's sizes before and after its compaction, counted and as the provider measures
+    # (`PrepareReport.sizes`: the unit the compaction acted on, the anchor, the calibration).
     usage: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -60,10 +61,11 @@ class CheckResult:
 def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterable[Probe], *,
           at: str | int | None = None, window: int | None = None, target: int | None = None,
           baselines: Sequence[str] = DEFAULT_BASELINES, counter: TokenCounter | None = None,
-          use_usage: bool = True) -> CheckResult:
-    """Cut `transcript` at `at`, compact it (forced, post-compact target `target`, context `window`;
-    None keeps the configured value) and score worksurface and each named baseline. With
-    `use_usage` the size is anchored on the usage the transcript records (worksurface.core.usage)."""
+          use_usage: bool = True, config: Config | None = None) -> CheckResult:
+    """Cut `transcript` at `at`, compact it as `worksurface compact --force` does (forced; `config`,
+    default the defaults, with post-compact target `target` and context `window` over it; without a
+    window, the one the transcript records) and score worksurface and each named baseline. With
+    `use_usage` the size is anchored on the usage the transcript records (worksurface.core.sizes)."""
     unknown = [b for b in baselines if b not in DEFAULT_BASELINES]
     if unknown:
         raise ProbeError(f"unknown baseline(s) {', '.join(unknown)} (known: {', '.join(DEFAULT_BASELINES)})")
@@ -73,19 +75,15 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     c = cut(messages, at)
     # Only what the harness still sends takes part: past an earlier compaction, that is its tail.
     live = live_slice(c.before)
-    overrides: dict[str, Any] = {k: v for k, v in (("window", window), ("post_compact_target_tokens", target))
-                                 if v is not None}
-    from ..session import session  # LangGraph is slow to import; load it when needed
+    from ..session.session import Session  # LangGraph is slow to import; load it when needed
 
-    anchor = find_usage(live) if use_usage else None
-    if anchor is None:
-        prepared = session.compact(cut_transcript(transcript, c.before), force=True, **overrides)
-    else:
-        with session.Session.open(None, **overrides) as anchored:
-            prepared = anchored.prepare(cut_transcript(transcript, c.before), usage=anchor, force=True)
+    before = cut_transcript(transcript, c.before)
+    flags = SizeFlags(window=window, target=target, use_usage=use_usage)
+    with Session.open(None, config=flags.config(before, config or Config())) as session:
+        prepared = prepare_once(session, before, use_usage=use_usage, force=True)
     budget = counter.messages(prepared.messages)
-    result = CheckResult(counter.messages(live), {},
-                         usage=None if anchor is None else usage_report(live, prepared.messages, anchor, counter))
+    result = CheckResult(counter.messages(live), {}, usage=prepared.report.sizes)
+    result.notes += (prepared.report.sizes or {}).get("usage_notices", [])
     result.methods[WORKSURFACE] = _method(prepared.messages, probe_list, counter)
     for name in baselines:
         if name == CLAUDE_CODE:

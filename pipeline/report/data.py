@@ -13,10 +13,10 @@ from collections import Counter
 from typing import Any, Sequence
 
 from ..core.config import Config
-from ..core.errors import ContextOverflowError
 from ..formats.base import Transcript
 from ..core.model import Message, Origin, message_text
 from ..offline.replay import cached_prefix_tokens, call_points, replay_clock
+from ..offline.sizing import prepare_once
 from ..session.locations import describe
 from .fates import FATE_LABELS, Fate, clip, compute_cells
 
@@ -46,9 +46,11 @@ def text_chars(messages: int) -> int:
 def build_report(transcript: Transcript, *, source: str, at: str | int | None = None,
                  config: Config | None = None, force: bool = False, replay: bool = False,
                  probes: Any = None, session: str | os.PathLike[str] | None = None,
-                 session_id: str | None = None) -> dict[str, Any]:
+                 session_id: str | None = None, use_usage: bool = True) -> dict[str, Any]:
     """Run the transcript (cut at `at`) through a session (kept at `session`, as `Session.open` takes
-    it, or in memory) and gather everything the page shows. `probes` is a `ProbeSet` or None."""
+    it, or in memory), as `compact` (one prepare) or `replay` (one per model call) do, sized on its
+    recorded usage unless `use_usage` is off, and gather everything the page shows. `probes` is a
+    `ProbeSet` or None."""
     from ..probes.cut import cut, cut_transcript
     from ..session.session import Session  # LangGraph is slow to import; load it when a report is built
 
@@ -62,9 +64,9 @@ def build_report(transcript: Transcript, *, source: str, at: str | int | None = 
     calls: list[dict[str, Any]] = []
     with Session.open(session, session_id=session_id, config=cfg) as kept:
         if replay:
-            view, report, last_compaction, calls = _replay(messages, kept)
+            view, report, last_compaction, calls = _replay(messages, kept, use_usage)
         else:
-            prepared = kept.prepare(transcript, force=force)
+            prepared = prepare_once(kept, transcript, use_usage=use_usage, force=force)
             view, report, last_compaction = prepared.messages, prepared.report.to_json(), None
         edits = kept.edits
         cells = compute_cells(messages, edits, view, kept.counter, text_chars(len(messages)))
@@ -80,6 +82,7 @@ def build_report(transcript: Transcript, *, source: str, at: str | int | None = 
                    "tokens": transcript_tokens, "at": at, "cut_from": len(original.messages)},
         "config": {"window": cfg.window, "threshold": cfg.threshold,
                    "post_compact_target": cfg.post_compact_target, "force": force, "replay": replay,
+                   "use_usage": use_usage,
                    "session": describe(session, session_id) if session else None},
         "view": {"messages": len(view), "tokens": view_tokens},
         "fates": [{"fate": f.value, "label": FATE_LABELS[f], "count": counts.get(f.value, 0)} for f in Fate],
@@ -89,7 +92,7 @@ def build_report(transcript: Transcript, *, source: str, at: str | int | None = 
         "last_compaction": last_compaction,
         "surface": surface,
         "replay": _replay_section(calls, cfg) if replay else None,
-        "probes": _probe_section(original, probes, at, cfg) if probes is not None else None,
+        "probes": _probe_section(original, probes, at, cfg, use_usage) if probes is not None else None,
         "built_ms": round(built_ms, 1),
     }
     _trim_boundary(data["prepare"])
@@ -109,48 +112,30 @@ def _trim_boundary(report: dict[str, Any]) -> None:
             details["covered"] = len(details.pop("covered_ids"))
 
 
-def _replay(messages: Sequence[Message], session: Any) -> tuple[list[Message], dict[str, Any],
-                                                                  dict[str, Any] | None, list[dict[str, Any]]]:
-    """One `prepare` per model call (the call points and clock of `worksurface.offline.replay`), keeping each
-    call's figures and the last compaction's full report. A call whose view stays over the threshold
-    is recorded as an overflow and the replay goes on (the session has committed that view)."""
-    previous: list[Message] = []
-    clock = 0.0
-    calls: list[dict[str, Any]] = []
-    view: list[Message] = []
-    report: dict[str, Any] | None = None
-    last_compaction = None
-    cache = _prompt_cache(session)
-    for n, end in enumerate(call_points(messages)):
-        clock = replay_clock(messages[end - 1], clock)
-        started = time.perf_counter()
-        overflow = None
-        try:
-            prepared = session.prepare(messages[:end], now=clock)
-            view, rep = prepared.messages, prepared.report
-            fired = [s.name for s in rep.stages if s.items and not s.skipped]
-            compacted = rep.boundary is not None
-            report = rep.to_json()
-            tokens = rep.tokens_after
-        except ContextOverflowError as exc:
-            view, fired, compacted = session.view(), [], False
-            tokens = session.counter.messages(view)
-            overflow = str(exc)
-        ms = (time.perf_counter() - started) * 1000
-        if compacted and report is not None:
-            last_compaction = {"call": n, "report": report}
-        record = {"call": n, "messages": end, "view_tokens": tokens,
-                  "cached_tokens": cached_prefix_tokens(previous, view, session.counter),
-                  "fired": fired, "compacted": compacted, "overflow": overflow, "ms": round(ms, 3)}
-        if cache is not None:
-            billed = cache.send(view, clock)
-            record.update(cost=round(billed.cost, 6), billed_cached=billed.cached, cold=billed.cold)
-        calls.append(record)
-        previous = view
-    if report is None:  # no call point, or every call overflowed: one plain prepare says why
+def _replay(messages: Sequence[Message], session: Any, use_usage: bool
+            ) -> tuple[list[Message], dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]:
+    """One `prepare` per model call, as `worksurface replay` makes them (`offline.replay`: the same call
+    points, clock, usage anchoring and bill), keeping each call's figures and the last compaction's full
+    report. A call whose view stays over the threshold is recorded as an overflow and the replay goes on."""
+    from ..offline.replay import replay
+
+    last: dict[str, Any] = {}
+
+    def keep(n: int, end: int, prepared: Any, overflow: bool) -> None:
+        last.update(view=prepared.messages, report=prepared.report.to_json())
+        if prepared.report.boundary is not None:
+            last["compaction"] = {"call": n, "report": last["report"]}
+
+    result = replay(messages, session, use_usage=use_usage, on_call=keep)
+    calls = [{"call": c.call, "messages": c.messages, "view_tokens": c.view_tokens,
+              "measured_tokens": c.measured_tokens, "cached_tokens": c.cached_tokens, "fired": c.fired,
+              "compacted": c.compaction is not None,
+              "overflow": "over the threshold after compaction" if c.overflow else None,
+              "ms": c.ms, "cost": c.cost} for c in result.calls]
+    if "report" not in last:  # no call point: one plain prepare says why
         prepared = session.prepare(messages)
-        view, report = prepared.messages, prepared.report.to_json()
-    return view, report, last_compaction, calls
+        last.update(view=prepared.messages, report=prepared.report.to_json())
+    return last["view"], last["report"], last.get("compaction"), calls
 
 
 def _replay_section(calls: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
@@ -165,16 +150,6 @@ def _replay_section(calls: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
                         "cache_share": round(share, 4),
                         "total_cost": round(sum(costs), 6) if priced else None},
             "pricing": _pricing_note(cfg)}
-
-
-def _prompt_cache(session: Any) -> Any:
-    """The provider cache model that bills each replayed call (`worksurface.engine.pricing`, prices from the
-    session's `[pricing]` config), or None in a build without it."""
-    try:
-        from ..engine.pricing import PromptCache, price_model
-    except ImportError:
-        return None
-    return PromptCache(price_model(session.config.pricing), session.counter)
 
 
 def _pricing_note(cfg: Config) -> str:
@@ -240,7 +215,8 @@ def ledger_entries(session: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _probe_section(transcript: Transcript, probes: Any, at: str | int | None, cfg: Config) -> dict[str, Any]:
+def _probe_section(transcript: Transcript, probes: Any, at: str | int | None, cfg: Config,
+                   use_usage: bool) -> dict[str, Any]:
     """Retention versus budget (worksurface and each baseline at several post-compact targets) and,
     at the configured target, what each method forgot."""
     from ..probes.check import check
@@ -251,7 +227,7 @@ def _probe_section(transcript: Transcript, probes: Any, at: str | int | None, cf
     notes: list[str] = []
     at_main = None
     for target in targets:
-        result = check(transcript, probes, at=at, window=cfg.window, target=target)
+        result = check(transcript, probes, at=at, window=cfg.window, target=target, use_usage=use_usage, config=cfg)
         notes.extend(result.notes)
         for method, r in result.methods.items():
             curve.setdefault(method, []).append({"target": target, "tokens": r.tokens,

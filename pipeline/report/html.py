@@ -133,7 +133,10 @@ def _header(data: dict[str, Any]) -> str:
             f"({escape(str(src['format']))}{escape(at)})"
             f" &rarr; view: {view['messages']:,} messages, {view['tokens']:,} tokens; {mode}. "
             f'<span class="muted">Window {cfg["window"]:,}, autocompact threshold {cfg["threshold"]:,}, '
-            f"post-compact target {cfg['post_compact_target']:,}.</span></p>")
+            f"post-compact target {cfg['post_compact_target']:,}, "
+            + ("applied to the size as the provider measures it (anchored on the recorded usage); "
+               if cfg.get("use_usage", True) else "applied to the counted text (--no-usage); ")
+            + "token figures are counted (worksurface's cl100k count) unless marked measured.</span></p>")
 
 
 def map_section(data: dict[str, Any]) -> str:
@@ -266,13 +269,16 @@ def replay_section(replay: dict[str, Any]) -> str:
     calls = replay["calls"]
     s = replay["summary"]
     marks = [(c["call"], f"call {c['call']}: compaction") for c in calls if c["compacted"]]
-    series = [Series("view tokens", [(c["call"], c["view_tokens"]) for c in calls])]
-    overflows = [(c["call"], c["view_tokens"]) for c in calls if c.get("overflow")]
+    # The threshold applies to the measured size: the sawtooth shows that one, the counted one beside it.
+    measured = [(c["call"], c.get("measured_tokens", c["view_tokens"])) for c in calls]
+    series = [Series("view tokens, measured", measured),
+              Series("view tokens, counted", [(c["call"], c["view_tokens"]) for c in calls], colour="#999")]
+    overflows = [(c["call"], c.get("measured_tokens", c["view_tokens"])) for c in calls if c.get("overflow")]
     if overflows:
         series.append(Series("over the threshold after compaction", overflows, colour="#c00", markers_only=True))
     saw = line_chart(Chart(series,
                            x_label="model call", y_label="tokens", hlines=[(replay["threshold"], "threshold")],
-                           vmarks=marks, title="view tokens per call"))
+                           vmarks=marks, title="view tokens per call (measured: as the provider measures)"))
     shares = [(c["call"], c["cached_tokens"] / c["view_tokens"] if c["view_tokens"] else 1.0) for c in calls[1:]]
     share = line_chart(Chart([Series("share served from the previous prefix", shares, colour="#009e73")],
                              x_label="model call", y_label="share", y_min=0, y_max=1, y_format=percent,

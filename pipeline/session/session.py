@@ -40,7 +40,8 @@ from .store import MemoryStore, Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
-from ..core.usage import calibrate
+from ..core.calibration import Calibration, MeasurementLog, fit_points
+from ..core.sizes import COUNTED, MEASURED, plausible
 from ..core.view import IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
 from ..engine.protection import protected_ids
 from worksurface.stages.autocompact import CompactionInputs
@@ -78,6 +79,9 @@ class PrepareReport:
     # cache: the prefix still cached is read, the rest written), and the session's running total.
     cost: float = 0.0
     cost_total: float = 0.0
+    # The view's sizes before and after in both units (counted; measured: as the provider measures,
+    # from the usage anchor or the calibration), the unit the stages acted on, and the calibration.
+    sizes: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +98,7 @@ class PrepareReport:
             "ms": round(self.ms, 3),
             "rewound": self.rewound,
             "notices": list(self.notices),
+            "sizes": self.sizes,
         }
 
 
@@ -124,6 +129,7 @@ class Session:
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else REINJECTORS
         self._graph = StagedGraph(STAGES, self.reinjectors)
         self._noted: set[str] = set()  # messages whose recovery cleaning the report already named
+        self._measurements = MeasurementLog(self.counter)  # the transcript's usage, read once per message
         self.status_bar = StatusBar(config)
         with store.lock():
             self._load()
@@ -263,11 +269,14 @@ class Session:
                 self._counted = (view, counted)
             else:
                 counted = self._count_view(view, keep, live)
-            offset = self._usage_offset(view, counted, usage)
-            # The calibration reads every measured usage in the transcript; it only sizes a compaction,
-            # and none can happen on a call that is not forced and is under the threshold.
+            usage_offset, usage_notices = self._usage_offset(view, counted, usage)
+            anchored = usage is not None and not usage_notices
+            offset = usage_offset
+            # The calibration reads every measured usage in the transcript (its earliest requests show
+            # the fixed part best); it only sizes a compaction, and none can happen on a call that is
+            # not forced and is under the threshold.
             may_compact = force or counted + offset > self.config.compaction_floor
-            calibration = calibrate(live, self.counter) if usage is not None and may_compact else None
+            calibration = self._calibration(full, usage_offset) if anchored and may_compact else None
             status_inputs, planned = self.status_bar.begin(
                 live, keep, self.store.get_meta("status_events", []), self.store.get_meta("status_publisher"), now,
                 history=full[:self._recovery.start])
@@ -276,8 +285,7 @@ class Session:
             offset += self.counter.messages(planned[1].messages)
             ctx = self._context(now, force, instructions, view, live, keep, transcript, status_inputs, offset,
                                 raw_tokens)
-            if calibration is not None:
-                ctx = dataclasses.replace(ctx, calibration=calibration, anchor_counted=counted)
+            ctx = dataclasses.replace(ctx, calibration=calibration, usage_offset=usage_offset)
             final = self._run_graph(view, counted + offset, ctx)
             new_edits: list[Edit] = [*harness, *final["edits"]]
             out_view = final["view"]
@@ -289,6 +297,8 @@ class Session:
             if new_edits or rewound:
                 self._check(live, out_view, new_edits, bool(rewound))  # an unedited view: the previous one plus new
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
+            report.sizes = self._sizes(ctx, counted, report, anchored)
+            report.notices += usage_notices
             report.status = status_report
             billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view))
             report.cost, report.cost_total = billed.cost, billed.total
@@ -403,15 +413,46 @@ class Session:
             return cached[2] + live[keep:]
         return apply_edits(live, self._edits)
 
-    def _usage_offset(self, view: list[Message], counted: int, usage: int | tuple[str, int] | None) -> int:
+    def _usage_offset(self, view: list[Message], counted: int,
+                      usage: int | tuple[str, int] | None) -> tuple[int, list[str]]:
+        """What the measured usage adds to the view's count (the anchor's figure stands for the view up
+        to its message), and a notice when the figure cannot be the whole request: then it is not used."""
         if usage is None:
-            return 0
+            return 0, []
         anchor = usage if isinstance(usage, tuple) else self.store.get_meta("last_view_tail")
         if isinstance(usage, int):
             anchor = (anchor, usage) if anchor else None
         if not anchor:
-            return 0
-        return self.counter.estimate(view, tuple(anchor)) - counted
+            return 0, []
+        anchor_id, reported = anchor
+        index = next((i for i in range(len(view) - 1, -1, -1) if view[i].id == anchor_id), None)
+        if index is None:
+            return 0, []
+        upto = counted - self.counter.messages(view[index + 1:])
+        if not isinstance(reported, int) or reported < 0 or not plausible(reported, upto):
+            return 0, [f"the usage passed for message {anchor_id} ({reported!r} tokens) cannot be the whole request: "
+                       f"it is under half of the {upto:,} tokens of text up to that message (only the uncached "
+                       "input?); it is not used, sizes are counted"]
+        return reported - upto, []
+
+    def _calibration(self, full: Sequence[Message], usage_offset: int) -> Calibration:
+        """The calibration of the transcript's usage (read incrementally), or without any recorded
+        usage the constant offset the harness's figure shows (ratio 1)."""
+        fitted = fit_points(self._measurements.update(full))
+        return fitted.calibration if fitted is not None else Calibration(max(0, usage_offset), 1.0, 1)
+
+    def _sizes(self, ctx: StageContext, counted: int, report: PrepareReport, anchored: bool) -> dict[str, Any]:
+        """The view's sizes before and after, counted and as the provider measures them, and which of
+        the two the stages acted on (`unit`)."""
+        before = counted + ctx.usage_offset
+        if report.boundary is not None and ctx.calibration is not None:
+            after = ctx.calibration.size(report.tokens_after)  # the anchor no longer describes the view
+        else:
+            after = report.tokens_after + ctx.usage_offset
+        return {"unit": MEASURED if anchored else COUNTED,
+                "before": {COUNTED: counted, MEASURED: before},
+                "after": {COUNTED: report.tokens_after, MEASURED: max(0, after)},
+                "calibration": ctx.calibration.to_json() if ctx.calibration is not None else None}
 
     def _context(self, now: float, force: bool, instructions: str | None, view: list[Message],
                  live: list[Message], keep: int, transcript: Transcript | Sequence[Message],
@@ -510,8 +551,12 @@ class Session:
                                   f"view is {report.tokens_after} tokens, over the threshold of "
                                   f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
         target = self.config.post_compact_target
-        size = report.tokens_after + view_offset(ctx, report.tokens_after, compacted=True)
-        if report.boundary and size > target:
+        size = (report.sizes or {}).get("after", {}).get(MEASURED, report.tokens_after)
+        floor = (report.boundary or {}).get("text_floor")
+        if floor:
+            report.notices.append(f"{floor['why']}: the compaction kept the floor, and the compacted view measures "
+                                  f"{size} tokens, {max(0, size - target)} over the target")
+        elif report.boundary and size > target:
             over = size - target
             report.notices.append(f"the compacted view is {over} tokens over the post-compact target of {target}: "
                                   "what must stay (the system prompt and tools the harness sends, the newest "

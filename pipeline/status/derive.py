@@ -14,6 +14,7 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.model import Message, Origin, ToolCall, ToolResult, is_user_turn
+from ..core.usage import parse_usage
 from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
 from .display import one_line
 from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
@@ -205,12 +206,10 @@ class EventDeriver:
         if todos and self._changed("todos", todos):
             self._own_todos = True
             self._emit(TaskUpdated, todos=todos)
-        usage = meta.get("usage")
-        if isinstance(usage, Mapping):
-            used = sum(v for k, v in usage.items() if k in ("input_tokens", "output_tokens",
-                       "cache_creation_input_tokens", "cache_read_input_tokens") and isinstance(v, int))
-            if used and self._changed("tokens", used):
-                self._emit(ResourcesChanged, tokens_used=used, token_limit=self._window)
+        # The one usage parser: a negative, boolean or partial figure measures nothing (never a size).
+        usage = parse_usage(meta.get("usage"))
+        if usage is not None and self._changed("tokens", usage.context):
+            self._emit(ResourcesChanged, tokens_used=usage.context, token_limit=self._window)
 
     def _call(self, call: ToolCall) -> None:
         self._calls[call.id] = call

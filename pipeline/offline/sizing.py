@@ -1,0 +1,87 @@
+"""One size everywhere: the configuration and usage every offline command builds for a transcript.
+
+`compact`, `report`, `replay`, `batch`, `probe check` and `probe curve` size a transcript through here,
+so the same flags give the same compaction: `SizeFlags.config` is the configuration (the loaded file,
+the flags over it, the window the transcript records when --window is not given), and
+`prepare_once` is the one `prepare` of a saved transcript, anchored on the usage it records unless
+`--no-usage` (the only switch between the two units: counted, or as the provider measures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..core.config import Config
+from ..core.model import Message
+from ..core.sizes import MeasuredUsage, measured_usage
+from ..formats.base import Transcript
+
+if TYPE_CHECKING:
+    from ..session.session import Prepared, Session
+
+# The smallest window a transcript's own record is taken for (the configuration's lower bound).
+MIN_WINDOW = 1_000
+
+
+@dataclass(frozen=True)
+class SizeFlags:
+    """The sizing flags every offline command takes (None: not given), and whether sizes are anchored
+    on the usage the transcript records (`--no-usage` turns that off)."""
+
+    window: int | None = None
+    target: int | None = None
+    max_output: int | None = None
+    buffer: int | None = None
+    strategy: str | None = None
+    use_usage: bool = True
+
+    def config(self, transcript: Transcript | Sequence[Message] | None = None, base: Config | None = None) -> Config:
+        """`base` (default: the configuration file found from the current folder, `Config.load`) with
+        these flags over it. Without --window the window is the one the transcript records (a Codex
+        rollout's `model_context_window`), else the configured one."""
+        window = self.window if self.window is not None else recorded_window(transcript)
+        return (base or Config.load()).with_overrides(
+            window=window, post_compact_target_tokens=self.target, max_output=self.max_output,
+            autocompact_buffer=self.buffer, status_strategy=self.strategy)
+
+
+def recorded_window(transcript: Transcript | Sequence[Message] | None) -> int | None:
+    """The context window the transcript itself records (`Transcript.meta["context_window"]`), if any."""
+    meta = transcript.meta if isinstance(transcript, Transcript) else {}
+    window = meta.get("context_window")
+    return window if isinstance(window, int) and not isinstance(window, bool) and window >= MIN_WINDOW else None
+
+
+def transcript_usage(transcript: Transcript | Sequence[Message], counter: Any, use_usage: bool = True
+                     ) -> MeasuredUsage | None:
+    """The usage a command anchors on (None with --no-usage): fitted over the whole transcript as read
+    (its earliest requests show the fixed part), anchored in its live part."""
+    if not use_usage:
+        return None
+    messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
+    return measured_usage(messages, counter)
+
+
+def prepare_once(session: Session, transcript: Transcript | Sequence[Message], *, use_usage: bool = True,
+                 force: bool = False, instructions: str | None = None) -> Prepared:
+    """One `prepare` of a saved transcript as every command makes it: anchored on its recorded usage
+    (unless `use_usage` is off), refused measurements named in the notices with the file, and the
+    anchor in `report.sizes`."""
+    usage = transcript_usage(transcript, session.counter, use_usage)
+    prepared = session.prepare(transcript, usage=usage.anchor if usage else None, force=force,
+                               instructions=instructions)
+    describe_usage(prepared.report, usage, transcript)
+    return prepared
+
+
+def describe_usage(report: Any, usage: MeasuredUsage | None, transcript: Transcript | Sequence[Message]) -> None:
+    """Add what a report says about the usage it was sized on: the anchor, and the measurements refused
+    (naming the file)."""
+    source = transcript.path if isinstance(transcript, Transcript) else None
+    anchor = usage.anchor if usage is not None else None
+    notices = usage.notices(source) if usage is not None else []
+    if report.sizes is not None:
+        report.sizes["anchor"] = None if anchor is None else {"message": anchor[0], "tokens": anchor[1]}
+        report.sizes["usage_notices"] = notices
+    report.notices[:0] = notices
