@@ -24,12 +24,16 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     restored, skipped = [], []
     if todos is not None:
         items = sorted(todos.items, key=lambda it: STATUS_ORDER.get(it.status, 3))
-        visible = [it for it in items if is_shown(f"[{it.status}] {it.text}", shown)]
+        visible = [it for it in items if is_shown(f"[{it.status}] {it.text}", shown)
+                   and (not it.detail or is_shown(it.detail, shown))]
         if len(visible) == len(items):
             skipped.append({"what": "todo list", "why": "the view already shows every item with its state"})
         else:
             lines.append(f"Todo list (latest {todos.tool} call):")
-            lines += [f"- [{it.status}] {it.text}" for it in items]
+            for it in items:
+                lines.append(f"- [{it.status}] {it.text}")
+                if it.detail:
+                    lines.append(f"  ↳ {it.detail}")
             restored.append({"what": "todo list", "items": len(items)})
     if mode.active or mode.plan:
         head = ("Plan mode is ON: do not edit files until the plan is approved." if mode.active

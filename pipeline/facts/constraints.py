@@ -23,11 +23,12 @@ from .errors import is_transient, tool_errors
 from .files import added_lines, numbered_lines
 from .findings import COMPLAINT, findings
 from .provenance import converted_outputs, from_other_harness, harness_reminders
-from .requests import is_user_message
+from .commands import command_bodies, rejection_words
+from .requests import is_user_message, is_user_words
 from .shell import first_line, simple_commands
 from .text import one_line, strip_reminders, trim, units
 
-USER, TASK_SPEC, HOOK = "user", "task spec", "hook"
+USER, TASK_SPEC, HOOK, COMMAND = "user", "task spec", "hook", "command"
 
 # Prohibitions and hard rules.
 STRONG_RE = re.compile(
@@ -45,6 +46,13 @@ IMPERATIVE_RE = re.compile(r"^(?:Use|Keep|Reuse|Follow|Stick to|Leave|Preserve|D
 RULE_HEADINGS = ("constraint", "rule", "requirement", "guideline", "convention", "restriction",
                  "non-goal", "out of scope", "scope", "important", "must", "don't", "do not")
 STRONG, MEDIUM, WEAK = 3, 2, 1
+# A question asks; it does not bind ("do we need to write a plan?"): one that ends with a question
+# mark, or opens as one (users often leave the mark out). "Can you make sure ..." is a polite
+# imperative, so `can/could/would you` do not open a question here.
+QUESTION_END_RE = re.compile(r"\?[\s)\"'`*_]*$")
+QUESTION_OPEN_RE = re.compile(
+    r"(?i)^(?:(?:do|does|did|is|are|was|were|have|has|should|shall|will|can|could|would)\s+"
+    r"(?:we|i|it|they|there|this|that|these|those)\b|(?:what|why|how|where|when|which|who|whether)\b)")
 
 # Commands that print an issue or task (beads, GitHub, GitLab, Jira, Linear).
 TASK_COMMAND_RE = re.compile(
@@ -113,7 +121,10 @@ class Approach:
 
 
 def rule_strength(text: str, heading: str = "", bullet: bool = False) -> int | None:
-    """How strongly a sentence or bullet states a rule (3, 2, 1), or None when it states none."""
+    """How strongly a sentence or bullet states a rule (3, 2, 1), or None when it states none (a
+    question states none, whatever words it uses)."""
+    if is_question(text):
+        return None
     if STRONG_RE.search(text):
         return STRONG
     if bullet and any(h in heading for h in RULE_HEADINGS):
@@ -123,6 +134,12 @@ def rule_strength(text: str, heading: str = "", bullet: bool = False) -> int | N
     if bullet and IMPERATIVE_RE.match(text):
         return WEAK
     return None
+
+
+def is_question(text: str) -> bool:
+    """The sentence asks something rather than stating it."""
+    stripped = text.strip()
+    return bool(QUESTION_END_RE.search(stripped) or QUESTION_OPEN_RE.match(stripped))
 
 
 def rules_in(text: str) -> list[tuple[str, int]]:
@@ -278,6 +295,8 @@ def standing_constraints(messages: Sequence[Message],
     records = {(r.result_index, r.call.id): r for r in tool_calls(messages) if r.result_index is not None}
     queued_after = _queued_positions(messages, queued_inputs)
     outputs = converted_outputs(messages)
+    # The prompt a slash command the user ran expanded into: its rules bind like the user's own.
+    expanded = {index: name for name, _, index in command_bodies(messages)}
     for i, m in enumerate(messages):
         if m.role == "system":
             continue  # the system prompt is the stable prefix: never removed, never restated
@@ -285,6 +304,8 @@ def standing_constraints(messages: Sequence[Message],
             continue  # a tool's output written as a user message by a format conversion
         if is_user_message(m):
             add(strip_reminders(m.text), USER, m.id, i)
+        elif i in expanded:
+            add(strip_reminders(m.text), COMMAND, m.id, i, expanded[i])
         if m.role == "user":
             for source, body in _hook_texts(harness_reminders(m)):
                 add(body, source, m.id, i)
@@ -312,7 +333,7 @@ def _queued_positions(messages: Sequence[Message],
     index = {m.id: i for i, m in enumerate(messages)}
     out: dict[int, list[str]] = {}
     for after, text in queued_inputs:
-        if after in index and not text.lstrip().startswith("<"):
+        if after in index and is_user_words(text):
             out.setdefault(index[after], []).append(text)
     return out
 
@@ -343,7 +364,8 @@ def excluded_approaches(messages: Sequence[Message],
     for rec in records:
         at = rec.result_index if rec.result_index is not None else rec.index
         if rec.rejected:
-            reply = _next_user_words(messages, at, queued)
+            said = rejection_words(rec.result, rec.result_message) if rec.result and rec.result_message else None
+            reply = (rec.result_message_id or rec.message_id, said) if said else _next_user_words(messages, at, queued)
             text = f"user rejected {tool_label(rec)}"
             marker = _interrupt_after(messages, at)
             if marker:
@@ -369,9 +391,11 @@ def excluded_approaches(messages: Sequence[Message],
         if is_user_turn(m) and m.text.strip().startswith(INTERRUPT_MARKER) and not from_other_harness(m):
             if i - 1 in rejected_at or i in rejected_at:
                 continue  # already reported as a rejected call
-            reply = _next_user_words(messages, i, queued)
-            text = "user interrupted" + (f'; then said: "{reply[1]}"' if reply else "")
-            out.append(Approach(INTERRUPTED, _evidence(text), (m.id,) + ((reply[0],) if reply else ()), i))
+            # What the user stopped is the approach; what they said next is a request (requests.py),
+            # not an approach, and is left to the user's messages.
+            stopped = _interrupted_work(records, messages, i)
+            if stopped:
+                out.append(Approach(INTERRUPTED, _evidence(f"user interrupted {stopped}"), (m.id,), i))
         if m.role == "assistant":
             said = units(m.text)
             n = 0
@@ -416,6 +440,18 @@ def _done_instead(records: list[CallRecord], at: int, said: str) -> str:
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", text.lower())}
+
+
+def _interrupted_work(records: list[CallRecord], messages: Sequence[Message], at: int) -> str | None:
+    """What the agent was doing when the user interrupted at `at`: its latest tool call since the
+    previous user turn, else its latest words then; None when it had only just started."""
+    start = next((j for j in range(at - 1, -1, -1) if is_user_message(messages[j])), -1)
+    calls = [r for r in records if start < r.index < at]
+    if calls:
+        return f"the agent's {tool_label(calls[-1])}"
+    said = next((messages[j].text for j in range(at - 1, start, -1)
+                 if messages[j].role == "assistant" and messages[j].text.strip()), None)
+    return f'the agent after it said: "{one_line(said, 160)}"' if said else None
 
 
 def _interrupt_after(messages: Sequence[Message], at: int) -> str | None:

@@ -50,7 +50,9 @@ MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
 MAX_JSON_MEMO = 20_000
 # Edit gists kept (newest): a summary offers at most a few dozen.
 MAX_EDIT_GISTS = 60
-LEDGER_VERSION = 1
+# Bumped when the extractors read a message differently: a stored ledger of another version is
+# folded again from the transcript (2: slash commands, rejection words, answers, todo details).
+LEDGER_VERSION = 2
 # Session meta keys: the head of the ledger, each larger part, each tracked file.
 LEDGER_KEY = "ledger"
 PART_PREFIX = "ledger."

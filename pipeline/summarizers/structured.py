@@ -18,6 +18,7 @@ from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
 from ..core.model import Message, Origin, is_user_turn
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..facts.requests import UserMessage
 from ..ledger.source import FactSource, MessageFacts
 from .base import Summary, SummaryRequest
 from .packing import Item, Section, pack
@@ -110,8 +111,8 @@ class _Builder:
         return path
 
     def sections(self) -> list[Section]:
-        users = [(u.text, u.queued) for u in self.src.user_messages()]
-        users = [(t, False) for t in self.carried.get(USER_QUOTES, [])] + users
+        users = [(u.text, _how(u)) for u in self.src.user_messages()]
+        users = [(t, "") for t in self.carried.get(USER_QUOTES, [])] + users
         built = {
             "": self.preamble(),
             ACTIVE_REQUEST: self.active_request(users),
@@ -140,11 +141,11 @@ class _Builder:
             items.append(Item(note, (1,), (1,), shrinkable=True))
         return items
 
-    def active_request(self, users: list[tuple[str, bool]]) -> list[Item]:
+    def active_request(self, users: list[tuple[str, str]]) -> list[Item]:
         items: list[Item] = []
         if users:
-            text, queued = users[-1]
-            how = ", typed while the agent was working" if queued else ""
+            text, how = users[-1]
+            how = f", {how}" if how else ""
             # Never shortened: the newest user message is quoted whole or not at all (then the kept
             # tail starts at it instead).
             items.append(Item(f"Latest user request (verbatim{how}):\n{text}", (0,), (0,)))
@@ -178,12 +179,12 @@ class _Builder:
             items.append(Item(f"Earlier summary (verbatim):\n{self.earlier[-1]}", (9,), (9,), shrinkable=True))
         return items
 
-    def user_messages(self, users: list[tuple[str, bool]]) -> list[Item]:
+    def user_messages(self, users: list[tuple[str, str]]) -> list[Item]:
         # The latest and first requests are quoted under Active request; the others, newest first.
         rest = users[1:-1]
         items = []
-        for n, (text, queued) in enumerate(reversed(rest), 1):
-            label = f"[{n}, queued]" if queued else f"[{n}]"
+        for n, (text, how) in enumerate(reversed(rest), 1):
+            label = f"[{n}, {how}]" if how else f"[{n}]"
             items.append(Item(f"{label} {text}", (n,), (n,), shrinkable=True))
         return items
 
@@ -261,8 +262,13 @@ class _Builder:
                               (0, -run.index), "Tests:"))
         if self.todos is not None:
             for n, it in enumerate(self.todos.items):
-                rank = (1, TODO_STATUS_ORDER.get(it.status, 1), n)
+                status = TODO_STATUS_ORDER.get(it.status, 1)
+                rank = (1, status, n)
                 items.append(Item(f"- [{it.status}] {it.text}", rank, (1, n), "Todo list:"))
+                if it.detail:
+                    # What a remaining item involves is the plan; what a done one involved, its record.
+                    items.append(Item(f"  ↳ {it.detail}", rank + (1,) if status < 2 else (4, n), (1, n, 1),
+                                      "Todo list:", shrinkable=True))
         plan = self.plan
         if plan.active:
             items.append(Item("- Plan mode is ON: plan first, no edits until the user approves.", (0, 0),
@@ -306,7 +312,7 @@ class _Builder:
                               (3 if n < RECENT_EDITS else 5, n), (3, -n), "Latest edits (what each added first):"))
         return items
 
-    def next_step(self, users: list[tuple[str, bool]]) -> list[Item]:
+    def next_step(self, users: list[tuple[str, str]]) -> list[Item]:
         items: list[Item] = []
         if self.todos is not None:
             for status, what in (("in_progress", "Continue the in-progress item"), ("pending", "Next pending item")):
@@ -372,6 +378,13 @@ class _Builder:
         if not self.cwd:
             return text
         return text.replace(self.cwd.rstrip("/") + "/", "")
+
+
+def _how(u: UserMessage) -> str:
+    """How a user message was given, when not typed as a message in its turn."""
+    if u.via:
+        return f"via {u.via}"
+    return "typed while the agent was working" if u.queued else ""
 
 
 def closed_issues(src: FactSource) -> set[str]:
