@@ -81,6 +81,16 @@ ABANDON_RE = re.compile(
     r"instead(?:,| of| I'?ll| let me| we)|switch(?:ing)? to|fall(?:ing)? ?back|work ?around|"
     r"rather than|abandon|revert(?:ing|ed)?|wrong approach|dead end|no luck|still fail(?:s|ing)?|"
     r"stale)\b")
+# The agent deciding against a change, with why ("the TTL already handles invalidation", "skipped as
+# the duplication is minimal", "accept as tech debt"): an approach proposed and excluded, so the next
+# pass does not redo the analysis or make the change after all.
+DECIDED_RE = re.compile(
+    r"(?i)\balready (?:handles?|handled|covers?|covered|prevents?|guards?)\b"
+    r"|\b(?:is|are) (?:already )?(?:sufficient|adequate)\b|\b(?:not|no longer) (?:needed|necessary|required)\b"
+    r"|\bunnecessary\b|\bno need (?:to|for)\b|\bnot worth\b|\bwon'?t fix\b|\bout of scope\b"
+    r"|\b(?:accept(?:ed)?|keep|leave|left) (?:it |this |that )?as (?:tech(?:nical)? debt|is)\b|\btech(?:nical)? debt\b"
+    r"|\bskip(?:ped|ping)? (?:this|it|that)\b|\bskipped as\b"
+    r"|\b(?:defer|postpone)d? (?:it|this|that|them|to|until)\b|\b(?:is|are|be|was|were) (?:deferred|postponed)\b")
 MAX_TITLE_CHARS = 200
 # Evidence longer than this is cut; one approach is a sentence or two.
 MAX_EVIDENCE = 300
@@ -93,8 +103,8 @@ FOLLOW_UP_LINES = 2
 MAX_FOLLOW_UP_CHARS = 120
 # A user reply to a rejection is looked for within this many messages after it.
 REPLY_WINDOW = 6
-REJECTED, INTERRUPTED, REVERTED, WORKAROUND, ABANDONED = (
-    "rejected", "interrupted", "reverted", "worked around", "abandoned")
+REJECTED, INTERRUPTED, REVERTED, WORKAROUND, ABANDONED, DECIDED = (
+    "rejected", "interrupted", "reverted", "worked around", "abandoned", "decided against")
 
 
 @dataclass(frozen=True)
@@ -402,14 +412,15 @@ def excluded_approaches(messages: Sequence[Message],
             while n < len(said):
                 text = said[n].text
                 n += 1
-                if not ABANDON_RE.search(text) or is_transient(text):
+                kind = ABANDONED if ABANDON_RE.search(text) else DECIDED if DECIDED_RE.search(text) else None
+                if kind is None or is_transient(text):
                     continue  # a read split for size or a retried timeout is routine, not a lesson
                 # The next sentence usually says what was done instead; keep it when short.
                 if n < len(said) and len(text) + len(said[n].text) < MAX_EVIDENCE:
                     text += " " + said[n].text
                     n += 1
-                then = _done_instead(records, i, text)
-                out.append(Approach(ABANDONED, _evidence(text) + then, (m.id,), i))
+                then = _done_instead(records, i, text) if kind == ABANDONED else ""
+                out.append(Approach(kind, _evidence(text) + then, (m.id,), i))
     # A checker's complaint the agent restated is a negative result too (and so it is kept in the
     # ledger with the other approaches, across compactions).
     for f in findings(messages):
@@ -448,7 +459,8 @@ def _interrupted_work(records: list[CallRecord], messages: Sequence[Message], at
     start = next((j for j in range(at - 1, -1, -1) if is_user_message(messages[j])), -1)
     calls = [r for r in records if start < r.index < at]
     if calls:
-        return f"the agent's {tool_label(calls[-1])}"
+        # Stopping a question to the user is answering it another way, not excluding an approach.
+        return None if tool_kind(calls[-1].call) == "ask" else f"the agent's {tool_label(calls[-1])}"
     said = next((messages[j].text for j in range(at - 1, start, -1)
                  if messages[j].role == "assistant" and messages[j].text.strip()), None)
     return f'the agent after it said: "{one_line(said, 160)}"' if said else None

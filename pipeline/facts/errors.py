@@ -31,7 +31,7 @@ CLASSIFY_CACHE_SIZE = 4 * RESOLUTION_WINDOW
 # An error line longer than this is cut: the cause is at its start.
 MAX_ERROR_LINE = 300
 # Kinds that change nothing, so they cannot be what fixed an error.
-PASSIVE_KINDS = {"read", "grep", "glob", "list", "search", "fetch", "todo", "plan", "agent", "other"}
+PASSIVE_KINDS = {"read", "grep", "glob", "list", "search", "fetch", "todo", "plan", "agent", "ask", "other"}
 # At most this many changes are named in a "fixed by" note (the latest ones).
 MAX_FIXES_NAMED = 2
 

@@ -9,6 +9,7 @@ itself such as `/clear`) are not the user's words and are left out.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -95,7 +96,23 @@ def user_messages(messages: Sequence[Message],
             continue
         out.append(UserMessage(text.strip(), after, at, queued=True))
     out.sort(key=lambda u: (u.index, u.queued))
-    return out
+    return _without_repeats(out)
+
+
+def _without_repeats(found: list[UserMessage]) -> list[UserMessage]:
+    """An answer or rejection that the user also typed as a message of their own (a free-text
+    answer the harness recorded twice) is said once, where typed."""
+    typed = [_fold(u.text) for u in found if not u.via]
+
+    def repeated(u: UserMessage) -> bool:
+        said = _fold(u.text.partition(" -> ")[2] if u.via == VIA_ANSWERS else u.text).rstrip("…")
+        return bool(said) and any(t.startswith(said) for t in typed)
+
+    return [u for u in found if not (u.via and repeated(u))]
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 def _given_in_results(message: Message, index: int) -> list[UserMessage]:
@@ -106,9 +123,7 @@ def _given_in_results(message: Message, index: int) -> list[UserMessage]:
         words = rejection_words(r, message)
         if words:
             out.append(UserMessage(words, message.id, index, via=VIA_REJECTION))
-    answers = question_answers(message)
-    if answers:
-        out.append(UserMessage("\n".join(answers), message.id, index, via=VIA_ANSWERS))
+    out += [UserMessage(answer, message.id, index, via=VIA_ANSWERS) for answer in question_answers(message)]
     return out
 
 

@@ -62,7 +62,8 @@ def one_line(text: str, limit: int = 200) -> str:
 def units(text: str) -> list[Unit]:
     """Split text into bullets and sentences, each tagged with the heading above it.
 
-    Code fences are skipped: rules live in prose, and code lines only look like sentences.
+    Code fences and table rows are skipped: rules live in prose, and code lines and table cells only
+    look like sentences.
     """
     out: list[Unit] = []
     heading = ""
@@ -83,6 +84,9 @@ def units(text: str) -> list[Unit]:
             in_fence = not in_fence
             continue
         if in_fence:
+            continue
+        if line.lstrip().startswith("|"):
+            flush()  # a table row: cells, not sentences
             continue
         if not line.strip():
             flush()

@@ -59,7 +59,8 @@ IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
 TRACKER_STATE_RE = re.compile(r"\s*\[[^\]]*·\s*[A-Z_]+\]\s*$")
 TRACKER_MARK_RE = re.compile(r"^[○◐✓●❄]\s+")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
-APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1, "abandoned": 2}
+APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1,
+                  "decided against": 1, "abandoned": 2}
 
 
 class StructuredSummarizer:
