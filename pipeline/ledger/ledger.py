@@ -20,6 +20,7 @@ from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, Error
                      PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.errors import RESOLUTION_WINDOW
 from ..facts.files import FileTracker
+from ..facts.plans import is_plan_document
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
@@ -41,6 +42,8 @@ DEFAULT_IDENTIFIER_CAP = 60
 # File contents the ledger keeps for reinjection: the newest files only (older ones are re-read from
 # the workspace, or named without content); a content is capped at this many characters.
 MAX_FILES_WITH_CONTENT = 16
+# Plan documents keep their content however old (the newest this many), beside those 16.
+MAX_PLAN_DOCUMENTS_WITH_CONTENT = 8
 MAX_CONTENT_CHARS = 40_000
 # An unresolved error keeps the errors window open back to it, up to this many messages (a retry
 # or fix is looked for RESOLUTION_WINDOW calls ahead, two messages a call).
@@ -157,7 +160,10 @@ class Ledger:
         start = min(self.carry_from, self.count)
         self.last_window = n - start
         self._fold(transcript[start:], start, queued, self.count)
-        self._fold_errors(transcript, max(min(self.errors_from, start), n - MAX_ERROR_WINDOW_MESSAGES), n)
+        # Every new message is read; of the older ones, only back to the oldest error still open
+        # (bounded), so a first fold of a whole transcript misses no error.
+        reread_from = max(min(self.errors_from, start), n - MAX_ERROR_WINDOW_MESSAGES)
+        self._fold_errors(transcript, min(start, reread_from), n)
         self.count, self.last_digest = n, transcript[-1].digest
         self.carry_from = _open_call_start(transcript, start, n)
         self.dirty = True
@@ -527,15 +533,18 @@ class LedgerView:
 
 
 def _with_newest_contents(files: Sequence[FileFact]) -> dict[str, FileFact]:
-    """The file records by path; only the newest files keep their content (capped), the others are
-    re-read from the workspace or named without content."""
+    """The file records by path; only the newest files and the plan documents (the plan the work goes
+    through, however long ago it was read) keep their content (capped), the others are re-read from
+    the workspace or named without content."""
     out: dict[str, FileFact] = {}
-    with_content = 0
+    with_content = plans = 0
     for f in sorted(files, key=lambda f: -f.last_index):
         content = f.content
         if content is not None:
-            with_content += 1
-            if with_content > MAX_FILES_WITH_CONTENT:
+            plan = is_plan_document(f.path) and plans < MAX_PLAN_DOCUMENTS_WITH_CONTENT
+            plans += plan
+            with_content += not plan
+            if with_content > MAX_FILES_WITH_CONTENT and not plan:
                 f = dataclasses.replace(f, content=None, content_message_id=None)
             elif len(content) > MAX_CONTENT_CHARS:
                 f = dataclasses.replace(f, content=content[:MAX_CONTENT_CHARS], partial=True)
