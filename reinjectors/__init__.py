@@ -7,8 +7,9 @@ post-compact target, so budgets shrink from the least valuable end.
 
 from worksurface.engine.state import Reinjector
 
-from . import constraints, details, files, plan, skills, status, tools
+from . import constraints, details, files, plan, results, skills, status, tools
 
-# `details` runs last (before the status, which always runs last): it packs what the summary had no
-# room for into whatever the others left of the target.
-DEFAULT_REINJECTORS: tuple[Reinjector, ...] = (status, constraints, plan, files, skills, tools, details)
+# `details` packs what the summary had no room for into whatever the others left of the target;
+# `results` then spends what is still left on the newest tool results from before the tail (the
+# status always runs last).
+DEFAULT_REINJECTORS: tuple[Reinjector, ...] = (status, constraints, plan, files, skills, tools, details, results)
