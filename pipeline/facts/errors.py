@@ -72,7 +72,8 @@ READ_ONLY_GIT = {"status", "log", "diff", "show", "ls-files", "ls-tree", "rev-pa
                  "describe", "shortlog", "reflog", "check-ignore", "cat-file"}
 # A refusal of the tool itself, not of the approach: retrying differently is routine, not a lesson.
 TRANSIENT_RE = re.compile(
-    r"(?i)exceeds? (?:the )?maximum allowed tokens|file content \(\d+ tokens\) exceeds|too large to read"
+    r"(?i)exceeds? (?:the )?maximum allowed (?:tokens|size)|file content \([\d.]+ ?(?:tokens|[kmg]?b)\) exceeds"
+    r"|too large to read"
     r"|timed out|timeout after|rate limit|overloaded|file has not been read yet|"
     r"file has been modified since read|modified since it was last read|try again later|"
     r"ECONNRESET|temporarily unavailable")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
-                     PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
+                     Outcome, PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.errors import RESOLUTION_WINDOW
 from ..facts.files import FileTracker
 from ..facts.plans import is_plan_document
@@ -53,6 +53,8 @@ MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
 MAX_JSON_MEMO = 20_000
 # Edit gists kept (newest): a summary offers at most a few dozen.
 MAX_EDIT_GISTS = 60
+# What the latest calls showed (a few output lines each): a summary quotes the newest few dozen.
+MAX_OUTCOMES = 80
 # Bumped when the extractors read a message differently: a stored ledger of another version is
 # folded again from the transcript (2: slash commands, rejection words, answers, todo details).
 LEDGER_VERSION = 2
@@ -80,6 +82,7 @@ class _Records:
     tests: dict[str, TestRun] = dataclasses.field(default_factory=dict)
     commits: dict[str, Commit] = dataclasses.field(default_factory=dict)
     edits: dict[str, EditGist] = dataclasses.field(default_factory=dict)
+    outcomes: dict[str, Outcome] = dataclasses.field(default_factory=dict)  # by call id, the newest kept
     tracker: dict[str, TrackerUpdate] = dataclasses.field(default_factory=dict)
     skills: dict[str, SkillUse] = dataclasses.field(default_factory=dict)
     announcements: dict[str, Announcement] = dataclasses.field(default_factory=dict)
@@ -108,7 +111,8 @@ DERIVED_PARTS = frozenset({"files"})
 _RECORD_TYPES: dict[str, type] = {
     "requests": UserMessage, "constraints": Constraint, "approaches": Approach, "findings": Finding,
     "specs": TaskSpec,
-    "errors": ErrorFact, "files": FileFact, "tests": TestRun, "commits": Commit, "edits": EditGist, "tracker": TrackerUpdate,
+    "errors": ErrorFact, "files": FileFact, "tests": TestRun, "commits": Commit, "edits": EditGist, "outcomes": Outcome,
+    "tracker": TrackerUpdate,
     "skills": SkillUse, "announcements": Announcement, "agents": AgentUse, "subagents": SubagentTask,
 }
 
@@ -239,6 +243,10 @@ class Ledger:
         if len(r.edits) > MAX_EDIT_GISTS:
             newest = sorted(r.edits.items(), key=lambda kv: kv[1].index)[-MAX_EDIT_GISTS:]
             r.edits = dict(newest)
+        for o in facts.recent_outcomes(messages, MAX_OUTCOMES):
+            r.outcomes[o.call_id] = dataclasses.replace(o, index=at(o.index))
+        if len(r.outcomes) > MAX_OUTCOMES:
+            r.outcomes = dict(sorted(r.outcomes.items(), key=lambda kv: kv[1].index)[-MAX_OUTCOMES:])
         self.files.feed(messages, index, new_from)
         # Rendering every file's facts reads every line held; only when a tracked file changed.
         marks = self._file_marks()
@@ -500,6 +508,9 @@ class LedgerView:
 
     def recent_edits(self, n: int) -> list[EditGist]:
         return self._before(self.r.edits.values(), lambda e: e.index)[::-1][:n]
+
+    def recent_outcomes(self, n: int) -> list[Outcome]:
+        return self._before(self.r.outcomes.values(), lambda o: o.index)[::-1][:n]
 
     def announced_tools(self) -> list[Announcement]:
         return self._before(self.r.announcements.values(), lambda a: a.index)

@@ -32,6 +32,9 @@ FIRST_CLAIM = 0.5
 ROUND_MIN_TOKENS = 30
 # A section's step is scaled by its share of the budget over this (a typical share).
 ROUND_NORMAL_SHARE = 0.1
+# An item repeating chosen text verbatim is skipped only when at least this long (a short value
+# such as a branch name says something in its own list).
+MIN_REDUNDANT_CHARS = 16
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,9 @@ class Section:
     cap: int | None = None
     empty: str = "- none"
     inline: bool = False
+    # An item this section would repeat verbatim from another section's chosen text is skipped (a
+    # list of identifiers naming what a line elsewhere already quotes); a rule or a quote is not.
+    skip_repeats: bool = False
     chosen: list[Item] = field(default_factory=list)
     used: int = 0
 
@@ -107,6 +113,10 @@ class _Packer:
         self.omit_empty = omit_empty
         self.groups: dict[int, set[str]] = {id(s): set() for s in sections}
         self.total = counter.text(render(sections, omit_empty))  # headings and empty markers
+        # What the chosen items already say (folded), so an item another section already shows
+        # word for word (a commit both listed and named, a command both run and listed) costs nothing.
+        self.said = ""
+        self.redundant: set[int] = set()
 
     def cost(self, section: Section, item: Item) -> int:
         n = self.counter.text(item.text) + ITEM_OVERHEAD
@@ -121,7 +131,20 @@ class _Packer:
                 n -= self.counter.text(section.empty)  # the empty marker goes away
         return n
 
+    def repeats(self, section: Section, item: Item) -> bool:
+        """The item says nothing the chosen items do not already say verbatim (it is then skipped)."""
+        if not section.skip_repeats:
+            return False
+        if id(item) in self.redundant:
+            return True
+        key = _fold(item.text)
+        if len(key) >= MIN_REDUNDANT_CHARS and key in self.said:
+            self.redundant.add(id(item))
+            return True
+        return False
+
     def take(self, section: Section, item: Item, cost: int) -> None:
+        self.said += "\n" + _fold(item.text)
         section.chosen.append(item)
         section.used += cost
         self.total += cost
@@ -132,7 +155,7 @@ class _Packer:
         `limit` tokens. An item that does not fit stops the filling (a less important item never
         jumps ahead of it) unless it could never fit, or can be cut to fit (when `may_cut`)."""
         for item in sorted(section.items, key=lambda it: it.rank):
-            if item in section.chosen:
+            if item in section.chosen or self.repeats(section, item):
                 continue
             room = min(limit - section.used, self.budget - self.total)
             if section.cap is not None:
@@ -157,7 +180,7 @@ class _Packer:
         section has nothing left that fits (the final pass may still cut an item to fit)."""
         took = 0
         for item in sorted(section.items, key=lambda it: it.rank):
-            if item in section.chosen:
+            if item in section.chosen or self.repeats(section, item):
                 continue
             room = self.budget - self.total
             if section.cap is not None:
@@ -186,6 +209,11 @@ class _Packer:
             open_sections = [s for s in open_sections if self.offer(s, int(step * s.share / ROUND_NORMAL_SHARE))]
         for s in self.sections:
             self.fill(s, self.budget)
+
+
+def _fold(text: str) -> str:
+    """Text compared for repeats: list and code marks dropped, case and spacing folded."""
+    return " ".join(text.removeprefix("- ").replace("`", "").lower().split())
 
 
 def pack(sections: list[Section], budget: int, counter: TokenCounter, omit_empty: bool = False) -> str:

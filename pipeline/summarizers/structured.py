@@ -16,12 +16,13 @@ from ..core.errors import SummarizerError
 from ..facts.findings import COMPLAINT
 from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
+from ..facts.text import one_line
 from ..core.model import Message, Origin, is_user_turn
-from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
 from ..facts.requests import UserMessage
 from ..ledger.source import FactSource, MessageFacts
 from .base import Summary, SummaryRequest
-from .packing import Item, Section, pack
+from .packing import Item, Section, pack, shrink
 from .sections import (ACTIVE_REQUEST, CARRIED_GROUP, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS,
                        IDENTIFIERS, NEXT_STEP, PROGRESS, TITLE, TRIED, USER_MESSAGES, USER_QUOTES, carried_lines)
 
@@ -39,16 +40,25 @@ PLAN: dict[str, tuple[int, float]] = {
     ERRORS: (7, 0.08),
     FILES: (8, 0.10),
     USER_MESSAGES: (9, 0.12),
-    CURRENT_WORK: (10, 0.08),
+    CURRENT_WORK: (10, 0.16),
 }
 # How many task texts, earlier test runs and recent tool calls are worth naming.
 MAX_TASK_TITLES = 8
 MAX_TEST_COMMANDS = 5
 RECENT_CALLS = 6
+# An error item names its call, its line and its outcome in a line or two, not a log.
+MAX_ERROR_LABEL_CHARS, MAX_ERROR_CHARS = 100, 180
+# The last assistant message is quoted within this share of the summary's budget (at least the minimum).
+LAST_MESSAGE_SHARE, MIN_LAST_MESSAGE_TOKENS = 0.12, 120
+# Recent calls whose output is quoted (a few lines each), newest first, as the budget allows.
+RECENT_OUTCOMES = 60
 RECENT_EDITS = 3
 # Command forms and tools named before any other list's tail (each costs a few tokens).
 HEAD_COMMAND_FORMS = 12
-HEAD_TOOLS = 12
+HEAD_TOOLS = 6
+# Names the agent's edits defined (functions, tests, constants): few tokens each, often the only
+# record of what was built.
+HEAD_SYMBOLS = 12
 # Edit gists worth offering when the budget has room: what an edit added often exists nowhere else.
 MAX_EDITS = 20
 # A tracker command longer than this is cut where its result repeats it.
@@ -132,7 +142,7 @@ class _Builder:
             priority, share = PLAN[heading]
             cap = self.request.user_messages_tokens if heading == USER_MESSAGES else None
             out.append(Section(heading, built[heading], share, priority, cap=cap,
-                               inline=heading == IDENTIFIERS))
+                               inline=heading == IDENTIFIERS, skip_repeats=heading == IDENTIFIERS))
         return out
 
     def preamble(self) -> list[Item]:
@@ -211,8 +221,10 @@ class _Builder:
                 continue
             seen.add((e.label, e.line))
             outcome = e.resolution or "UNRESOLVED"
-            line = f"- {self.shorten_paths(e.label)}: {e.line} -> {self.shorten_paths(outcome)}"
-            items.append(Item(line, (0 if not e.resolved else 1, -e.index), (e.index,)))
+            line = (f"- {one_line(self.shorten_paths(e.label), MAX_ERROR_LABEL_CHARS)}: {one_line(e.line, MAX_ERROR_CHARS)}"
+                    f" -> {one_line(self.shorten_paths(outcome), MAX_ERROR_CHARS)}")
+            # A tool's passing refusal (a read over its size limit) ranks after every real error.
+            items.append(Item(line, (2 if e.transient else 0 if not e.resolved else 1, -e.index), (e.index,)))
         return items + self.carried_items(ERRORS)
 
     def decisions(self) -> list[Item]:
@@ -300,13 +312,24 @@ class _Builder:
         work = facts.current_work(self.messages, RECENT_CALLS)
         items: list[Item] = []
         if work.text:
-            items.append(Item(f"Last assistant message (verbatim):\n{work.text}", (0,), (0,), shrinkable=True))
+            # Its start and end within a share of the budget: a long report quoted whole would take
+            # the room of every other section's next lines.
+            last = Item(f"Last assistant message (verbatim):\n{work.text}", (0,), (0,), shrinkable=True)
+            cap = max(MIN_LAST_MESSAGE_TOKENS, int(self.request.budget_tokens * LAST_MESSAGE_SHARE))
+            if len(get_encoding().encode_ordinary(last.text)) > cap:
+                last = shrink(last, cap) or last
+            items.append(last)
         for n, label in enumerate(work.pending_calls):
             items.append(Item(f"- {self.shorten_paths(label)}", (1, n), (1, n), "Waiting on results of:"))
-        calls = work.recent_calls
-        for n, label in enumerate(calls):
-            items.append(Item(f"- {self.shorten_paths(label)}", (2, len(calls) - n), (2, n),
-                              "Latest tool calls (oldest first):"))
+        # What the latest calls showed, newest first: the observation the agent was working from.
+        # A failure is listed under Errors (or Tried) with its fix: its error line is not quoted twice.
+        errors = {e.call_id: one_line(e.line, MAX_ERROR_CHARS) for e in self.errors_found}
+        outcomes = [o for o in self.src.recent_outcomes(RECENT_OUTCOMES)
+                    if o.call_id not in errors or errors[o.call_id] not in o.gist]
+        for n, o in enumerate(outcomes):
+            failed = " (failed)" if o.failed else ""
+            items.append(Item(f"- {self.shorten_paths(o.label)}{failed} -> {o.gist}", (2, n), (2, n),
+                              "Latest tool calls and what they showed (newest first):", shrinkable=True))
         # Newest first; the first few rank with the current work, older ones fill what is left.
         for n, edit in enumerate(self.src.recent_edits(MAX_EDITS)):
             items.append(Item(f"- {self.shorten_paths(edit.target)}: + `{edit.gist}`",
@@ -341,11 +364,12 @@ class _Builder:
         ids = self.src.identifiers()
         items: list[Item] = []
 
-        def add(kind: str, values: Sequence[str], head: int, fmt: str = "{}") -> None:
+        def add(kind: str, values: Sequence[str], head: int, fmt: str = "{}", filler: bool = False) -> None:
             # The first `head` values of every list come before the rest of any list: the newest
             # commit, the current issue and the working commands are worth more than a 15th hash.
+            # A filler list (whole commands, urls: measured to carry least per token) comes last.
             for n, v in enumerate(values):
-                rank = (0, n) if n < head else (1, n - head)
+                rank = (3, n) if filler else (0, n) if n < head else (1, n - head)
                 items.append(Item(fmt.format(v), rank, (len(items), n), f"{kind}:"))
 
         add("cwd", [ids.cwd] if ids.cwd else [], 9)
@@ -363,9 +387,9 @@ class _Builder:
         add("issues", ids.issues, 4)
         add("test results", ids.test_counts, 2)
         # Paths are listed under Files and artifacts; repeating them here carries nothing new.
-        add("names defined in edits", ids.symbols, 4)
-        add("commands", ids.commands, 0, "`{}`")
-        add("urls", ids.urls, 1)
+        add("names defined in edits", ids.symbols, HEAD_SYMBOLS)
+        add("commands", ids.commands, 0, "`{}`", filler=True)
+        add("urls", ids.urls, 0, filler=True)
         for n, line in enumerate(self.carried.get(IDENTIFIERS, [])):
             kind, _, values = line.partition(": ")
             items.append(Item(values, (2, n), (len(items), n), f"{kind} (earlier):"))
