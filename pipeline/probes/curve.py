@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 from ..formats.base import Transcript
 from ..core.model import Message
 from ..offline.replay import call_points, replay_clock
+from .cut import cut_transcript
 from .match import Score, score
 from .model import Probe, ProbeSet
 
@@ -61,8 +62,10 @@ def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
         for n in calls:
             now = replay_clock(messages[n - 1], now)
             overflow = False
+            # What the harness sends at this call: its messages and the input the user queued by then.
+            sent = cut_transcript(transcript, messages[:n])
             try:
-                prepared = session.prepare(messages[:n], now=now)
+                prepared = session.prepare(sent, now=now)
             except ContextOverflowError as exc:
                 if exc.prepared is None:
                     raise
@@ -73,7 +76,7 @@ def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
             established = [p for p in probe_list if position.get(p.established_at or "", -1) < n]
             single = None
             if one_shot:
-                fresh = compact(messages[:n], force=True, now=now, window=window, **config)
+                fresh = compact(sent, force=True, now=now, window=window, **config)
                 single = score(fresh.messages, established)
             points.append(CurvePoint(n, report.tokens_before, report.tokens_after,
                                      score(prepared.messages, established), overflow, single,

@@ -46,6 +46,9 @@ class Item:
     order: tuple[Any, ...] = ()
     group: str = ""
     shrinkable: bool = False
+    # Filler (rank it after the section's other items): offered only once no section has a
+    # non-filler item left that fits, so one section's filler never displaces another's facts.
+    filler: bool = False
 
 
 @dataclass
@@ -117,6 +120,7 @@ class _Packer:
         # word for word (a commit both listed and named, a command both run and listed) costs nothing.
         self.said = ""
         self.redundant: set[int] = set()
+        self.allow_filler = False
 
     def cost(self, section: Section, item: Item) -> int:
         n = self.counter.text(item.text) + ITEM_OVERHEAD
@@ -157,6 +161,8 @@ class _Packer:
         for item in sorted(section.items, key=lambda it: it.rank):
             if item in section.chosen or self.repeats(section, item):
                 continue
+            if item.filler and not self.allow_filler:
+                break
             room = min(limit - section.used, self.budget - self.total)
             if section.cap is not None:
                 room = min(room, section.cap - section.used)
@@ -182,6 +188,8 @@ class _Packer:
         for item in sorted(section.items, key=lambda it: it.rank):
             if item in section.chosen or self.repeats(section, item):
                 continue
+            if item.filler and not self.allow_filler:
+                return False
             room = self.budget - self.total
             if section.cap is not None:
                 room = min(room, section.cap - section.used)
@@ -203,10 +211,13 @@ class _Packer:
         # each: every round offers each section its next item (and more up to a step of tokens), so
         # one section's 40th item never comes before another's 3rd (value per token across
         # sections, not section order alone).
-        open_sections = list(self.sections)
-        while open_sections:
-            step = max(ROUND_MIN_TOKENS, int((self.budget - self.total) * ROUND_SHARE))
-            open_sections = [s for s in open_sections if self.offer(s, int(step * s.share / ROUND_NORMAL_SHARE))]
+        # Fillers go round the same way, once every section's other items are placed.
+        for allow_filler in (False, True):
+            self.allow_filler = allow_filler
+            open_sections = list(self.sections)
+            while open_sections:
+                step = max(ROUND_MIN_TOKENS, int((self.budget - self.total) * ROUND_SHARE))
+                open_sections = [s for s in open_sections if self.offer(s, int(step * s.share / ROUND_NORMAL_SHARE))]
         for s in self.sections:
             self.fill(s, self.budget)
 

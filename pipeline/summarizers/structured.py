@@ -14,6 +14,7 @@ from typing import Sequence
 from .. import facts
 from ..core.errors import SummarizerError
 from ..facts.findings import COMPLAINT
+from ..facts.plans import is_plan_document
 from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
 from ..facts.text import one_line
@@ -48,14 +49,19 @@ MAX_TEST_COMMANDS = 5
 RECENT_CALLS = 6
 # An error item names its call, its line and its outcome in a line or two, not a log.
 MAX_ERROR_LABEL_CHARS, MAX_ERROR_CHARS = 100, 180
-# The last assistant message is quoted within this share of the summary's budget (at least the minimum).
-LAST_MESSAGE_SHARE, MIN_LAST_MESSAGE_TOKENS = 0.12, 120
+# Long verbatim blocks are quoted within a share of the summary's budget (never under the minimum):
+# the last assistant message, the plan's text (the plan reinjector restores it whole when there is room).
+LAST_MESSAGE_SHARE, PLAN_TEXT_SHARE, MIN_CAPPED_TOKENS = 0.15, 0.15, 120
+# Once this many calls followed the last assistant message, it ranks after the newest results.
+STALE_AFTER_CALLS, STALE_MESSAGE_AFTER_OUTCOMES = 8, 16
 # Recent calls whose output is quoted (a few lines each), newest first, as the budget allows.
 RECENT_OUTCOMES = 60
 RECENT_EDITS = 3
 # Command forms and tools named before any other list's tail (each costs a few tokens).
 HEAD_COMMAND_FORMS = 12
 HEAD_TOOLS = 6
+# Files only read that are named before the others become filler.
+HEAD_READ_FILES = 5
 # Names the agent's edits defined (functions, tests, constants): few tokens each, often the only
 # record of what was built.
 HEAD_SYMBOLS = 12
@@ -182,8 +188,12 @@ class _Builder:
             items.append(Item(f"{label} {title}", rank, (3, -spec.index, n)))
         # What done looks like for the tasks still open (verbatim from their text); a closed task's
         # criteria are met or moot.
+        said: set[str] = set()  # the same issue read twice (alone and with others) lists its criteria once
         for n, spec in enumerate(s for s in specs if s.issue not in closed):
             for k, criterion in enumerate(spec.criteria):
+                if criterion in said:
+                    continue
+                said.add(criterion)
                 items.append(Item(f"- {criterion}", (5, k, n), (5, -spec.index, n, k),
                                   f"Task criteria (from `{spec.issue or spec.origin}`):"))
         if self.earlier:
@@ -201,15 +211,20 @@ class _Builder:
 
     def files(self) -> list[Item]:
         items = []
+        reads = 0
         for f in self.src.file_activity():
             modified = bool(f.actions - {"read"})
             # Newest first already says when; a file changed was read too, which says nothing new.
             notes = ", ".join(sorted(f.actions - {"read"} if modified else f.actions))
             if f.stale:
                 notes += "; changed since last seen"
-            line = f"- {self.rel(f.path)} ({notes})"
-            key = (0 if modified else 1, -f.last_index, f.path)
-            items.append(Item(line, key, key))
+            # A plan document the work goes through counts with the files changed, however old.
+            plan = is_plan_document(f.path)
+            line = f"- {self.rel(f.path)} ({notes}{'; plan document' if plan else ''})"
+            key = (0 if modified or plan else 1, -f.last_index, f.path)
+            # Files only read, beyond the newest few, are filler: what was changed is the artifact.
+            reads += not (modified or plan)
+            items.append(Item(line, key, key, filler=not (modified or plan) and reads > HEAD_READ_FILES))
         return items + self.carried_items(FILES)
 
     def errors(self) -> list[Item]:
@@ -223,8 +238,9 @@ class _Builder:
             outcome = e.resolution or "UNRESOLVED"
             line = (f"- {one_line(self.shorten_paths(e.label), MAX_ERROR_LABEL_CHARS)}: {one_line(e.line, MAX_ERROR_CHARS)}"
                     f" -> {one_line(self.shorten_paths(outcome), MAX_ERROR_CHARS)}")
-            # A tool's passing refusal (a read over its size limit) ranks after every real error.
-            items.append(Item(line, (2 if e.transient else 0 if not e.resolved else 1, -e.index), (e.index,)))
+            # A tool's passing refusal (a read over its size limit) is filler after every real error.
+            items.append(Item(line, (2 if e.transient else 0 if not e.resolved else 1, -e.index), (e.index,),
+                              filler=e.transient))
         return items + self.carried_items(ERRORS)
 
     def decisions(self) -> list[Item]:
@@ -290,7 +306,8 @@ class _Builder:
             state = "approved" if plan.approved else "proposed, not approved"
             # The plan the work follows ranks right after the latest test run: it is what the agent
             # would otherwise have to re-derive.
-            items.append(Item(f"- Plan ({state}):\n{plan.plan}", (0, 1), (2, 1), "Plan:", shrinkable=True))
+            items.append(self.capped(Item(f"- Plan ({state}):\n{plan.plan}", (0, 1), (2, 1), "Plan:", shrinkable=True),
+                                     PLAN_TEXT_SHARE))
         made = self.src.commits()
         for n, c in enumerate(reversed(made)):
             pushed = " (pushed)" if c.pushed else ""
@@ -312,13 +329,12 @@ class _Builder:
         work = facts.current_work(self.messages, RECENT_CALLS)
         items: list[Item] = []
         if work.text:
-            # Its start and end within a share of the budget: a long report quoted whole would take
-            # the room of every other section's next lines.
-            last = Item(f"Last assistant message (verbatim):\n{work.text}", (0,), (0,), shrinkable=True)
-            cap = max(MIN_LAST_MESSAGE_TOKENS, int(self.request.budget_tokens * LAST_MESSAGE_SHARE))
-            if len(get_encoding().encode_ordinary(last.text)) > cap:
-                last = shrink(last, cap) or last
-            items.append(last)
+            # Words the agent said many calls ago are no longer its current work: they come after
+            # what those calls showed.
+            since = sum(len(m.tool_calls) for m in self.messages[(work.index or 0) + 1:])
+            rank: tuple[int, ...] = (0,) if since <= STALE_AFTER_CALLS else (2, -self.stale_rank(work.index or 0))
+            items.append(self.capped(Item(f"Last assistant message (verbatim):\n{work.text}", rank, (0,),
+                                          shrinkable=True), LAST_MESSAGE_SHARE))
         for n, label in enumerate(work.pending_calls):
             items.append(Item(f"- {self.shorten_paths(label)}", (1, n), (1, n), "Waiting on results of:"))
         # What the latest calls showed, newest first: the observation the agent was working from.
@@ -326,14 +342,15 @@ class _Builder:
         errors = {e.call_id: one_line(e.line, MAX_ERROR_CHARS) for e in self.errors_found}
         outcomes = [o for o in self.src.recent_outcomes(RECENT_OUTCOMES)
                     if o.call_id not in errors or errors[o.call_id] not in o.gist]
+        # What the latest calls showed and what the latest edits added rank together, newest first:
+        # the agent's latest observations and changes, whichever kind came last.
         for n, o in enumerate(outcomes):
             failed = " (failed)" if o.failed else ""
-            items.append(Item(f"- {self.shorten_paths(o.label)}{failed} -> {o.gist}", (2, n), (2, n),
+            items.append(Item(f"- {self.shorten_paths(o.label)}{failed} -> {o.gist}", (2, -o.index), (2, n),
                               "Latest tool calls and what they showed (newest first):", shrinkable=True))
-        # Newest first; the first few rank with the current work, older ones fill what is left.
         for n, edit in enumerate(self.src.recent_edits(MAX_EDITS)):
-            items.append(Item(f"- {self.shorten_paths(edit.target)}: + `{edit.gist}`",
-                              (3 if n < RECENT_EDITS else 5, n), (3, -n), "Latest edits (what each added first):"))
+            items.append(Item(f"- {self.shorten_paths(edit.target)}: + `{edit.gist}`", (2, -edit.index), (3, -n),
+                              "Latest edits (what each added first):"))
         return items
 
     def next_step(self, users: list[tuple[str, str]]) -> list[Item]:
@@ -394,6 +411,20 @@ class _Builder:
             kind, _, values = line.partition(": ")
             items.append(Item(values, (2, n), (len(items), n), f"{kind} (earlier):"))
         return items
+
+    def stale_rank(self, index: int) -> int:
+        """Where words said long ago rank among the recent results and edits (ranked by the index of
+        their message, newest first): after the newest STALE_MESSAGE_AFTER_OUTCOMES of them."""
+        newer = sorted((o.index for o in self.src.recent_outcomes(RECENT_OUTCOMES) if o.index > index), reverse=True)
+        return newer[STALE_MESSAGE_AFTER_OUTCOMES] - 1 if len(newer) > STALE_MESSAGE_AFTER_OUTCOMES else index
+
+    def capped(self, item: Item, share: float) -> Item:
+        """A long verbatim item cut (start and end kept) to `share` of the budget: quoted whole it
+        would take the room of every other section's next lines."""
+        cap = max(MIN_CAPPED_TOKENS, int(self.request.budget_tokens * share))
+        if len(get_encoding().encode_ordinary(item.text)) <= cap:
+            return item
+        return shrink(item, cap) or item
 
     def carried_items(self, heading: str, group: str = "") -> list[Item]:
         """Lines an earlier summary carried for this section, after this span's own items."""
