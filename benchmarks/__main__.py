@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import cache, cost, ledger, overhead, report_page, retention, scale
+from . import cache, cost, gateway, ledger, overhead, report_page, retention, scale
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
 from worksurface.core.fileio import atomic_write
@@ -23,7 +23,7 @@ from .report import caption, dumps
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = {"overhead": overhead, "scale": scale, "cache": cache, "cost": cost, "retention": retention,
-            "report": report_page, "ledger": ledger}
+            "report": report_page, "ledger": ledger, "gateway": gateway}
 
 
 def _runs_text(name: str, plan: Plan) -> str:
@@ -34,6 +34,8 @@ def _runs_text(name: str, plan: Plan) -> str:
         return f"Medians over {plan.scale_repeats} runs per size, one subprocess per run."
     if name in ("cache", "cost"):
         return "Deterministic: one replay per method (no timing)."
+    if name == "gateway":
+        return "One load run: every request of 50 concurrent conversations, through the gateway and direct."
     if name == "ledger":
         return "Update time per call, grouped by transcript size: median and p95 over the calls of each bin."
     if name == "report":

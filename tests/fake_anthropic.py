@@ -2,9 +2,12 @@
 
 It answers `POST /v1/messages` (streamed as server-sent events when the request asks for `stream`,
 else as one JSON body) with a short text reply, `POST /v1/messages/count_tokens` with an estimate, and
-anything else with a 404 naming the path. Every request is logged (path, body, kind). Reported input
-usage is an estimate of the request's size, so the client's own context accounting behaves as it
-would against the real API. The server runs on a daemon thread and stops by itself after
+anything else with a 404 naming the path. Every request is logged (path, body, kind, headers). Reported
+input usage is an estimate of the request's size, so the client's own context accounting behaves as it
+would against the real API. With `cache=True` it keeps a prompt cache as the API does (prefixes
+written at `cache_control` breakpoints, read back at a breakpoint or up to 20 blocks before one) and
+splits the usage into cache reads, cache writes and uncached input; a `script` callable
+`(body, number of model requests so far) -> Answer` makes the model call tools. The server runs on a daemon thread and stops by itself after
 `LIFETIME_SECONDS` even if a test forgets to stop it.
 
 Run standalone to poke at a client by hand: `python tests/fake_anthropic.py --log /tmp/requests.jsonl`.
@@ -17,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 # A test that forgets `stop()` (or dies) still leaves no server behind past this.
 LIFETIME_SECONDS = 300.0
@@ -76,6 +79,94 @@ def estimate_tokens(body: dict[str, Any]) -> int:
     return max(1, len(text) // CHARS_PER_TOKEN)
 
 
+# The API looks for a cached prefix at each breakpoint and at most this many blocks before it.
+CACHE_LOOKBACK_BLOCKS = 20
+
+
+def cache_blocks(body: dict[str, Any]) -> list[tuple[Any, bool]]:
+    """The request as the cache sees it, in order: (block without cache_control, is a breakpoint)."""
+    out: list[tuple[Any, bool]] = []
+
+    def add(block: Any) -> None:
+        if isinstance(block, dict):
+            out.append(({k: v for k, v in block.items() if k != "cache_control"}, block.get("cache_control") is not None))
+        else:
+            out.append((block, False))
+
+    for tool in body.get("tools") or []:
+        add(tool)
+    system = body.get("system")
+    for block in ([{"type": "text", "text": system}] if isinstance(system, str) else system or []):
+        add(block)
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            out.append(({"role": message.get("role"), "text": content}, False))
+            continue
+        out.append(({"role": message.get("role")}, False))
+        for block in content or []:
+            add(block)
+    if body.get("cache_control") is not None and out:     # automatic caching: the end of the prompt
+        out[-1] = (out[-1][0], True)
+    return out
+
+
+@dataclass
+class CacheUsage:
+    input_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+
+
+class PromptCache:
+    """Prefixes by running hash; tokens by the same chars-per-token estimate as the usage."""
+
+    def __init__(self) -> None:
+        self.prefixes: set[str] = set()
+
+    def use(self, body: dict[str, Any], total: int) -> CacheUsage:
+        import hashlib
+        blocks = cache_blocks(body)
+        h = hashlib.blake2b(digest_size=16)
+        hashes, tokens, running = [], [], 0
+        for block, _ in blocks:
+            text = json.dumps(block, sort_keys=True)
+            h.update(text.encode())
+            hashes.append(h.hexdigest())
+            running += len(text) // CHARS_PER_TOKEN
+            tokens.append(running)
+        scale = total / running if running else 0.0     # the cache's shares of the usage estimate
+        points = [i for i, (_, mark) in enumerate(blocks) if mark]
+        hit = -1
+        for b in points:
+            for k in range(b, max(-1, b - CACHE_LOOKBACK_BLOCKS - 1), -1):
+                if hashes[k] in self.prefixes:
+                    hit = max(hit, k)
+                    break
+        last = points[-1] if points else -1
+        self.prefixes.update(hashes[b] for b in points)
+        read = int(tokens[hit] * scale) if hit >= 0 else 0
+        written = int(tokens[last] * scale) - read if last > hit else 0
+        return CacheUsage(max(0, total - read - written), read, max(0, written))
+
+
+@dataclass
+class Answer:
+    """A scripted model answer: its content blocks and stop reason."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str = "end_turn"
+
+
+def tool_use(name: str, tool_input: dict[str, Any], call_id: str) -> Answer:
+    return Answer([{"type": "tool_use", "id": call_id, "name": name, "input": tool_input}], "tool_use")
+
+
+class _Server(ThreadingHTTPServer):
+    # Many clients at once (the gateway's load benchmark): a deeper listen queue than the default 5.
+    request_queue_size = 256
+
+
 @dataclass
 class LoggedRequest:
     path: str
@@ -83,6 +174,8 @@ class LoggedRequest:
     kind: str
     input_tokens: int
     stream: bool
+    headers: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,7 +184,10 @@ class FakeAnthropic:
 
     reply: str = REPLY_TEXT
     lifetime: float = LIFETIME_SECONDS
+    cache: bool = False
+    script: Callable[[dict[str, Any], int], Answer] | None = None
     requests: list[LoggedRequest] = field(default_factory=list)
+    _prompt_cache: PromptCache = field(default_factory=PromptCache)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -132,15 +228,18 @@ class FakeAnthropic:
                                                                       "message": f"fake API: no POST {path}"}})
                     return
                 kind = classify(path, body)
-                tokens = estimate_tokens(body)
+                tokens = fake.measure(body)
                 stream = bool(body.get("stream"))
-                fake._log(path, body, kind, tokens, stream)
+                usage = fake.usage_for(kind, body, tokens)
+                fake._log(path, body, kind, tokens, stream, dict(self.headers.items()), usage)
                 if kind == "count_tokens":
                     self._send_json(200, {"input_tokens": tokens})
-                elif stream:
-                    self._stream(fake.reply_for(kind), tokens)
+                    return
+                answer = fake.answer_for(kind, body)
+                if stream:
+                    self._stream(answer, usage)
                 else:
-                    self._send_json(200, fake.message_body(fake.reply_for(kind), tokens))
+                    self._send_json(200, fake.message_body(answer, usage))
 
             def _send_json(self, status: int, payload: Any) -> None:
                 data = json.dumps(payload).encode()
@@ -150,31 +249,38 @@ class FakeAnthropic:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self, text: str, tokens: int) -> None:
+            def _stream(self, answer: Answer, usage: dict[str, int]) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                start = fake.message_body("", tokens)
+                start = fake.message_body(Answer([]), usage)
                 start["content"], start["stop_reason"] = [], None
                 start["usage"]["output_tokens"] = 1
                 events: list[tuple[str, dict[str, Any]]] = [
-                    ("message_start", {"type": "message_start", "message": start}),
-                    ("content_block_start", {"type": "content_block_start", "index": 0,
-                                             "content_block": {"type": "text", "text": ""}}),
-                    ("ping", {"type": "ping"}),
-                ]
-                words = text.split(" ")
-                for i, word in enumerate(words):
-                    piece = word if i == len(words) - 1 else word + " "
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                           "delta": {"type": "text_delta", "text": piece}}))
+                    ("message_start", {"type": "message_start", "message": start}), ("ping", {"type": "ping"})]
+                words = 0
+                for index, block in enumerate(answer.content):
+                    if block["type"] == "text":
+                        events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                               "content_block": {"type": "text", "text": ""}}))
+                        pieces = block["text"].split(" ")
+                        words += len(pieces)
+                        for i, word in enumerate(pieces):
+                            piece = word if i == len(pieces) - 1 else word + " "
+                            events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                                   "delta": {"type": "text_delta", "text": piece}}))
+                    else:
+                        events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                               "content_block": {**block, "input": {}}}))
+                        events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                            "type": "input_json_delta", "partial_json": json.dumps(block.get("input", {}))}}))
+                    events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
                 events += [
-                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
                     ("message_delta", {"type": "message_delta",
-                                       "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                       "usage": {"output_tokens": len(words)}}),
+                                       "delta": {"stop_reason": answer.stop_reason, "stop_sequence": None},
+                                       "usage": {"output_tokens": max(1, words)}}),
                     ("message_stop", {"type": "message_stop"}),
                 ]
                 for name, data in events:
@@ -182,7 +288,7 @@ class FakeAnthropic:
                 self.wfile.flush()
                 self.close_connection = True
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True, name="fake-anthropic").start()
         timer = threading.Timer(self.lifetime, self.stop)
@@ -207,16 +313,45 @@ class FakeAnthropic:
         # still completes and the test can report what it did instead of hanging.
         return f"<summary>fake summary</summary>" if kind == "summarize" else self.reply
 
-    def message_body(self, text: str, input_tokens: int) -> dict[str, Any]:
-        return {"id": f"msg_fake_{len(self.requests):04d}", "type": "message", "role": "assistant",
-                "model": MODEL, "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": max(1, len(text.split())),
-                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+    def answer_for(self, kind: str, body: dict[str, Any]) -> Answer:
+        if self.script is not None and kind == "message":
+            with self._lock:
+                done = sum(1 for r in self.requests if r.kind == "message") - 1
+            return self.script(body, done)
+        return Answer([{"type": "text", "text": self.reply_for(kind)}])
 
-    def _log(self, path: str, body: dict[str, Any], kind: str, tokens: int, stream: bool) -> None:
+    def measure(self, body: dict[str, Any]) -> int:
+        """The request's input tokens: characters / 4, or with `cache=True` (the realistic mode) the
+        cl100k count of its text plus its tools, close to what a provider's tokenizer reports."""
+        if not self.cache:
+            return estimate_tokens(body)
+        from worksurface.core.tokens import get_encoding
+        encoding = get_encoding()
+        text = request_text(body) + json.dumps(body.get("tools") or [])
+        return max(1, len(encoding.encode_ordinary(text)) + 4 * len(body.get("messages") or []))
+
+    def usage_for(self, kind: str, body: dict[str, Any], tokens: int) -> dict[str, int]:
+        if not self.cache or kind == "count_tokens":
+            return {"input_tokens": tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         with self._lock:
-            self.requests.append(LoggedRequest(path, body, kind, tokens, stream))
+            split = self._prompt_cache.use(body, tokens)
+        return {"input_tokens": split.input_tokens, "cache_creation_input_tokens": split.cache_creation_input_tokens,
+                "cache_read_input_tokens": split.cache_read_input_tokens}
+
+    def message_body(self, answer: Answer | str, usage: dict[str, int] | int) -> dict[str, Any]:
+        if isinstance(answer, str):
+            answer = Answer([{"type": "text", "text": answer}])
+        if isinstance(usage, int):
+            usage = {"input_tokens": usage, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        words = sum(len(b.get("text", "").split()) for b in answer.content)
+        return {"id": f"msg_fake_{len(self.requests):04d}", "type": "message", "role": "assistant",
+                "model": MODEL, "content": answer.content, "stop_reason": answer.stop_reason,
+                "stop_sequence": None, "usage": {**usage, "output_tokens": max(1, words)}}
+
+    def _log(self, path: str, body: dict[str, Any], kind: str, tokens: int, stream: bool,
+             headers: dict[str, str] | None = None, usage: dict[str, int] | None = None) -> None:
+        with self._lock:
+            self.requests.append(LoggedRequest(path, body, kind, tokens, stream, headers or {}, usage or {}))
 
     def messages(self) -> list[LoggedRequest]:
         """Logged Messages API calls (not token counts or stray paths), in arrival order."""

@@ -100,7 +100,7 @@ class Steps:
 Script = Callable[[dict[str, Any], list[Recorded]], Reply]
 
 
-def sse_events(reply: Reply, response_id: str) -> bytes:
+def sse_events(reply: Reply, response_id: str, cached_tokens: int = 0) -> bytes:
     """The streamed events Codex reads for one response."""
     events: list[tuple[str, dict[str, Any]]] = [
         ("response.created", {"type": "response.created", "response": {"id": response_id}})]
@@ -114,7 +114,7 @@ def sse_events(reply: Reply, response_id: str) -> bytes:
                     "item_id": item.get("id"), "delta": part.get("text", "")}))
         events.append(("response.output_item.done",
                        {"type": "response.output_item.done", "output_index": index, "item": item}))
-    usage = {"input_tokens": reply.input_tokens, "input_tokens_details": {"cached_tokens": 0},
+    usage = {"input_tokens": reply.input_tokens, "input_tokens_details": {"cached_tokens": cached_tokens},
              "output_tokens": reply.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": reply.input_tokens + reply.output_tokens}
     events.append(("response.completed", {"type": "response.completed",
@@ -125,8 +125,13 @@ def sse_events(reply: Reply, response_id: str) -> bytes:
 class FakeResponses:
     """The server; use as a context manager. `base_url` goes into Codex's provider config."""
 
-    def __init__(self, script: Script, *, idle_timeout: float = IDLE_TIMEOUT) -> None:
+    def __init__(self, script: Script, *, idle_timeout: float = IDLE_TIMEOUT, measure: bool = False) -> None:
         self.script = script
+        # measure: report the request's own size as its input tokens (characters / 4), and the part
+        # that repeats an earlier request's start as cached (OpenAI's automatic prompt caching).
+        self.measure = measure
+        self.cached: list[int] = []
+        self._prompts: list[str] = []
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._last = time.monotonic()
@@ -202,10 +207,19 @@ class FakeResponses:
                     owner.requests.append(Recorded(path, body, kind))
                     reply = owner.script(body, owner.requests[:-1])
                     number = len(owner.requests)
+                cached = 0
+                if owner.measure:
+                    from fake_chat import CHARS_PER_TOKEN, cached_tokens, prompt_text
+                    text = json.dumps(body.get("instructions")) + prompt_text(body)
+                    with owner._lock:
+                        cached = cached_tokens(owner._prompts, text)
+                        owner._prompts.append(text)
+                        owner.cached.append(cached)
+                    reply = Reply(reply.items, len(text) // CHARS_PER_TOKEN, reply.output_tokens)
                 if kind == "remote-compact":
                     self._send(200, "application/json", json.dumps({"output": reply.items}).encode())
                 else:
-                    self._send(200, "text/event-stream", sse_events(reply, f"resp_{number}"))
+                    self._send(200, "text/event-stream", sse_events(reply, f"resp_{number}", cached))
 
             def _send(self, status: int, ctype: str, data: bytes) -> None:
                 self.send_response(status)

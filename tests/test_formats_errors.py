@@ -54,7 +54,7 @@ def test_openai_bad_records_are_named(doc, record: str, problem: str) -> None:
 
 @pytest.mark.parametrize(("doc", "record", "problem"), [
     ({"system": 3, "messages": []}, "system", "system must be"),
-    ([{"role": "system", "content": "a"}], "messages[0]", "user or assistant"),
+    ([{"role": "tool", "content": "a"}], "messages[0]", "user, assistant or system"),
     ([{"role": "user", "content": None}], "messages[0]", "content must be"),
     ([{"role": "user", "content": [{"text": "no type"}]}], "messages[0].content[0]", '"type"'),
     ([{"role": "assistant", "content": [{"type": "tool_use", "name": "Read"}]}],

@@ -12,7 +12,8 @@ from typing import Sequence
 from ..core.errors import FormatError, UnknownFormatError
 from ..core.fileio import atomic_write, display_name, read_text
 from ..core.model import Message
-from . import aider, anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat, openhands, swe_agent
+from . import (aider, anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat, openai_responses, openhands,
+               swe_agent)
 from .base import FormatAdapter, Transcript
 from .diagnose import unrecognised
 from .jsondoc import MAX_DEPTH
@@ -22,7 +23,7 @@ from .convert import Dropped, convert
 # JSON; a Codex record needs `type` + object `payload` + `timestamp`, which no Claude Code record has).
 ADAPTERS: dict[str, FormatAdapter] = {
     a.NAME: a for a in (codex, claude_code, swe_agent, openhands, mini_swe_agent, anthropic_messages,
-                        openai_chat, aider)
+                        openai_chat, openai_responses, aider)
 }
 FORMAT_NAMES = tuple(ADAPTERS)
 WRITABLE_FORMATS = tuple(n for n, a in ADAPTERS.items() if a.WRITABLE)

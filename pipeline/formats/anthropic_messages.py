@@ -6,7 +6,9 @@ citations, unknown keys; see rawkeep), so an unmodified request writes back as e
 
 Write exports a VALID request, which can change the message structure:
 - leading system messages -> `system` (a string when it is one plain text, else a block list);
-  system messages later in the view -> user text;
+  a system message read from the `messages` list (role "system", which newer Claude Code versions
+  send between turns) is written back there in place; other system messages later in the view ->
+  user text;
 - role "tool" -> user; consecutive same-role messages are merged into one turn;
 - every tool_result moves to the user turn right after the assistant turn holding its tool_use,
   ahead of that turn's other blocks (a user turn is created when there is none); a call left
@@ -19,12 +21,13 @@ and blocks after merging, and write(read(write(x))) == write(x).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..core.errors import FormatError
-from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult
+from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult, block_key
 from .base import Transcript
 from .jsondoc import as_messages, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
@@ -40,11 +43,13 @@ SHAPE = "_shape"                   # Transcript.meta: "list" or "request"
 _EXTRA = f"{NAME}.extra"           # unmodeled message keys
 _FORM = f"{NAME}.content"          # "string" or "list": how content (or system) was given
 _RAW = raw_meta_key(NAME)
+IN_MESSAGES = f"{NAME}.in_messages"  # a system message that sat in the `messages` list, not `system`
 # Block types only the Messages API uses: their presence tells an Anthropic request from an OpenAI one.
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document",
                                "server_tool_use", "web_search_tool_result", "search_result"})
 _OPENAI_PARTS = frozenset({"image_url", "input_audio", "refusal"})
 _OPENAI_MESSAGE_KEYS = ("tool_calls", "tool_call_id", "function_call")
+_ROLES = ("user", "assistant", "system")
 
 
 def looks_anthropic(doc: Any) -> bool:
@@ -55,7 +60,7 @@ def looks_anthropic(doc: Any) -> bool:
     evidence = isinstance(doc, dict) and (
         "system" in doc or "anthropic_version" in doc or str(doc.get("model", "")).startswith("claude"))
     for m in msgs:
-        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+        if not isinstance(m, dict) or m.get("role") not in _ROLES:
             return False
         if any(k in m for k in _OPENAI_MESSAGE_KEYS):
             return False
@@ -95,16 +100,49 @@ def read(text: str, path: str | None = None) -> Transcript:
 
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
+    return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
+
+
+def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any] | list[Any]:
+    """What `write` serializes: the request (or bare message list) as JSON values, for callers that
+    send it on rather than save it (the gateway)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
     system, turns = _export(msgs, transcript.path)
     if own and transcript.meta.get(SHAPE) == "list" and system is None:
-        return json.dumps(turns, ensure_ascii=False, indent=2)
+        return turns
     doc = {k: v for k, v in transcript.meta.items() if k != SHAPE} if own else {}
     if system is not None:
         doc["system"] = system
     doc["messages"] = turns
-    return json.dumps(doc, ensure_ascii=False, indent=2)
+    return doc
+
+
+def with_cache_control(message: Message, cache_control: Any | None) -> Message:
+    """`message` whose blocks carry no `cache_control`, except its last cacheable block (not a
+    thinking block), which gets `cache_control` when it is given: how the gateway places a client's
+    prompt-cache breakpoint on the view without leaving stale ones from earlier requests."""
+    raws: dict[str, list[Any]] = {key: [_without_cache_control(r) for r in options]
+                                  for key, options in (message.meta.get(_RAW) or {}).items()}
+    if cache_control is not None:
+        last = next((b for b in reversed(message.blocks) if not isinstance(b, Thinking)), None)
+        if last is not None:
+            key = block_key(last)
+            options = raws.get(key) or [_block_json(last)]
+            options[-1] = {**options[-1], "cache_control": cache_control}
+            raws[key] = options
+    meta = {k: v for k, v in message.meta.items() if k != _RAW}
+    return dataclasses.replace(message, meta={**meta, _RAW: raws} if raws else meta)
+
+
+def cache_controls(message: Message) -> list[Any]:
+    """The `cache_control` values the message's blocks carry as the client sent them."""
+    return [r["cache_control"] for options in (message.meta.get(_RAW) or {}).values() for r in options
+            if isinstance(r, dict) and r.get("cache_control") is not None]
+
+
+def _without_cache_control(raw: Any) -> Any:
+    return {k: v for k, v in raw.items() if k != "cache_control"} if isinstance(raw, dict) else raw
 
 
 # ---- read ------------------------------------------------------------------------------------
@@ -125,8 +163,8 @@ def _read_message(i: int, raw: Any, path: str | None) -> Message:
     if not isinstance(raw, dict):
         raise FormatError(f"expected a message object, found {type(raw).__name__}", path=path, record=record)
     role = raw.get("role")
-    if role not in ("user", "assistant"):
-        raise FormatError(f"role must be user or assistant, not {role!r}", path=path, record=record)
+    if role not in _ROLES:
+        raise FormatError(f"role must be user, assistant or system, not {role!r}", path=path, record=record)
     content = raw.get("content")
     raws: dict[str, list[Any]] = {}
     meta: dict[str, Any] = {}
@@ -144,6 +182,8 @@ def _read_message(i: int, raw: Any, path: str | None) -> Message:
         meta[_EXTRA] = extra
     if raws:
         meta[_RAW] = raws
+    if role == "system":
+        meta[IN_MESSAGES] = True
     return Message(str(i), role, tuple(blocks), meta=meta)
 
 
@@ -224,7 +264,7 @@ _Turn = tuple[str, list[_Item]]
 
 def _export(msgs: list[Message], path: str | None) -> tuple[Any, list[dict[str, Any]]]:
     k = 0
-    while k < len(msgs) and msgs[k].role == "system":
+    while k < len(msgs) and msgs[k].role == "system" and not msgs[k].meta.get(IN_MESSAGES):
         k += 1
     system = _system_value(msgs[:k]) if k else None
     rest = msgs[k:]
@@ -252,7 +292,7 @@ def _items(rest: list[Message], path: str | None) -> list[tuple[str, _Item]]:
     calls: set[str] = set()
     answered: set[str] = set()
     for mi, m in enumerate(rest):
-        role = "assistant" if m.role == "assistant" else "user"
+        role = _turn_role(m)
         recall = Recall(m, NAME)
         for bi, b in enumerate(m.blocks):
             api = recall.get(b, _block_json)
@@ -272,6 +312,14 @@ def _items(rest: list[Message], path: str | None) -> list[tuple[str, _Item]]:
             else:
                 out.append((role, _Item(api, (mi, bi))))
     return out
+
+
+def _turn_role(m: Message) -> str:
+    """The API role a message is written with: a system message keeps its place in the list only
+    when it was read from there (the API accepts it there; others become user text)."""
+    if m.role == "assistant":
+        return "assistant"
+    return "system" if m.role == "system" and m.meta.get(IN_MESSAGES) else "user"
 
 
 def _merged(items: list[tuple[str, _Item]]) -> list[_Turn]:

@@ -541,7 +541,7 @@ def _message_records(message: Message, timestamp: str | None) -> list[dict[str, 
     """The response_item record(s) of a message outside a compaction."""
     raw = _own_raw(message)
     if raw is not None:
-        payload = _kept_payload(message, raw["payload"])
+        payload = kept_payload(message, raw["payload"])
         if payload is not None:
             kept = raw if payload is raw["payload"] else {**raw, "payload": payload}
             return [_mark_record(kept, message, _natural_id(payload))]
@@ -575,7 +575,7 @@ def _mark_record(record: dict[str, Any], message: Message, natural: str) -> dict
     return record
 
 
-def _kept_payload(message: Message, payload: dict[str, Any]) -> dict[str, Any] | None:
+def kept_payload(message: Message, payload: dict[str, Any]) -> dict[str, Any] | None:
     """The source payload if the message still equals it, else the payload with the new content;
     None when the change does not fit one item (write it afresh)."""
     role, blocks, _ = item_parts(payload)
@@ -677,7 +677,7 @@ def _item_payload(message: Message) -> dict[str, Any]:
         raw if isinstance(raw, dict) and "type" in raw and "payload" not in raw else None)
     if isinstance(source, dict):
         try:
-            kept = _kept_payload(message, source)
+            kept = kept_payload(message, source)
         except _RecordError:
             kept = None
         if kept is not None:

@@ -47,11 +47,12 @@ TOOL_OUTPUT_KIND = "tool_output"
 # Elsewhere both stay only within their own format (a Codex reasoning item is OpenAI's, encrypted).
 _ANTHROPIC_FAMILY = frozenset({"claude-code", "anthropic"})
 # Formats that can hold each kind of block / field (TOOL_CALL_FORMATS: any tool call, as a call).
-_THINKING = _ANTHROPIC_FAMILY | {"codex"}  # Codex rollouts hold reasoning items
-_IMAGES = frozenset({"claude-code", "anthropic", "openai", "openhands", "codex"})
-_TOOL_RESULT_IMAGES = frozenset({"claude-code", "anthropic", "openai", "codex"})
+_THINKING = _ANTHROPIC_FAMILY | {"codex", "openai-responses"}  # Responses items hold reasoning
+_IMAGES = frozenset({"claude-code", "anthropic", "openai", "openhands", "codex", "openai-responses"})
+_TOOL_RESULT_IMAGES = frozenset({"claude-code", "anthropic", "openai", "codex", "openai-responses"})
 _ERROR_FLAG = frozenset({"claude-code", "anthropic", "openhands", "codex"})
-TOOL_CALL_FORMATS = frozenset({"claude-code", "anthropic", "openai", "swe-agent", "openhands", "codex"})
+TOOL_CALL_FORMATS = frozenset({"claude-code", "anthropic", "openai", "swe-agent", "openhands", "codex",
+                               "openai-responses"})
 # Formats whose only tool is a shell: other calls are written as text.
 _SHELL_ONLY = frozenset({"mini-swe-agent"})
 # Tool names that run one shell command line (Claude Code, SWE-agent, OpenHands, Codex, generic).

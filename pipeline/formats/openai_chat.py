@@ -71,13 +71,18 @@ def read(text: str, path: str | None = None) -> Transcript:
 
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
+    return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
+
+
+def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any] | list[Any]:
+    """What `write` serializes, as JSON values (for callers that send the request on)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
     fields = {k: v for k, v in transcript.meta.items() if k != SHAPE} if own else {}
     out = _export(msgs, transcript.path)
     if own and transcript.meta.get(SHAPE) == "list":
-        return json.dumps(out, ensure_ascii=False, indent=2)
-    return json.dumps({**fields, "messages": out}, ensure_ascii=False, indent=2)
+        return out
+    return {**fields, "messages": out}
 
 
 # ---- read ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..core.config import Config
-from ..core.edits import Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
+from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
 from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
 from ..formats.base import Transcript
 from ..graph.compose import STAGE_NAMES, build_graph, run_unedited
@@ -251,7 +251,7 @@ class Session:
             new_edits: list[Edit] = list(final["edits"])
             out_view = final["view"]
             status_edits, new_status, status_report = self.status_bar.finish(
-                status_inputs, planned, final.get("status_update"), bool(new_edits), out_view, now)
+                status_inputs, planned, final.get("status_update"), _breaks_cache(new_edits, live[keep:]), out_view, now)
             if status_edits:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
@@ -583,6 +583,15 @@ class Session:
     def _bump_generation(self) -> None:
         self._generation = self.store.get_meta("generation", 0) + 1
         self.store.set_meta("generation", self._generation)
+
+
+def _breaks_cache(edits: Sequence[Edit], new: Sequence[Message]) -> bool:
+    """Whether this call's edits change what was already sent (so the provider's cached prefix is
+    lost anyway): an edit of a message new on this call (budget on a fresh tool result) does not."""
+    if not edits:
+        return False
+    unsent = removed_refs(new)
+    return any(isinstance(e, Compact) or not unsent.issuperset(e.refs) for e in edits)
 
 
 def _status_only(edit: Edit) -> bool:

@@ -1,0 +1,82 @@
+"""What differs between the APIs the gateway speaks: how a request is read into a transcript and
+written back from the view, where the usage is in a response, how a tool is declared. One subclass
+per API (anthropic.py, openai_chat.py, responses.py); the call itself is the same for all (call.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Mapping, Sequence
+
+from ..core.model import Message
+from ..formats.base import Transcript
+from .sse import Event
+
+FETCH_TOOL = "fetch_artifact"
+FETCH_DESCRIPTION = ("Read back, in full, content that was cleared or stored from this conversation to save "
+                     "context: a tool result or message replaced by a placeholder naming an artifact id.")
+FETCH_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"id": {
+    "type": "string", "description": "The artifact id the placeholder names."}}, "required": ["id"]}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Input tokens the upstream reported for one call: all of them, and those read from its cache."""
+
+    input_tokens: int
+    cached_tokens: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+class Api:
+    """One API's request and response shapes."""
+
+    NAME = ""
+    # The format adapter that reads and writes this API's requests.
+    adapter: ModuleType
+
+    def read(self, body: bytes) -> Transcript:
+        transcript: Transcript = self.adapter.read(body.decode("utf-8"))
+        return transcript
+
+    def passthrough_reason(self, body: Mapping[str, Any]) -> str | None:
+        """Why a request must go to the upstream untouched (its conversation lives server-side)."""
+        return None
+
+    def build(self, transcript: Transcript, view: Sequence[Message], body: Mapping[str, Any],
+              offer_fetch: bool) -> dict[str, Any]:
+        """The request to forward: the client's, with worksurface's view as its conversation."""
+        doc = self.adapter.document(transcript, view)
+        assert isinstance(doc, dict)
+        doc.pop("context_management", None)     # honoured by the gateway (context_management.py)
+        if offer_fetch:
+            self.add_fetch_tool(doc)
+        return doc
+
+    def add_fetch_tool(self, doc: dict[str, Any]) -> None:
+        """Declare fetch_artifact last among the tools (always last: the tools prefix stays stable)."""
+
+    def usage_of(self, doc: Any) -> Usage | None:
+        """The usage in a whole (non-streamed) response body."""
+        return None
+
+    def usage_of_event(self, event: Event) -> Usage | None:
+        """The usage an event of a streamed response carries, if any."""
+        return None
+
+
+def dumps(doc: Any) -> bytes:
+    """The forwarded body: compact and deterministic, so an unchanged view is byte-identical."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def int_field(doc: Any, *path: str) -> int:
+    for key in path:
+        if not isinstance(doc, dict):
+            return 0
+        doc = doc.get(key)
+    return doc if isinstance(doc, int) else 0

@@ -1,0 +1,389 @@
+"""The gateway: an ASGI app (Starlette) that runs `Session.prepare` on every request and forwards it.
+
+Per request: read it (a request that cannot be read is forwarded unchanged, with a logged notice);
+pass it through untouched when its conversation lives server-side; recognise its conversation;
+plan it (prepare, context-management edits, the body) in a worker thread under the conversation's
+lock; forward; stream the answer back. An upstream error is returned as the upstream gave it; the
+gateway's own failure forwards the original request instead (fail open, logged): a conversation is
+never broken by worksurface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Mapping
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..core.edits import apply_edits
+from ..core.view import live_slice
+from . import relay, sse
+from .anthropic import AnthropicMessages
+from .apis import Api, Usage, dumps
+from .config import GatewayConfig
+from .context_management import parse as parse_cm
+from .logs import event
+from .metrics import Metrics
+from .openai_chat import OpenAIChat
+from .plan import Plan, plan_call
+from .recognize import recognize
+from .registry import Entry, Registry
+from .responses import OpenAIResponses
+from .upstream import Upstream, UpstreamResponse, UpstreamUnavailable, join_url, unavailable_body
+
+STATE_HEADER = "x-worksurface"
+SESSION_HEADER = "x-worksurface-session"
+APPLIED_HEADER = "x-worksurface-applied-edits"
+TOKEN_HEADER = "x-worksurface-token"
+ANTHROPIC, CHAT, RESPONSES = AnthropicMessages(), OpenAIChat(), OpenAIResponses()
+
+
+class Gateway:
+    """The service behind the routes; `transport` replaces the network in tests."""
+
+    def __init__(self, config: GatewayConfig, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.config = config
+        self.session_config = config.session_config()
+        self.metrics = Metrics()
+        self.registry = Registry(config, self.session_config)
+        self.upstream = Upstream(config, transport)
+
+    async def close(self) -> None:
+        await self.registry.close()
+        await self.upstream.close()
+
+    # --- the APIs --------------------------------------------------------------------------------
+
+    async def handle(self, api: Api, request: Request) -> Response:
+        started = time.perf_counter()
+        raw = await request.body()
+        url = join_url(self.config.upstream_for(api.NAME), request.url.path, request.url.query)
+        headers = request.headers.items()
+        try:
+            body = json.loads(raw)
+            transcript = api.read(raw)
+            parse_cm(body)
+        except Exception as exc:    # any request worksurface cannot read goes on as it came
+            event(logging.WARNING, "request not readable: forwarded unchanged", api=api.NAME,
+                  path=request.url.path, bytes=len(raw), problem=str(exc)[:300])
+            return await self._forward(api, "unparsed", url, headers, raw, started)
+        reason = api.passthrough_reason(body)
+        if reason is not None:
+            return await self._forward(api, "passthrough", url, headers, raw, started,
+                                       state=f"passthrough; reason={reason}")
+        recognized = recognize(api.NAME, request.headers, body, transcript.messages)
+        entry = self.registry.entry(recognized, api.NAME)
+        try:
+            async with entry.lock:
+                plan = await asyncio.to_thread(plan_call, api, self.registry, entry, transcript, body,
+                                               self.session_config, self.config.offer_fetch and api is ANTHROPIC)
+        except Exception as exc:
+            event(logging.ERROR, "worksurface failed: the original request was forwarded", api=api.NAME,
+                  session=entry.id, error=f"{type(exc).__name__}: {exc}"[:500])
+            logging.getLogger("worksurface.gateway").debug("failure", exc_info=True)
+            return await self._forward(api, "failed_open", url, headers, raw, started, session=entry.id)
+        finally:
+            await self.registry.evict()
+            self.metrics.sessions_open.set(self.registry.open_count())
+        self._account(api, entry, plan)
+        rewrite = self._rewrite(api, entry, plan, url, headers, body)
+        if plan.pause and plan.compaction:
+            return self._compaction_only(api, entry, plan, body, rewrite, started)
+        return await self._forward(api, "prepared", url, headers, plan.body, started, session=entry.id,
+                                   entry=entry, plan=plan, rewrite=rewrite)
+
+    async def count_tokens(self, request: Request) -> Response:
+        """Anthropic `count_tokens`: the count of what the gateway would send (the session's edits
+        applied to the request), never a new decision; unknown conversations are counted as sent."""
+        started = time.perf_counter()
+        raw = await request.body()
+        url = join_url(self.config.upstream_for(ANTHROPIC.NAME), request.url.path, request.url.query)
+        try:
+            body = json.loads(raw)
+            transcript = ANTHROPIC.read(raw)
+        except Exception:
+            return await self._forward(ANTHROPIC, "unparsed", url, request.headers.items(), raw, started)
+        recognized = recognize(ANTHROPIC.NAME, request.headers, body, transcript.messages)
+        entry = self.registry.find(recognized.session_id)
+        if entry is None or entry.session is None:
+            return await self._forward(ANTHROPIC, "passthrough", url, request.headers.items(), raw, started,
+                                       state="passthrough; reason=unknown-session")
+        view = apply_edits(live_slice(transcript.messages), entry.session.edits)
+        doc = ANTHROPIC.build(transcript, view, body, self.config.offer_fetch)
+        return await self._forward(ANTHROPIC, "prepared", url, request.headers.items(), dumps(doc), started,
+                                   session=entry.id)
+
+    # --- forwarding ------------------------------------------------------------------------------
+
+    async def _forward(self, api: Api, outcome: str, url: str, headers: Any, body: bytes, started: float, *,
+                       state: str | None = None, session: str | None = None, entry: Entry | None = None,
+                       plan: Plan | None = None, rewrite: relay.Rewrite | None = None) -> Response:
+        self.metrics.requests.labels(api.NAME, outcome).inc()
+        self.metrics.added_latency.labels(api.NAME).observe(time.perf_counter() - started)
+        extra = [(STATE_HEADER, state or outcome)]
+        if session:
+            extra.append((SESSION_HEADER, session))
+        if plan is not None:
+            extra.append(("x-worksurface-tokens", f"{plan.report.tokens_before}->{plan.report.tokens_after}"))
+            if plan.applied:
+                extra.append((APPLIED_HEADER, json.dumps(plan.applied, separators=(",", ":"))))
+        try:
+            upstream = await self.upstream.send("POST", url, headers, body)
+        except UpstreamUnavailable as exc:
+            event(logging.WARNING, "upstream unavailable", api=api.NAME, session=session, error=str(exc))
+            status = 504 if exc.timeout else 502
+            self.metrics.upstream_status.labels(api.NAME, str(status)).inc()
+            return Response(unavailable_body(api.NAME, f"worksurface gateway: {exc}"), status,
+                            headers=dict(extra), media_type="application/json")
+        self.metrics.upstream_status.labels(api.NAME, str(upstream.status)).inc()
+        out_headers = [*upstream.headers, *extra]
+        on_usage = self._on_usage(api, entry)
+        if upstream.status >= 400:
+            data = await upstream.read()
+            await upstream.close()
+            event(logging.INFO, "upstream error returned as given", api=api.NAME, session=session,
+                  status=upstream.status)
+            return _response(data, upstream.status, out_headers)
+        active = rewrite if rewrite is not None and rewrite.needed and api is ANTHROPIC else None
+        self._log_call(api, outcome, session, plan, started)
+        if upstream.is_stream:
+            chunks = (relay.anthropic_stream(api, upstream, active, on_usage) if active is not None
+                      else relay.passthrough(api, upstream, on_usage))
+            return StreamingResponse(chunks, upstream.status, headers=_header_dict(out_headers))
+        data = await upstream.read()
+        await upstream.close()
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            return _response(data, upstream.status, out_headers)
+        usage = api.usage_of(doc)
+        if usage is not None:
+            on_usage(usage)
+        if active is not None:
+            doc = await self._answer_fetches(api, doc, active, on_usage)
+            data = dumps(relay.anthropic_body(api, doc, active))
+        return _response(data, upstream.status, out_headers)
+
+    async def _answer_fetches(self, api: Api, doc: Any, rewrite: relay.Rewrite, on_usage: Any) -> Any:
+        """A whole response whose model called only fetch_artifact: asked again with the results."""
+        kept: list[Any] = []
+        for _ in range(relay.MAX_FETCH_ROUNDS):
+            calls, others = relay.fetch_calls(doc)
+            if not calls or others or rewrite.fetch is None:
+                break
+            kept += [b for b in doc["content"] if not (b.get("type") == "tool_use" and b.get("name") == "fetch_artifact")]
+            response = await rewrite.fetch(doc["content"], calls)
+            data = await response.read()
+            await response.close()
+            if response.status >= 400:
+                break
+            doc = json.loads(data)
+            usage = api.usage_of(doc)
+            if usage is not None:
+                on_usage(usage)
+        if kept and isinstance(doc, dict):
+            doc = {**doc, "content": kept + list(doc.get("content") or [])}
+        return doc
+
+    def _rewrite(self, api: Api, entry: Entry, plan: Plan, url: str, headers: Any,
+                 body: Mapping[str, Any]) -> relay.Rewrite:
+        rewrite = relay.Rewrite(compaction=plan.compaction, applied=plan.applied,
+                                context_management=body.get("context_management") is not None)
+        if self.config.offer_fetch and api is ANTHROPIC:
+            rounds: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+
+            def answer(call_input: dict[str, Any]) -> str:
+                artifact = str(call_input.get("id") or "")
+                session = entry.session
+                try:
+                    return session.artifact(artifact) if session is not None else "the session is closed"
+                except Exception:
+                    return f"no artifact {artifact!r} in this session"
+
+            async def fetch(blocks: list[dict[str, Any]], calls: list[dict[str, Any]]) -> UpstreamResponse:
+                results = [relay.fetch_result(call, answer) for call in calls]
+                rounds.append((blocks, results))
+                event(logging.INFO, "fetch_artifact answered", session=entry.id,
+                      artifacts=[str((c.get("input") or {}).get("id")) for c in calls])
+                return await self.upstream.send("POST", url, headers, relay.follow_up_body(plan.doc, rounds))
+
+            rewrite.fetch, rewrite.answer = fetch, answer
+        return rewrite
+
+    def _compaction_only(self, api: Api, entry: Entry, plan: Plan, body: Mapping[str, Any],
+                         rewrite: relay.Rewrite, started: float) -> Response:
+        """`pause_after_compaction`: the compaction block alone, answered by the gateway."""
+        self.metrics.requests.labels(api.NAME, "local").inc()
+        self.metrics.added_latency.labels(api.NAME).observe(time.perf_counter() - started)
+        usage = {"input_tokens": plan.report.tokens_before, "output_tokens": 0,
+                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        message: dict[str, Any] = {"id": f"msg_worksurface_{entry.id}_{entry.calls}", "type": "message", "role": "assistant",
+                   "model": body.get("model"), "content": [], "stop_reason": "compaction", "stop_sequence": None,
+                   "usage": usage}
+        done = relay.anthropic_body(api, message, rewrite)
+        extra = {STATE_HEADER: "local; reason=pause_after_compaction", SESSION_HEADER: entry.id}
+        if not body.get("stream"):
+            return Response(dumps(done), 200, headers=extra, media_type="application/json")
+        start = {**message, "content": []}
+        events = [sse.encode("message_start", {"type": "message_start", "message": start})]
+        events += [relay._compaction_events(plan.compaction or "")]
+        delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": "compaction", "stop_sequence": None},
+                                 "usage": {"output_tokens": 0}}
+        if rewrite.context_management:
+            delta["context_management"] = {"applied_edits": plan.applied}
+        events += [sse.encode("message_delta", delta), sse.encode("message_stop", {"type": "message_stop"})]
+        return Response(b"".join(events), 200, headers=extra, media_type="text/event-stream")
+
+    # --- bookkeeping -----------------------------------------------------------------------------
+
+    def _account(self, api: Api, entry: Entry, plan: Plan) -> None:
+        entry.calls += 1
+        entry.last_report = plan.report.to_json()
+        self.metrics.tokens_in.labels(api.NAME).inc(plan.report.tokens_before)
+        self.metrics.tokens_forwarded.labels(api.NAME).inc(plan.report.tokens_after)
+        for stage in plan.fired:
+            self.metrics.stage_firings.labels(stage).inc()
+
+    def _on_usage(self, api: Api, entry: Entry | None) -> Any:
+        def record(usage: Usage) -> None:
+            self.metrics.usage(api.NAME, usage.input_tokens, usage.cached_tokens)
+            if entry is not None:
+                entry.last_usage = usage.input_tokens or None
+                entry.input_tokens += usage.input_tokens
+                entry.cached_tokens += usage.cached_tokens
+        return record
+
+    def _log_call(self, api: Api, outcome: str, session: str | None, plan: Plan | None, started: float) -> None:
+        fields: dict[str, Any] = {"api": api.NAME, "outcome": outcome, "session": session,
+                                  "added_ms": round((time.perf_counter() - started) * 1000, 2)}
+        if plan is not None:
+            fields.update(tokens_in=plan.report.tokens_before, tokens_out=plan.report.tokens_after,
+                          fired=plan.fired, bytes=len(plan.body))
+            if plan.report.boundary:
+                fields["compacted"] = True
+            for notice in plan.notices:
+                event(logging.INFO, "notice", session=session, notice=notice)
+        event(logging.INFO, "forwarded", **fields)
+
+    # --- the gateway's own endpoints ---------------------------------------------------------------
+
+    def authorized(self, request: Request) -> bool:
+        token = self.config.token
+        if not token:
+            return True
+        given = request.headers.get(TOKEN_HEADER) or ""
+        proxy = request.headers.get("proxy-authorization") or ""
+        if proxy.lower().startswith("bearer "):
+            given = given or proxy[7:]
+        return hmac.compare_digest(given.encode(), token.encode())
+
+
+def _header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in headers:
+        out[k] = v if k not in out else f"{out[k]}, {v}"
+    return out
+
+
+def _response(data: bytes, status: int, headers: list[tuple[str, str]]) -> Response:
+    response = Response(data, status)
+    for k, v in headers:
+        if k.lower() != "content-length":
+            response.headers.append(k, v)
+    return response
+
+
+def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None = None) -> Starlette:
+    """The ASGI app. `app.state.gateway` is the Gateway (its metrics and sessions)."""
+    gateway = Gateway(config, transport)
+
+    def guarded(handler: Any) -> Any:
+        async def endpoint(request: Request) -> Response:
+            if not gateway.authorized(request):
+                return JSONResponse({"error": {"type": "authentication_error",
+                                               "message": "worksurface gateway: missing or wrong gateway token"}}, 401)
+            result: Response = await handler(request)
+            return result
+        return endpoint
+
+    async def messages(request: Request) -> Response:
+        return await gateway.handle(ANTHROPIC, request)
+
+    async def chat(request: Request) -> Response:
+        return await gateway.handle(CHAT, request)
+
+    async def responses(request: Request) -> Response:
+        return await gateway.handle(RESPONSES, request)
+
+    async def sessions(request: Request) -> Response:
+        return JSONResponse({"sessions": gateway.registry.list()})
+
+    async def session(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        if request.method == "DELETE":
+            deleted = await gateway.registry.delete(session_id)
+            return JSONResponse({"deleted": deleted, "id": session_id}, 200 if deleted else 404)
+        try:
+            described = await gateway.registry.describe(session_id)
+        except Exception as exc:
+            return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, 400)
+        return JSONResponse(described) if described is not None else JSONResponse({"error": "no such session"}, 404)
+
+    async def metrics(request: Request) -> Response:
+        return Response(gateway.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def other(request: Request) -> Response:
+        """Anything else (model lists, Codex's remote compaction ...) goes through unchanged."""
+        path = request.url.path
+        api = ANTHROPIC if path.startswith("/v1/messages") or "anthropic-version" in request.headers else CHAT
+        url = join_url(gateway.config.upstream_for(api.NAME), path, request.url.query)
+        body = await request.body()
+        gateway.metrics.requests.labels("other", "passthrough").inc()
+        try:
+            upstream = await gateway.upstream.send(request.method, url, request.headers.items(), body)
+        except UpstreamUnavailable as exc:
+            return Response(unavailable_body(api.NAME, f"worksurface gateway: {exc}"), 504 if exc.timeout else 502,
+                            media_type="application/json")
+        return StreamingResponse(_chunks(upstream), upstream.status, headers=_header_dict(upstream.headers))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await gateway.close()
+
+    routes = [
+        Route("/v1/messages", guarded(messages), methods=["POST"]),
+        Route("/v1/messages/count_tokens", guarded(gateway.count_tokens), methods=["POST"]),
+        Route("/v1/chat/completions", guarded(chat), methods=["POST"]),
+        Route("/chat/completions", guarded(chat), methods=["POST"]),
+        Route("/v1/responses", guarded(responses), methods=["POST"]),
+        Route("/responses", guarded(responses), methods=["POST"]),
+        Route("/sessions", guarded(sessions), methods=["GET"]),
+        Route("/sessions/{session_id}", guarded(session), methods=["GET", "DELETE"]),
+        Route("/metrics", guarded(metrics), methods=["GET"]),
+        Route("/healthz", health, methods=["GET"]),
+        Route("/{path:path}", guarded(other), methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.gateway = gateway
+    return app
+
+
+async def _chunks(upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in upstream.chunks():
+            yield chunk
+    finally:
+        await upstream.close()

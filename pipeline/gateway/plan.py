@@ -1,0 +1,73 @@
+"""One request's plan: `Session.prepare` on what the client sent, the client's context-management
+edits, and the body to forward. Runs in a worker thread under the conversation's lock."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..core.config import Config
+from ..core.errors import ContextOverflowError
+from ..core.model import Origin
+from ..formats.base import Transcript
+from ..session.session import PrepareReport
+from . import context_management as cm_
+from .apis import Api, dumps
+from .registry import Entry, Registry
+
+
+@dataclass
+class Plan:
+    """What to forward, and what the response must say about it."""
+
+    body: bytes
+    doc: dict[str, Any]
+    report: PrepareReport
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    compaction: str | None = None      # a summary to answer as a `compaction` block
+    pause: bool = False                # answer the compaction alone (pause_after_compaction)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def fired(self) -> list[str]:
+        return [s.name for s in self.report.stages if not s.skipped and s.items]
+
+
+def plan_call(api: Api, registry: Registry, entry: Entry, transcript: Transcript, body: Mapping[str, Any],
+              base: Config, offer_fetch: bool, now: float | None = None) -> Plan:
+    session = registry.open(entry)
+    cm = cm_.parse(body)
+    if api.NAME == "anthropic":
+        messages = cm_.fold_compaction_blocks(transcript.messages, entry.summaries)
+        if messages is not transcript.messages:
+            transcript = dataclasses.replace(transcript, messages=messages)
+    config = cm_.configure(base, cm, transcript.messages)
+    if config != session.config:
+        session.config = config
+    instructions = cm.compact.instructions if cm is not None and cm.compact is not None else None
+    try:
+        prepared = session.prepare(transcript, usage=entry.last_usage, now=now, instructions=instructions)
+    except ContextOverflowError as exc:
+        if exc.prepared is None:
+            raise
+        prepared = exc.prepared     # the smallest view worksurface could make: the upstream decides
+    view, report = prepared.messages, prepared.report
+    plan = Plan(b"", {}, report, notices=list(report.notices))
+    if cm is not None:
+        if cm.clear_tool_uses is not None:
+            cleared = cm_.cleared_tool_uses(transcript.messages, view, session.counter)
+            plan.applied += [cleared] if cleared else []
+            if cm.clear_tool_uses.clear_tool_inputs:
+                plan.notices.append("clear_tool_inputs is not applied: worksurface keeps every tool call's input")
+        if cm.keep_thinking_turns is not None:
+            view, thinking = cm_.clear_thinking(view, cm.keep_thinking_turns, session.counter)
+            plan.applied += [thinking] if thinking else []
+        if cm.compact is not None and report.boundary:
+            summary = next((m.text for m in view if m.origin is Origin.SUMMARY), "")
+            if summary:
+                plan.compaction, plan.pause = summary, cm.compact.pause
+                registry.remember_summary(entry, cm_.summary_key(summary))
+    plan.doc = api.build(transcript, view, body, offer_fetch)
+    plan.body = dumps(plan.doc)
+    return plan

@@ -1,0 +1,91 @@
+"""Which conversation a request belongs to, without the client's cooperation.
+
+A harness sends the whole conversation on every call, so a conversation is known by what stays the
+same: its stable prefix (everything up to and including the first user message: the system prompt,
+the harness's standing context, the user's first words). A harness's own session id (Claude Code's
+`metadata.user_id` session, Codex's `session_id` header or `prompt_cache_key`) narrows it further
+but never replaces it, because one harness session runs several conversations (the main agent,
+its sub-agents, a title request) that must not be mixed. Only `X-Worksurface-Session`, a promise by
+the caller that every request carrying it is one conversation, names a session on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..core.model import Message
+
+SESSION_HEADER = "x-worksurface-session"
+# Headers harnesses send that name their own session (Codex: session_id, conversation_id).
+HARNESS_HEADERS = ("session_id", "conversation_id", "x-claude-code-session-id", "x-session-id")
+# Claude Code's older metadata form: user_<hash>_account_<uuid>_session_<uuid>.
+_LEGACY_SESSION = re.compile(r"_session_([0-9a-fA-F-]{8,})")
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+ID_CHARS = 20
+
+
+@dataclass(frozen=True)
+class Recognized:
+    """A request's session: `session_id` names its directory; `source` says how it was known."""
+
+    session_id: str
+    source: str                 # "header", "harness+prefix" or "prefix"
+    harness_id: str | None = None
+
+
+def recognize(api: str, headers: Mapping[str, str], body: Mapping[str, Any],
+              messages: Sequence[Message]) -> Recognized:
+    """The session of one request (`messages`: the transcript read from `body`)."""
+    explicit = headers.get(SESSION_HEADER)
+    if explicit:
+        name = explicit if _SAFE.fullmatch(explicit) and explicit not in (".", "..") else _digest(explicit)
+        return Recognized(f"s-{name}", "header", explicit)
+    harness = harness_session(headers, body)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{api}\x00{harness or ''}\x00".encode())
+    for m in stable_prefix(messages):
+        h.update(m.digest.encode())
+    return Recognized(f"{_API_PREFIX.get(api, 'x')}-{h.hexdigest()[:ID_CHARS]}",
+                      "harness+prefix" if harness else "prefix", harness)
+
+
+_API_PREFIX = {"anthropic": "a", "openai-chat": "c", "openai-responses": "r"}
+
+
+def stable_prefix(messages: Sequence[Message]) -> Sequence[Message]:
+    """Everything up to and including the first user message (all of it when there is none)."""
+    for i, m in enumerate(messages):
+        if m.role == "user":
+            return messages[:i + 1]
+    return messages
+
+
+def harness_session(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+    """The harness's own session id, where it sends one."""
+    for name in HARNESS_HEADERS:
+        if headers.get(name):
+            return headers[name]
+    key = body.get("prompt_cache_key")
+    if isinstance(key, str) and key:
+        return key
+    metadata = body.get("metadata")
+    user = metadata.get("user_id") if isinstance(metadata, dict) else None
+    if isinstance(user, str) and user:
+        try:
+            parsed = json.loads(user)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("session_id"), str):
+            return str(parsed["session_id"])
+        legacy = _LEGACY_SESSION.search(user)
+        if legacy:
+            return legacy.group(1)
+    return None
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()

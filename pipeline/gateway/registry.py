@@ -1,0 +1,140 @@
+"""The sessions the gateway is serving: one entry per recognised conversation, with its lock (two
+requests of one conversation are prepared one after the other), its open worksurface session (the
+least recently used are closed past `max_open_sessions`) and what the last call measured."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.config import Config
+from ..core.model import Origin
+from ..session.session import Session
+from .config import GatewayConfig
+from .recognize import Recognized
+from .store import (delete_gateway_session, list_gateway_sessions, open_gateway_session, read_info,
+                    write_info)
+
+
+@dataclass
+class Entry:
+    """One conversation. `last_usage`: the input tokens the upstream reported for its previous call
+    (what `Session.prepare` anchors its size on)."""
+
+    id: str
+    api: str
+    source: str
+    harness_id: str | None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    session: Session | None = None
+    last_usage: int | None = None
+    last_report: dict[str, Any] | None = None
+    summaries: set[str] = field(default_factory=set)
+    calls: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    created: float = field(default_factory=time.time)
+    last_seen: float = field(default_factory=time.time)
+
+    def info(self) -> dict[str, Any]:
+        return {"id": self.id, "api": self.api, "source": self.source, "created": self.created,
+                "summaries": sorted(self.summaries)}
+
+
+class Registry:
+    def __init__(self, config: GatewayConfig, session_config: Config) -> None:
+        self.config = config
+        self.session_config = session_config
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._open_lock = threading.Lock()
+
+    def entry(self, rec: Recognized, api: str) -> Entry:
+        """The conversation's entry (created on its first request; event loop only)."""
+        entry = self._entries.get(rec.session_id)
+        if entry is None:
+            entry = self._entries[rec.session_id] = Entry(rec.session_id, api, rec.source, rec.harness_id)
+        self._entries.move_to_end(rec.session_id)
+        entry.last_seen = time.time()
+        return entry
+
+    def find(self, session_id: str) -> Entry | None:
+        return self._entries.get(session_id)
+
+    def open(self, entry: Entry) -> Session:
+        """The entry's session, opened on first use (in a worker thread, under the entry's lock)."""
+        if entry.session is None:
+            with self._open_lock:
+                stored = read_info(self.config.store, entry.id)
+                entry.session = open_gateway_session(self.config.store, entry.id, self.session_config)
+                if stored:
+                    entry.summaries |= set(stored.get("summaries") or ())
+                    entry.created = float(stored.get("created") or entry.created)
+                else:
+                    write_info(self.config.store, entry.id, entry.info())
+        return entry.session
+
+    def remember_summary(self, entry: Entry, key: str) -> None:
+        entry.summaries.add(key)
+        write_info(self.config.store, entry.id, entry.info())
+
+    def open_count(self) -> int:
+        return sum(1 for e in self._entries.values() if e.session is not None)
+
+    async def evict(self) -> None:
+        """Close the least recently used idle sessions beyond the limit (their data stays stored)."""
+        excess = self.open_count() - self.config.max_open_sessions
+        for entry in list(self._entries.values()):
+            if excess <= 0:
+                break
+            if entry.session is not None and not entry.lock.locked():
+                session, entry.session = entry.session, None
+                await asyncio.to_thread(session.close)
+                excess -= 1
+
+    async def close(self) -> None:
+        for entry in self._entries.values():
+            if entry.session is not None:
+                session, entry.session = entry.session, None
+                await asyncio.to_thread(session.close)
+
+    # --- the /sessions endpoints -----------------------------------------------------------------
+
+    def list(self) -> list[dict[str, Any]]:
+        ids = set(list_gateway_sessions(self.config.store)) | set(self._entries)
+        return [self._summary(i) for i in sorted(ids)]
+
+    def _summary(self, session_id: str) -> dict[str, Any]:
+        entry = self._entries.get(session_id)
+        info = read_info(self.config.store, session_id) if entry is None else entry.info()
+        out: dict[str, Any] = {"id": session_id, "api": info.get("api"), "source": info.get("source"),
+                               "created": info.get("created")}
+        if entry is not None:
+            out.update(calls=entry.calls, last_seen=entry.last_seen, open=entry.session is not None,
+                       cached_share=round(entry.cached_tokens / entry.input_tokens, 4) if entry.input_tokens else None)
+        return out
+
+    async def describe(self, session_id: str) -> dict[str, Any] | None:
+        """A session's status bar, ledger counts and last report (None: no such session)."""
+        if session_id not in self._entries and session_id not in list_gateway_sessions(self.config.store):
+            return None
+        entry = self._entries.get(session_id) or self.entry(Recognized(session_id, "stored"), "unknown")
+        async with entry.lock:
+            session = await asyncio.to_thread(self.open, entry)
+            view = await asyncio.to_thread(session.view)
+        status = "\n".join(m.text for m in view if m.origin is Origin.STATUS)
+        return {**self._summary(session_id), "status": status or None, "ledger": session.ledger.entry_counts(),
+                "view_messages": len(view), "last_report": entry.last_report}
+
+    async def delete(self, session_id: str) -> bool:
+        entry = self._entries.get(session_id)
+        if entry is not None:
+            async with entry.lock:
+                if entry.session is not None:
+                    session, entry.session = entry.session, None
+                    await asyncio.to_thread(session.close)
+                self._entries.pop(session_id, None)
+        return await asyncio.to_thread(delete_gateway_session, self.config.store, session_id)

@@ -1,0 +1,207 @@
+"""Responses on their way back: passed through byte for byte, read only for their usage, and
+rewritten only where the gateway must speak for itself (never the model's content):
+
+- a `compaction` block before the model's content, when the client's `compact_20260112` edit fired;
+- `context_management.applied_edits`, when the client asked for edits (the final `message_delta` of
+  a stream, the top level of a body);
+- with `--offer-fetch`, the model's calls to `fetch_artifact`: answered by the gateway, which asks
+  the upstream again with the artifact's content and streams on the answer; the client sees neither
+  the call nor its result (a call made beside the client's own tools is dropped instead: its result
+  would have to travel in the client's next turn, which knows nothing of it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from . import sse
+from .apis import FETCH_TOOL, Api, Usage, dumps
+from .context_management import compaction_block
+from .upstream import UpstreamResponse
+
+# A model that keeps fetching is answered this many times in one call, then its call goes to the client.
+MAX_FETCH_ROUNDS = 4
+
+OnUsage = Callable[[Usage], None]
+FollowUp = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Awaitable[UpstreamResponse]]
+
+
+@dataclass
+class Rewrite:
+    """What an Anthropic response must say besides the model's content."""
+
+    compaction: str | None = None
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    context_management: bool = False        # the client asked: answer applied_edits (maybe empty)
+    fetch: FollowUp | None = None           # answers fetch_artifact calls (None: not offered)
+    answer: Callable[[dict[str, Any]], str] | None = None  # a fetch call's result text
+
+    @property
+    def needed(self) -> bool:
+        return bool(self.compaction or self.context_management or self.fetch)
+
+
+async def passthrough(api: Api, response: UpstreamResponse, on_usage: OnUsage) -> AsyncIterator[bytes]:
+    """A stream as it comes, its usage read on the way."""
+    try:
+        async for event in sse.events(response.chunks()):
+            usage = api.usage_of_event(event)
+            if usage is not None:
+                on_usage(usage)
+            yield event.raw
+    finally:
+        await response.close()
+
+
+async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrite, on_usage: OnUsage) -> AsyncIterator[bytes]:
+    """An Anthropic stream with the rewrites in the module doc."""
+    next_index = 0
+    started = False
+    exchanges: list[list[dict[str, Any]]] = []     # upstream blocks of each answered round
+    rounds = 0
+    while True:
+        mapping: dict[int, int] = {}               # upstream block index -> the client's
+        blocks: dict[int, _Block] = {}
+        hidden: set[int] = set()
+        client_tools = False
+        follow = False
+        try:
+            async for event in sse.events(response.chunks()):
+                name = event.name
+                if name == "message_start":
+                    usage = api.usage_of_event(event)
+                    if usage is not None:
+                        on_usage(usage)
+                    if not started:
+                        started = True
+                        yield event.raw
+                        if rewrite.compaction:
+                            yield _compaction_events(rewrite.compaction)
+                            next_index = 1
+                    continue
+                if name in ("content_block_start", "content_block_delta", "content_block_stop"):
+                    data = event.data()
+                    index = data.get("index") if isinstance(data, dict) else None
+                    if not isinstance(index, int):
+                        yield event.raw
+                        continue
+                    if name == "content_block_start":
+                        block = data.get("content_block") or {}
+                        blocks[index] = _Block(copy.deepcopy(block))
+                        if rewrite.fetch is not None and block.get("type") == "tool_use" and block.get("name") == FETCH_TOOL:
+                            hidden.add(index)
+                        else:
+                            client_tools |= block.get("type") in ("tool_use", "server_tool_use")
+                            mapping[index] = next_index
+                            next_index += 1
+                    elif index in blocks:
+                        blocks[index].feed(name, data)
+                    if index in hidden:
+                        continue
+                    client = mapping.get(index, index)
+                    yield event.raw if client == index else sse.encode(name, {**data, "index": client})
+                    continue
+                if name == "message_delta":
+                    data = event.data() or {}
+                    stop = (data.get("delta") or {}).get("stop_reason")
+                    if (hidden and not client_tools and stop == "tool_use" and rewrite.fetch is not None
+                            and rounds < MAX_FETCH_ROUNDS):
+                        follow = True
+                        break
+                    if rewrite.context_management:
+                        yield sse.encode(name, {**data, "context_management": {"applied_edits": rewrite.applied}})
+                    else:
+                        yield event.raw
+                    continue
+                yield event.raw
+        finally:
+            await response.close()
+        if not follow or rewrite.fetch is None:
+            return
+        rounds += 1
+        exchanges.append([blocks[i].done() for i in sorted(blocks)])
+        calls = [blocks[i].done() for i in sorted(hidden)]
+        response = await rewrite.fetch(exchanges[-1], calls)
+        if response.status >= 400:
+            await response.close()
+            return
+
+
+def anthropic_body(api: Api, doc: Any, rewrite: Rewrite) -> Any:
+    """A whole Anthropic response with the rewrites (a non-JSON or error body is left alone)."""
+    if not isinstance(doc, dict) or doc.get("type") != "message":
+        return doc
+    out = dict(doc)
+    if rewrite.fetch is not None:
+        out["content"] = [b for b in out.get("content") or []
+                          if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == FETCH_TOOL)]
+    if rewrite.compaction:
+        out["content"] = [compaction_block(rewrite.compaction), *(out.get("content") or [])]
+    if rewrite.context_management:
+        out["context_management"] = {"applied_edits": rewrite.applied}
+    return out
+
+
+def fetch_calls(doc: Any) -> tuple[list[dict[str, Any]], bool]:
+    """(fetch_artifact calls in a whole response, whether the client's own tools were called too)."""
+    content = doc.get("content") if isinstance(doc, dict) else None
+    if not isinstance(content, list) or doc.get("stop_reason") != "tool_use":
+        return [], False
+    calls = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == FETCH_TOOL]
+    others = any(isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") != FETCH_TOOL for b in content)
+    return calls, others
+
+
+def follow_up_body(doc: dict[str, Any], exchanges: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> bytes:
+    """The forwarded request again, with each answered round: the model's turn and the results."""
+    messages = list(doc.get("messages") or [])
+    for blocks, results in exchanges:
+        messages.append({"role": "assistant", "content": blocks})
+        messages.append({"role": "user", "content": results})
+    return dumps({**doc, "messages": messages})
+
+
+def fetch_result(call: dict[str, Any], answer: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call.get("id"), "content": answer(call.get("input") or {})}
+
+
+def _compaction_events(summary: str) -> bytes:
+    return (sse.encode("content_block_start", {"type": "content_block_start", "index": 0,
+                                               "content_block": {"type": "compaction", "content": None}})
+            + sse.encode("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                 "delta": {"type": "compaction_delta", "content": summary}})
+            + sse.encode("content_block_stop", {"type": "content_block_stop", "index": 0}))
+
+
+class _Block:
+    """A content block rebuilt from its stream events (to send the model's turn back to it)."""
+
+    def __init__(self, start: dict[str, Any]) -> None:
+        self.block = start
+        self.partial = ""
+
+    def feed(self, name: str, data: dict[str, Any]) -> None:
+        if name != "content_block_delta":
+            return
+        delta = data.get("delta") or {}
+        kind = delta.get("type")
+        if kind == "text_delta":
+            self.block["text"] = self.block.get("text", "") + delta.get("text", "")
+        elif kind == "input_json_delta":
+            self.partial += delta.get("partial_json", "")
+        elif kind == "thinking_delta":
+            self.block["thinking"] = self.block.get("thinking", "") + delta.get("thinking", "")
+        elif kind == "signature_delta":
+            self.block["signature"] = delta.get("signature")
+
+    def done(self) -> dict[str, Any]:
+        if self.block.get("type") in ("tool_use", "server_tool_use") and self.partial:
+            try:
+                self.block["input"] = json.loads(self.partial)
+            except ValueError:
+                self.block["input"] = {}
+            self.partial = ""
+        return self.block

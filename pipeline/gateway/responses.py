@@ -1,0 +1,45 @@
+"""OpenAI Responses (`/v1/responses`): requests with the full input, tools and usage.
+
+A request that continues a conversation kept server-side (`previous_response_id`, or a
+`conversation`) carries only what is new: worksurface cannot see, so cannot manage, the rest; it
+is passed through untouched and the response says so (`X-Worksurface: passthrough`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..formats import openai_responses
+from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from .sse import Event
+
+
+class OpenAIResponses(Api):
+    NAME = "openai-responses"
+    adapter = openai_responses
+
+    def passthrough_reason(self, body: Mapping[str, Any]) -> str | None:
+        if body.get("previous_response_id"):
+            return "previous_response_id"
+        if body.get("conversation"):
+            return "conversation"
+        return None
+
+    def add_fetch_tool(self, doc: dict[str, Any]) -> None:
+        tools = list(doc.get("tools") or [])
+        if not any(isinstance(t, dict) and t.get("name") == FETCH_TOOL for t in tools):
+            tools.append({"type": "function", "name": FETCH_TOOL, "description": FETCH_DESCRIPTION,
+                          "parameters": FETCH_SCHEMA, "strict": False})
+        doc["tools"] = tools
+
+    def usage_of(self, doc: Any) -> Usage | None:
+        usage = doc.get("usage") if isinstance(doc, dict) else None
+        if not isinstance(usage, dict):
+            return None
+        return Usage(int_field(usage, "input_tokens"), int_field(usage, "input_tokens_details", "cached_tokens"))
+
+    def usage_of_event(self, event: Event) -> Usage | None:
+        if event.name != "response.completed" and '"response.completed"' not in event.data_text[:60]:
+            return None
+        data = event.data()
+        return self.usage_of(data.get("response")) if isinstance(data, dict) else None

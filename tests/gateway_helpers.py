@@ -1,0 +1,91 @@
+"""Running the gateway for tests: in this process on a loopback port (uvicorn on a thread), or as a
+`worksurface serve` subprocess (for the tests that kill it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import uvicorn
+
+from worksurface.gateway import Gateway, GatewayConfig, create_app
+
+START_TIMEOUT = 20.0
+
+
+@dataclass
+class Running:
+    url: str
+    gateway: Gateway | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return httpx.get(f"{self.url}/sessions", timeout=10).json()["sessions"]
+
+
+@contextmanager
+def running_gateway(store: Path, upstream: str, **settings: Any) -> Iterator[Running]:
+    config = GatewayConfig(store=str(store), upstream=upstream, port=0, **settings)
+    app = create_app(config)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True, name="gateway")
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the gateway did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield Running(f"http://127.0.0.1:{port}", app.state.gateway)
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def gateway_process(store: Path, upstream: str, *args: str, port: int | None = None) -> Iterator[Running]:
+    """`worksurface serve` in a subprocess; stopped (SIGTERM, then SIGKILL) when the block ends."""
+    port = port or free_port()
+    command = [sys.executable, "-m", "worksurface", "serve", "--port", str(port), "--store", str(store),
+               "--upstream", upstream, *args]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT
+    try:
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                err = process.stderr.read().decode() if process.stderr else ""
+                raise RuntimeError(f"worksurface serve did not start: {err[-2000:]}")
+            time.sleep(0.05)
+        yield Running(url, process=process)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)

@@ -1,0 +1,134 @@
+"""Real clients through the gateway against the loopback fakes: Claude Code (ANTHROPIC_BASE_URL at the
+gateway), Codex CLI (a model_provider pointing at it) and LangChain's ChatAnthropic / ChatOpenAI. Each
+runs a multi-turn session that crosses worksurface's compaction threshold (a small window): the
+requests reaching the upstream are reduced, paired and cache-stable, and the client never compacts
+on its own. The request logs (sizes before and after, cached share) are printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_anthropic import Answer, FakeAnthropic, tool_use
+from fake_chat import ChatReply, FakeChat
+from gateway_helpers import running_gateway
+from test_gateway_api import assert_paired, cached_share, file_text
+
+CLIENTS = Path(os.environ.get("WORKSURFACE_CLIENTS", Path.home() / ".cache" / "worksurface" / "clients"))
+CLAUDE = CLIENTS / "claude-code" / "node_modules" / ".bin" / "claude"
+DEAD_PROXY = "http://127.0.0.1:9"
+CLIENT_TIMEOUT = 180
+
+
+def _log(name: str, sizes: list[int], share: float, kinds: list[str]) -> None:
+    print(f"\n{name}: {len(sizes)} requests; forwarded bytes first {sizes[0]}, max {max(sizes)}, last {sizes[-1]}; "
+          f"cached share {share:.2f}; kinds {sorted(set(kinds))}")
+
+
+@pytest.mark.client
+@pytest.mark.slow
+@pytest.mark.skipif(not CLAUDE.exists(), reason=f"Claude Code is not installed at {CLAUDE}")
+def test_claude_code_through_the_gateway(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    for n in range(40):
+        (work / f"m{n}.txt").write_text(file_text(n, 200), encoding="utf-8")
+
+    def script(body: dict[str, Any], n: int) -> Answer:
+        if not body.get("tools"):                     # Claude Code's side requests (titles ...)
+            return Answer([{"type": "text", "text": "Title"}])
+        last = body["messages"][-1]
+        fresh = isinstance(last.get("content"), list) and any(
+            b.get("type") == "text" and "WSGW" in b.get("text", "") for b in last["content"])
+        reads = sum(1 for m in body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
+                    if b.get("type") == "tool_use")
+        if not fresh and reads % 8 == 7:
+            return Answer([{"type": "text", "text": f"Read {reads + 1} files."}])
+        return tool_use("Read", {"file_path": str(work / f"m{reads % 40}.txt")}, f"toolu_{uuid.uuid4().hex[:12]}")
+
+    session_id = str(uuid.uuid4())
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "sk-ant-cc",
+           "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HTTPS_PROXY": DEAD_PROXY, "HTTP_PROXY": DEAD_PROXY,
+           "NO_PROXY": "127.0.0.1,localhost"}
+    with FakeAnthropic(cache=True, script=script) as fake, \
+            running_gateway(tmp_path / "store", fake.url, session={"window": 40000}) as gw:
+        env["ANTHROPIC_BASE_URL"] = gw.url
+        for turn in range(4):
+            args = ["--session-id", session_id] if turn == 0 else ["--resume", session_id]
+            done = subprocess.run([str(CLAUDE), "-p", f"WSGW turn {turn}: read the files.", *args,
+                                   "--allowedTools", "Read"], cwd=work, env=env, capture_output=True, text=True,
+                                  timeout=CLIENT_TIMEOUT)
+            assert done.returncode == 0, done.stderr[-2000:]
+        sessions = gw.sessions()
+    main = [r for r in fake.messages() if r.body.get("tools")]
+    assert len(main) >= 24
+    assert all(r.kind != "summarize" for r in fake.messages()), "Claude Code never compacted on its own"
+    sizes = [len(json.dumps(r.body["messages"])) for r in main]
+    assert any(b < a * 0.8 for a, b in zip(sizes, sizes[1:])), "worksurface compacted the view"
+    for r in main:
+        assert_paired(r.body)
+    share = cached_share(main)
+    assert share > 0.5, share
+    assert any(s["source"] == "harness+prefix" for s in sessions)
+    _log("claude code", sizes, share, [r.kind for r in fake.messages()])
+    # Claude Code's own session file holds the whole conversation, valid, with no compaction.
+    from worksurface.formats import read_transcript
+    from worksurface.core.view import check_pairing
+    files = list((tmp_path / ".claude" / "projects").rglob(f"{session_id}.jsonl"))
+    assert files, "Claude Code wrote its session file"
+    transcript = read_transcript(files[0])
+    assert not check_pairing(transcript.messages)
+    assert not any(m.meta.get("compact_boundary") for m in transcript.messages)
+    assert sum(1 for m in transcript.messages for _ in m.tool_results) >= 24
+
+
+def test_langchain_chat_models_through_the_gateway(tmp_path: Path) -> None:
+    langchain_anthropic = pytest.importorskip("langchain_anthropic")
+    langchain_openai = pytest.importorskip("langchain_openai")
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    def anthropic_script(body: dict[str, Any], n: int) -> Answer:
+        return Answer([{"type": "text", "text": "ok"}]) if n % 5 == 4 else tool_use("read", {"path": f"f{n}"}, f"t{n}")
+
+    def chat_script(body: dict[str, Any], n: int) -> ChatReply:
+        return ChatReply("ok") if n % 5 == 4 else ChatReply(tool=("read", {"path": f"f{n}"}, f"c{n}"))
+
+    tool = {"name": "read", "description": "read a file",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    with FakeAnthropic(cache=True, script=anthropic_script) as fa, FakeChat(chat_script) as fc, \
+            running_gateway(tmp_path, fa.url, session={"window": 6000}, openai_upstream=fc.url) as gw:
+        gw.gateway.config = gw.gateway.config.model_copy(update={"upstream": None, "anthropic_upstream": fa.url})
+        models = [langchain_anthropic.ChatAnthropic(model="claude-test", base_url=gw.url, api_key="sk-ant-lc",
+                                                    max_retries=0).bind_tools([tool]),
+                  langchain_openai.ChatOpenAI(model="gpt-test", base_url=f"{gw.url}/v1", api_key="sk-lc",
+                                              max_retries=0).bind_tools([tool])]
+        for model in models:
+            history: list[Any] = [SystemMessage("You read files."), HumanMessage("Read them all.")]
+            for turn in range(30):
+                reply = model.invoke(history)
+                history.append(reply)
+                if isinstance(reply, AIMessage) and reply.tool_calls:
+                    history += [ToolMessage(file_text(turn), tool_call_id=c["id"]) for c in reply.tool_calls]
+                else:
+                    history.append(HumanMessage(f"next {turn}"))
+        sessions = gw.sessions()
+    assert {s["api"] for s in sessions} == {"anthropic", "openai-chat"}
+    a_sizes = [len(json.dumps(r.body["messages"])) for r in fa.messages()]
+    c_sizes = [len(json.dumps(r["messages"])) for r in fc.requests]
+    for r in fa.messages():
+        assert_paired(r.body)
+    assert any(b < a * 0.8 for a, b in zip(a_sizes, a_sizes[1:])) and c_sizes[-1] < max(c_sizes)
+    # ChatAnthropic sets no cache breakpoint, so nothing is cached: the prefix is stable all the same.
+    bodies = [r.body["messages"] for r in fa.messages()]
+    stable = sum(1 for a, b in zip(bodies, bodies[1:]) if b[:len(a) - 1] == a[:-1]) / (len(bodies) - 1)
+    assert stable > 0.7, stable
+    _log("langchain ChatAnthropic", a_sizes, stable, ["message (share: calls extending the previous prefix)"])
+    _log("langchain ChatOpenAI", c_sizes, sum(u["cached"] for u in fc.usages) / sum(u["prompt"] for u in fc.usages),
+         ["message"])
