@@ -6,7 +6,8 @@ baseline at worksurface's view size, and Claude Code's own summary at its own si
 settings (usage-anchored, the configured target). Optionally `probe curve --window W` on the sessions
 named by `--curve`. Prints markdown tables (per session, totals, what worksurface forgot) and writes
 all figures as JSON (`--json FILE`), so two runs can be compared: a change that raises one session and
-lowers another is not progress.
+lowers another is not progress. Last, a 3,000-token sub-agent brief per session (task: the user's latest
+request at the boundary), scored on the constraint and negative probes.
 
 `--file STEM=PATH` reads the transcript of probe set STEM from PATH instead (a repaired copy in /tmp of
 a file the readers cannot read yet; never commit one).
@@ -34,6 +35,9 @@ DEFAULT = "default"
 # The done-when goals of issue 25: share retained over all labeled sessions at each target.
 GOALS = {4000: 0.80, 10000: 0.90, 20000: 0.95, 40000: 0.98}
 DEFAULT_GOAL = 0.90
+# A brief is scored on the probes it must carry to a sub-agent: the rules and what was excluded.
+BRIEF_CATEGORIES = ("constraint", "negative")
+BRIEF_BUDGET = 3000
 
 
 def probe_sets(root: Path = HAND_PROBES_DIR) -> list[Path]:
@@ -51,6 +55,27 @@ def measure(probe_file: Path, transcript_file: Path, targets: Sequence[int],
                                   use_usage=False).to_json()
     runs[DEFAULT] = check(transcript, probes, at="boundary", baselines=baselines).to_json()
     return {"probes": str(probe_file), "transcript": str(transcript_file), "runs": runs}
+
+
+def measure_brief(probe_file: Path, transcript_file: Path, budget: int) -> dict[str, Any]:
+    """A sub-agent brief at the first boundary (task: the user's latest request there, `budget`
+    tokens) scored on the constraint and negative probes: the rules and lessons that apply."""
+    from worksurface.facts import latest_request
+    from worksurface.probes.cut import cut, cut_transcript
+    from worksurface.probes.match import score
+    from worksurface.session.session import Session
+
+    transcript = read_transcript(transcript_file)
+    at = cut_transcript(transcript, cut(transcript.messages, "boundary").before)
+    request = latest_request(at.messages, at.queued_inputs)
+    task = request.text if request is not None else "Continue the work."
+    with Session.open(None) as session:
+        session.ledger.update(at.messages, queued=at.queued_inputs)
+        brief = session.brief(task, budget)
+    probes = [p for p in ProbeSet.load(probe_file) if p.category in BRIEF_CATEGORIES]
+    kept = score(brief.text, probes)
+    return {"task": task, "tokens": brief.tokens, "retained": len(kept.retained), "total": kept.total,
+            "forgotten": [p.id for p in kept.forgotten]}
 
 
 def measure_curve(probe_file: Path, transcript_file: Path, window: int) -> list[dict[str, Any]]:
@@ -87,6 +112,15 @@ def tables(results: dict[str, Any]) -> str:
             ws = session["runs"][c]["methods"]["worksurface"]
             forgot = ", ".join(ws.get("forgotten", [])) or "-"
             out.append(f"| {stem} | {c} | {forgot} |")
+    briefs = results.get("briefs", {})
+    if briefs:
+        kept = sum(b["retained"] for b in briefs.values())
+        total = sum(b["total"] for b in briefs.values())
+        out += ["", f"| brief ({BRIEF_BUDGET} tokens, task: the latest request) | constraint + negative kept | tokens | forgot |",
+                "|---|---|---|---|"]
+        out += [f"| {stem} | {b['retained']}/{b['total']} | {b['tokens']:,} | {', '.join(b['forgotten']) or '-'} |"
+                for stem, b in briefs.items()]
+        out.append(f"| total | {kept}/{total} ({kept / total:.0%}) | | |" if total else "| total | - | | |")
     for stem, points in results.get("curves", {}).items():
         out += ["", f"curve {stem} (window {results['window']}): "
                 + ", ".join(f"{p['retained']}/{p['total']} ({p['tokens_after']:,})" for p in points)]
@@ -108,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = dict(pair.split("=", 1) for pair in args.file)
     baselines = [b for b in WANTED_BASELINES if b in DEFAULT_BASELINES]
     results: dict[str, Any] = {"targets": targets, "baselines": baselines, "window": args.window,
-                               "sessions": {}, "curves": {}}
+                               "sessions": {}, "curves": {}, "briefs": {}}
     for probe_file in probe_sets():
         stem = probe_file.stem
         if wanted and stem not in wanted:
@@ -122,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         if stem in args.curve.split(","):
             results["curves"][stem] = measure_curve(probe_file, transcript, args.window)
+        results["briefs"][stem] = measure_brief(probe_file, transcript, BRIEF_BUDGET)
         print(f"[probe_table] {stem} in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     print(tables(results))
     if args.json:
