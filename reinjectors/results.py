@@ -45,18 +45,20 @@ SHOWN_PROBE_CHARS = 300
 def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
     before = ctx.counter.messages(view)
     summarized, tail = summarized_span(ctx, view)
-    # A compaction still compacts: what it gives back is a share of what it replaced (a small session
-    # compacted by hand does not grow back to its old size).
-    limit = min(budget, config.results_tokens, int(ctx.counter.messages(summarized) * SHARE_OF_SUMMARIZED))
-    room = limit - ctx.counter.text(f"{HEADER}\n{FOOTER}") - 8
-    if room < MIN_BUDGET:
-        return Reinjection([], report(NAME, before, 0, [], [], [], f"no room left in the post-compact target ({budget} tokens)"))
     # Results the summary replaced, and results of the kept tail an earlier stage cleared (the tail
     # shows their marker; the transcript still has their content).
     span = {m.id for m in summarized}
     cleared = {r.call_id for m in tail for r in m.tool_results if edited_stage(m, r.call_id) is not None}
     candidates = [rec for rec in facts.tool_calls(list(ctx.transcript or view))
                   if rec.result_message_id in span or rec.call.id in cleared]
+    # A compaction still compacts: what it gives back is a share of what it replaced (a small session
+    # compacted by hand does not grow back to its old size).
+    replaced = ctx.counter.messages(summarized) + sum(ctx.counter.text(rec.output) for rec in candidates
+                                                      if rec.call.id in cleared)
+    limit = min(budget, config.results_tokens, int(replaced * SHARE_OF_SUMMARIZED))
+    room = limit - ctx.counter.text(f"{HEADER}\n{FOOTER}") - 8
+    if room < MIN_BUDGET:
+        return Reinjection([], report(NAME, before, 0, [], [], [], f"no room left in the post-compact target ({budget} tokens)"))
     shown = shown_text(view)
     entries: list[str] = []
     restored: list[dict[str, object]] = []

@@ -1,0 +1,118 @@
+"""Plans where users keep them and what the latest work showed (issue 25, items 2-3): todo items keep
+what they involve, plan documents are known by place and name, the agent deciding against a change
+is an excluded approach (its musings are not), the latest calls' output is quoted a few lines each,
+test runs behind a workspace selector count, and table rows are never sentences."""
+
+from __future__ import annotations
+
+from cc_records import Session
+from worksurface import facts
+from worksurface.facts.observations import output_gist
+from worksurface.facts.plans import is_plan_document
+from worksurface.facts.testsummary import is_test_command
+from worksurface.facts.text import units
+from worksurface.core.tokens import TokenCounter
+from worksurface.summarizers import StructuredSummarizer, SummaryRequest
+
+
+def _summary(s: Session, budget: int = 4000) -> str:
+    t = s.transcript()
+    return StructuredSummarizer().summarize(
+        SummaryRequest(messages=t.messages, budget_tokens=budget, queued_inputs=t.queued_inputs), TokenCounter()).text
+
+
+def test_task_items_keep_what_they_involve_and_an_update_can_say_why_it_was_skipped() -> None:
+    s = Session()
+    s.user("Address the review findings.")
+    s.call("TaskCreate", {"subject": "Update the review and commit", "activeForm": "Updating",
+                          "description": "Add a Resolution section listing what was fixed and what was postponed, "
+                                         "then commit everything."}, "Task #1 created successfully: Update the review")
+    s.call("TaskCreate", {"subject": "Extract the shared overlap logic", "description": "Refactor both helpers."},
+           "Task #2 created successfully: Extract the shared overlap logic")
+    s.call("TaskUpdate", {"taskId": "2", "status": "completed",
+                          "description": "SKIPPED: the duplication is minimal and a helper would lose context."},
+           "Updated task #2 status")
+    s.call("TaskUpdate", {"taskId": "1", "status": "in_progress"}, "Updated task #1 status")
+    state = facts.todo_state(s.transcript().messages)
+    assert state is not None
+    first, second = state.items
+    assert (first.status, first.detail) == ("in_progress", "Add a Resolution section listing what was fixed and what "
+                                            "was postponed, then commit everything.")
+    assert second.detail.startswith("SKIPPED: the duplication is minimal")  # the newer description wins
+    text = _summary(s)
+    assert "[in_progress] Update the review and commit\n  ↳ Add a Resolution section" in text
+    # A list tool that records only titles gives items without details.
+    w = Session()
+    w.call("TodoWrite", {"todos": [{"content": "Verify history", "status": "pending", "activeForm": "Verifying"}]},
+           "Todos have been modified successfully.")
+    (item,) = facts.todo_state(w.transcript().messages).items  # type: ignore[union-attr]
+    assert item.detail == ""
+
+
+def test_plan_documents_are_known_by_their_place_and_name() -> None:
+    for path in ("/repo/docs/plans/2026-01-rollout.md", "/repo/.planning/todos/pending/review-deferred.md",
+                 "/repo/docs/HISTORY-REWRITE-PLAN.md", "/repo/docs/requirements/x/review-01.md", "/repo/TODO.md",
+                 "/repo/notes/next-steps.txt"):
+        assert is_plan_document(path), path
+    for path in ("/repo/src/plan.py", "/repo/README.md", "/repo/CLAUDE.md", "/repo/docs/architecture/overview.md",
+                 "/repo/.planning/config.json", "/repo/docs/explanation.md"):
+        assert not is_plan_document(path), path
+
+
+def test_deciding_against_a_change_is_an_excluded_approach_and_a_name_is_not() -> None:
+    s = Session()
+    s.user("Fix M4: stale share keys.")
+    s.say("Good - the TTL already handles invalidation (60s). The current implementation is sufficient.")
+    s.say("Code duplication - skipped as the duplication is minimal and a helper would lose the log context.")
+    s.say("L2 (key not zeroed) - accept as tech debt: the key is still in use.")
+    s.say("Now I'll add the path assertion to the deferred finalization test.")  # a test's name, not a decision
+    s.say("Ran the suite: 41 passed, 2 skipped.")
+    s.say("I might switch the cache later, maybe.")
+    decided = [a.text for a in facts.excluded_approaches(s.transcript().messages) if a.kind == "decided against"]
+    assert len(decided) == 3
+    assert decided[0].startswith("Good - the TTL already handles invalidation")
+    assert any("skipped as the duplication is minimal" in d for d in decided)
+    assert any("accept as tech debt" in d for d in decided)
+    assert not any("deferred finalization" in d or "2 skipped" in d for d in decided)
+
+
+def test_an_outputs_gist_is_its_first_lines_and_its_last_without_colour_or_exit_code() -> None:
+    out = ("Exit code 1\n\x1b[33mNOTICE\x1b[0m: Removing 'origin' remote\n  (was git@host:org/repo.git)\n"
+           "\nParsed 47 commits\nHEAD is now at 4f43a16 Security docs\nCompletely finished after 0.22 seconds.\n")
+    assert output_gist(out) == ("NOTICE: Removing 'origin' remote | (was git@host:org/repo.git) | "
+                                "Completely finished after 0.22 seconds.")
+    assert output_gist("784K\t.git\n") == "784K .git"
+    assert output_gist("\n\n") == ""
+
+
+def test_the_latest_calls_are_quoted_with_what_they_showed_and_reads_are_left_to_the_files() -> None:
+    s = Session()
+    s.user("Clean the history.")
+    s.call("Read", {"file_path": "/repo/notes.md"}, "     1→# Notes\n")
+    s.call("Bash", {"command": "du -sh .git"}, "784K\t.git")
+    s.call("Bash", {"command": "git-filter-repo --path logs --invert-paths --force"},
+           "Parsed 47 commitsHEAD is now at 4f43a16 Security docs\nNew history written in 0.09 seconds")
+    s.call("TodoWrite", {"todos": [{"content": "Verify", "status": "pending"}]}, "Todos have been modified")
+    outcomes = facts.recent_outcomes(s.transcript().messages, 10)
+    assert [o.label.split()[1] for o in outcomes] == ["git-filter-repo", "du"]  # newest first, shell only
+    text = _summary(s)
+    assert "du -sh .git -> 784K .git" in text and "HEAD is now at 4f43a16" in text
+    assert "# Notes" not in text
+
+
+def test_a_test_run_behind_a_workspace_selector_is_a_test_run() -> None:
+    for command in ("pnpm --filter @app/crypto test -- --reporter=verbose", "npm -w packages/api test",
+                    "yarn workspace web test", "pnpm test"):
+        assert is_test_command(command), command
+    for command in ("pnpm --filter web build", "pnpm -F @app/crypto lint", "npm -w packages/api run build"):
+        assert not is_test_command(command), command
+    s = Session()
+    s.call("Bash", {"command": "pnpm --filter @app/crypto test 2>&1"},
+           " Test Files  13 passed (13)\n      Tests  241 passed (241)\n   Duration  2.47s")
+    (run,) = facts.test_runs(s.transcript().messages)
+    assert (run.passed, run.failed) == (241, 0)
+
+
+def test_table_rows_are_not_sentences() -> None:
+    text = "Rules:\n- Never log keys\n\n| Algorithm | Notes |\n|---|---|\n| AES | never reuse an IV |\n\nDone."
+    assert [u.text for u in units(text)] == ["Never log keys", "Done."]
