@@ -77,8 +77,8 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))
 
 
-def _documents(files: Sequence[FileFact], shown: str, room: int, ctx: StageContext, restored: list[dict[str, str]],
-               skipped: list[dict[str, str]]) -> tuple[str, list[str]]:
+def _documents(files: Sequence[FileFact], shown: str, room: int, ctx: StageContext,
+               restored: list[dict[str, object]], skipped: list[dict[str, str]]) -> tuple[str, list[str]]:
     """The plan documents that fit in `room` tokens, newest first, each as its last content seen
     (cut from the end when long), and their paths."""
     parts: list[str] = []

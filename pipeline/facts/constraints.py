@@ -374,8 +374,8 @@ def excluded_approaches(messages: Sequence[Message],
     for rec in records:
         at = rec.result_index if rec.result_index is not None else rec.index
         if rec.rejected:
-            said = rejection_words(rec.result, rec.result_message) if rec.result and rec.result_message else None
-            reply = (rec.result_message_id or rec.message_id, said) if said else _next_user_words(messages, at, queued)
+            typed = rejection_words(rec.result, rec.result_message) if rec.result and rec.result_message else None
+            reply = (rec.result_message_id or rec.message_id, typed) if typed else _next_user_words(messages, at, queued)
             text = f"user rejected {tool_label(rec)}"
             marker = _interrupt_after(messages, at)
             if marker:

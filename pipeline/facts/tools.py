@@ -154,8 +154,8 @@ def skills_invoked(messages: Sequence[Message]) -> list[SkillUse]:
         body = _skill_body(messages, start)
         found[name] = SkillUse(name, body, rec.message_id, rec.index, "Skill tool")
     # A slash command the user ran expands into its prompt: the instructions bind like a skill's.
-    for name, body, index in command_bodies(messages):
-        found[name] = SkillUse(name, body.text.strip(), body.id, index, "slash command")
+    for name, expansion, index in command_bodies(messages):
+        found[name] = SkillUse(name, expansion.text.strip(), expansion.id, index, "slash command")
     for fact in file_activity(messages):
         if posixpath.basename(fact.path).lower() == SKILL_FILE and "read" in fact.actions:
             name = posixpath.basename(posixpath.dirname(fact.path)) or fact.path
