@@ -178,6 +178,11 @@ def test_an_interrupt_stops_an_approach_and_the_next_words_are_a_request() -> No
     q.user("[Request interrupted by user]")
     q.user("use 2.0")
     assert facts.excluded_approaches(q.transcript().messages) == []
+    declined = Session()
+    declined.user("Plan the release.")
+    declined.reject("AskUserQuestion", {"questions": [{"question": "Which version?"}]}, "ship 2.0, skip the beta")
+    assert facts.excluded_approaches(declined.transcript().messages) == []
+    assert _requests(declined)[-1].text == "ship 2.0, skip the beta"
 
 
 def test_a_question_is_never_a_standing_rule() -> None:

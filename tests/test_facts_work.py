@@ -116,3 +116,21 @@ def test_a_test_run_behind_a_workspace_selector_is_a_test_run() -> None:
 def test_table_rows_are_not_sentences() -> None:
     text = "Rules:\n- Never log keys\n\n| Algorithm | Notes |\n|---|---|\n| AES | never reuse an IV |\n\nDone."
     assert [u.text for u in units(text)] == ["Never log keys", "Done."]
+
+
+def test_a_harness_header_above_an_output_is_not_what_the_output_says() -> None:
+    codex = ("Chunk ID: 2238c8\nWall time: 0.1597 seconds\nProcess exited with code 0\nOriginal token count: 12\n"
+             "Output:\nleaks found: 392\n")
+    assert output_gist(codex) == "leaks found: 392"
+    assert output_gist("the build said\nOutput:\nnothing") == "the build said | Output: | nothing"  # prose, not a header
+
+
+def test_messages_a_harness_carried_into_its_own_history_are_quoted_once() -> None:
+    from builders import Convo
+    c = Convo().user("Rank every issue by staleness.").user("Use bun run, not a path.")
+    c.tool("Bash", {"command": "gh issue list"}, "1\tfirst issue")
+    c.user("Rank every issue by staleness.").user("Use bun run, not a path.")  # carried again after a compaction
+    c.user("Push the docs branch.")
+    text = StructuredSummarizer().summarize(SummaryRequest(messages=c.messages, budget_tokens=2000),
+                                            TokenCounter()).text
+    assert text.count("Rank every issue by staleness.") == 1 and text.count("Use bun run, not a path.") == 1

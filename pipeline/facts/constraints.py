@@ -26,7 +26,7 @@ from .provenance import converted_outputs, from_other_harness, harness_reminders
 from .commands import command_bodies, rejection_words
 from .requests import is_user_message, is_user_words
 from .shell import first_line, simple_commands
-from .text import one_line, strip_reminders, trim, units
+from .text import one_line, output_body, strip_reminders, trim, units
 
 USER, TASK_SPEC, HOOK, COMMAND = "user", "task spec", "hook", "command"
 
@@ -250,7 +250,7 @@ def task_specs(messages: Sequence[Message]) -> list[TaskSpec]:
         if origin is None:
             continue
         lines = numbered_lines(rec.output) if rec.kind == "read" else None
-        body = "\n".join(lines[n] for n in sorted(lines)) if lines else rec.output
+        body = "\n".join(lines[n] for n in sorted(lines)) if lines else output_body(rec.output)
         at = rec.result_index if rec.result_index is not None else rec.index
         parts = issue_parts(body)
         for issue, part in parts:
@@ -373,6 +373,8 @@ def excluded_approaches(messages: Sequence[Message],
     records = tool_calls(messages)
     for rec in records:
         at = rec.result_index if rec.result_index is not None else rec.index
+        if rec.rejected and tool_kind(rec.call) == "ask":
+            continue  # declining a question is answering it another way (a request), not an approach
         if rec.rejected:
             typed = rejection_words(rec.result, rec.result_message) if rec.result and rec.result_message else None
             reply = (rec.result_message_id or rec.message_id, typed) if typed else _next_user_words(messages, at, queued)

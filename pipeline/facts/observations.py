@@ -16,7 +16,7 @@ from typing import Sequence
 from ..core.model import Message
 from ..core.toolkinds import tool_kind
 from .calls import EXIT_CODE_RE, tool_calls, tool_label
-from .text import one_line
+from .text import one_line, output_body
 
 # Terminal colour and cursor codes: noise in a quoted line.
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
@@ -43,7 +43,7 @@ class Outcome:
 def output_gist(output: str) -> str:
     """The first lines and the last line of an output, colour codes and blank lines removed, each cut
     to a line's worth ("" for an empty output)."""
-    lines = [ln.strip() for ln in ANSI_RE.sub("", output).splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in ANSI_RE.sub("", output_body(output)).splitlines() if ln.strip()]
     if lines and EXIT_CODE_RE.match(lines[0]):
         lines = lines[1:]  # the failure is said by the call's state
     picked = lines[:HEAD_LINES] + [ln for ln in lines[HEAD_LINES:][-TAIL_LINES:]]

@@ -129,7 +129,7 @@ class _Builder:
 
     def sections(self) -> list[Section]:
         users = [(u.text, _how(u)) for u in self.src.user_messages()]
-        users = [(t, "") for t in self.carried.get(USER_QUOTES, [])] + users
+        users = _newest_of_each([(t, "") for t in self.carried.get(USER_QUOTES, [])] + users)
         built = {
             "": self.preamble(),
             ACTIVE_REQUEST: self.active_request(users),
@@ -434,6 +434,19 @@ class _Builder:
         if not self.cwd:
             return text
         return text.replace(self.cwd.rstrip("/") + "/", "")
+
+
+def _newest_of_each(users: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Each message said once, where it was said last: a harness that carries the user's messages
+    into its own compacted history (Codex) repeats them all."""
+    seen: set[str] = set()
+    out = []
+    for text, how in reversed(users):
+        key = " ".join(text.split()).casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append((text, how))
+    return out[::-1]
 
 
 def _how(u: UserMessage) -> str:
