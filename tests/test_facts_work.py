@@ -133,4 +133,5 @@ def test_messages_a_harness_carried_into_its_own_history_are_quoted_once() -> No
     c.user("Push the docs branch.")
     text = StructuredSummarizer().summarize(SummaryRequest(messages=c.messages, budget_tokens=2000),
                                             TokenCounter()).text
-    assert text.count("Rank every issue by staleness.") == 1 and text.count("Use bun run, not a path.") == 1
+    quoted = text[:text.index("## Files")]  # the request and the user's messages (a rule may restate one)
+    assert quoted.count("Rank every issue by staleness.") == 1 and quoted.count("Use bun run, not a path.") == 1
