@@ -16,6 +16,7 @@ from typing import Sequence
 from ..core.model import Message
 from ..core.toolkinds import tool_kind
 from .calls import EXIT_CODE_RE, tool_calls, tool_label
+from .files import is_file_window
 from .text import one_line, output_body
 
 # Terminal colour and cursor codes: noise in a quoted line.
@@ -56,8 +57,11 @@ def recent_outcomes(messages: Sequence[Message], limit: int) -> list[Outcome]:
     for rec in reversed(tool_calls(messages)):
         if len(out) >= limit:
             break
-        if rec.result is None or rec.rejected or tool_kind(rec.call) not in OBSERVED_KINDS:
+        if rec.result is None or rec.rejected or tool_kind(rec.call) not in OBSERVED_KINDS or rec.kind == "read":
+            continue  # reads (a shell `cat`, too) are left to the files
+        if is_file_window(rec.output):
             continue
+
         gist = output_gist(rec.output)
         if gist:
             out.append(Outcome(tool_label(rec), gist, rec.failed, rec.result_message_id or rec.message_id,
