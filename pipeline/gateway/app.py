@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..core.artifacts import fetch as fetch_artifact
 from ..core.edits import apply_edits
 from ..core.view import live_slice
 from . import relay, sse
@@ -202,12 +203,8 @@ class Gateway:
             rounds: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
 
             def answer(call_input: dict[str, Any]) -> str:
-                artifact = str(call_input.get("id") or "")
                 session = entry.session
-                try:
-                    return session.artifact(artifact) if session is not None else "the session is closed"
-                except Exception:
-                    return f"no artifact {artifact!r} in this session"
+                return fetch_artifact(session, call_input) if session is not None else "error: the session is closed"
 
             async def fetch(blocks: list[dict[str, Any]], calls: list[dict[str, Any]]) -> UpstreamResponse:
                 results = [relay.fetch_result(call, answer) for call in calls]
