@@ -8,9 +8,10 @@ from typing import Sequence
 
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.model import Message
+from worksurface.core.escape import escape_tags
 from worksurface.facts.files import FileFact
 from worksurface.facts.plans import plan_documents
-from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
 from worksurface.engine.state import Reinjection, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
@@ -73,7 +74,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     if not body:
         return Reinjection([], report(NAME, before, 0, [], skipped, [r["what"] for r in restored],
                                       "no plan or todo list in the session"))
-    msg = reinjected(NAME, "0", f"<plan>\n{escape_wrapped(body, 'plan')}\n</plan>", paths=paths)
+    msg = reinjected(ctx, NAME, "0", f"<plan>\n{escape_tags(body, 'plan')}\n</plan>", paths=paths)
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))
 
 

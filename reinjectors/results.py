@@ -18,8 +18,8 @@ from worksurface.core.model import Message, Origin
 from worksurface.core.tokens import truncate_to_tokens
 from worksurface.core.toolkinds import tool_kind
 from worksurface.facts.files import is_file_window
-from worksurface.engine.reinject import (escape_wrapped, is_shown, reinjected, report, shown_text,
-                                         summarized_span)
+from worksurface.core.escape import escape_tags
+from worksurface.engine.reinject import is_shown, reinjected, report, shown_text, summarized_span
 from worksurface.engine.state import Reinjection, StageContext
 
 NAME = "results"
@@ -85,12 +85,12 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         if left < MIN_RESULT_TOKENS:
             continue
         entry = f"{head}\n{_cut(content, left, ctx)}"
-        entries.append(escape_wrapped(entry, TAG))
+        entries.append(escape_tags(entry, TAG))
         room -= ctx.counter.text(entries[-1]) + 1
         restored.append({"call": label})
     if not entries:
         return Reinjection([], report(NAME, before, 0, [], skipped, [], "every recent result is shown already"))
-    msg = reinjected(NAME, "0", "\n".join([HEADER, *entries, FOOTER]))
+    msg = reinjected(ctx, NAME, "0", "\n".join([HEADER, *entries, FOOTER]))
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))
 
 

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .. import facts
 from ..core.errors import SummarizerError
+from ..core.escape import one_line as on_its_line
 from ..facts.findings import COMPLAINT
 from ..facts.plans import is_plan_document
 from ..facts.tracker import issue_changes
@@ -75,6 +76,8 @@ IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
 TRACKER_STATE_RE = re.compile(r"\s*\[[^\]]*·\s*[A-Z_]+\]\s*$")
 TRACKER_MARK_RE = re.compile(r"^[○◐✓●❄]\s+")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
+# What the Active request says when the latest request is kept verbatim right after the summary.
+KEPT_REQUEST = "Latest user request: kept verbatim right after this summary (it takes precedence over this summary)."
 APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1,
                   "decided against": 1, "abandoned": 2}
 
@@ -122,10 +125,11 @@ class _Builder:
         self.findings = self.src.findings()
 
     def rel(self, path: str) -> str:
-        """A path under the session's working directory shown relative to it (the cwd is listed once)."""
+        """A path under the session's working directory shown relative to it (the cwd is listed once),
+        on one line (a path with a line break in it cannot start another item)."""
         if self.cwd and path.startswith(self.cwd.rstrip("/") + "/"):
-            return path[len(self.cwd.rstrip("/")) + 1:]
-        return path
+            path = path[len(self.cwd.rstrip("/")) + 1:]
+        return on_its_line(path)
 
     def sections(self) -> list[Section]:
         users = [(u.text, _how(u)) for u in self.src.user_messages()]
@@ -152,7 +156,7 @@ class _Builder:
         return out
 
     def preamble(self) -> list[Item]:
-        items = [Item(TITLE, (0,), (0,))]
+        items = [Item(TITLE, (0,), (0,), quoted=False)]
         if self.request.instructions and self.request.instructions.strip():
             note = f"Focus requested for this summary (verbatim): {self.request.instructions.strip()}"
             items.append(Item(note, (1,), (1,), shrinkable=True))
@@ -160,11 +164,14 @@ class _Builder:
 
     def active_request(self, users: list[tuple[str, str]]) -> list[Item]:
         items: list[Item] = []
-        if users:
+        kept = [m for m in self.request.kept if is_user_turn(m)]
+        if users and kept:
+            items.append(Item(KEPT_REQUEST, (0,), (0,), quoted=False))
+        elif users:
             text, how = users[-1]
             how = f", {how}" if how else ""
             # Never shortened: the newest user message is quoted whole or not at all (then the kept
-            # tail starts at it instead).
+            # tail starts at it, or it stays verbatim right after the summary: `kept`).
             items.append(Item(f"Latest user request (verbatim{how}):\n{text}", (0,), (0,)))
             if len(users) > 1:
                 items.append(Item(f"First request of the session (verbatim):\n{users[0][0]}", (2,), (2,),
