@@ -1,13 +1,14 @@
 """Plans where users keep them and what the latest work showed (issue 25, items 2-3): todo items keep
 what they involve, plan documents are known by place and name, the agent deciding against a change
 is an excluded approach (its musings are not), the latest calls' output is quoted a few lines each,
-test runs behind a workspace selector count, and table rows are never sentences."""
+test runs behind a workspace selector count, a listing is quoted as its names, the report the
+user replied to is quoted with the reply, and table rows are never sentences."""
 
 from __future__ import annotations
 
 from cc_records import Session
 from worksurface import facts
-from worksurface.facts.observations import output_gist
+from worksurface.facts.observations import listing_gist, output_gist
 from worksurface.facts.plans import is_plan_document
 from worksurface.facts.testsummary import is_test_command
 from worksurface.facts.text import units
@@ -135,3 +136,39 @@ def test_messages_a_harness_carried_into_its_own_history_are_quoted_once() -> No
                                             TokenCounter()).text
     quoted = text[:text.index("## Files")]  # the request and the user's messages (a rule may restate one)
     assert quoted.count("Rank every issue by staleness.") == 1 and quoted.count("Use bun run, not a path.") == 1
+
+
+def test_a_listing_is_quoted_as_the_names_it_lists() -> None:
+    ls_l = ("total 24\ndrwxr-xr-x 2 u u 4096 Feb  1 10:00 .\ndrwxr-xr-x 9 u u 4096 Feb  1 10:00 ..\n"
+            "-rw-r--r-- 1 u u  812 Feb  1 10:00 crypto.ts\ndrwxr-xr-x 2 u u 4096 Feb  1 10:00 fixtures/\n")
+    assert listing_gist(ls_l) == "crypto.ts, fixtures"
+    assert listing_gist("/repo/src/a.ts\n/repo/src/b/a.ts\n/repo/src/c.ts\n") == "a.ts, c.ts"  # each name once
+    s = Session()
+    s.user("Tidy the fixtures.")
+    s.call("Bash", {"command": "ls -la packages/crypto/src"}, ls_l)
+    s.call("Bash", {"command": "git status --short"}, " M a.ts\n M b.ts\n M c.ts\n M d.ts\n")
+    gists = {o.label.split()[1]: o.gist for o in facts.recent_outcomes(s.transcript().messages, 10)}
+    assert gists["ls"] == "crypto.ts, fixtures"
+    assert gists["git"] == "M a.ts | M b.ts | M d.ts"  # not a listing: its first lines and its last
+
+
+def test_the_report_the_user_replied_to_is_quoted_with_the_reply() -> None:
+    s = Session()
+    s.user("Which findings are left?")
+    s.say("Left: H2 (key rotation) and M4 (error wording). H1 is fixed.")
+    s.user("Do H2 first, skip M4.")
+    s.call("Bash", {"command": "git log -1 --oneline"}, "4f43a16 H1 fix")
+    s.say("Starting on H2.")
+    s.call("Bash", {"command": "pnpm test"}, "Tests  12 passed (12)")
+    text = _summary(s)
+    assert "The agent's reports the user replied to" in text
+    assert "Left: H2 (key rotation) and M4 (error wording)" in text and "Do H2 first, skip M4." in text
+
+    # A harness notice between the report and the reply is not the user's reply.
+    s = Session()
+    s.user("Run the suite in the background.")
+    s.say("Started the suite; it reports when done.")
+    s.user("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>")
+    s.call("Bash", {"command": "cat /tmp/suite.log"}, "Tests  12 passed (12)")
+    s.say("The suite passed.")
+    assert "reports the user replied to" not in _summary(s)

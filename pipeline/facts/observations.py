@@ -9,6 +9,7 @@ edit gists carry them), and so are the todo, plan, skill and question tools (the
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -27,6 +28,9 @@ OBSERVED_KINDS = ("shell", "grep", "glob", "list", "search", "fetch", "agent", "
 HEAD_LINES, TAIL_LINES = 2, 1
 MAX_LINE_CHARS = 120
 LINE_SEPARATOR = " | "
+# A listing (`ls`, a glob) is quoted as the names it lists, up to this many characters.
+LISTING_KINDS = ("list", "glob")
+MAX_LISTING_CHARS = 360
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,20 @@ def output_gist(output: str) -> str:
     return LINE_SEPARATOR.join(one_line(ln, MAX_LINE_CHARS) for ln in dict.fromkeys(picked))
 
 
+def listing_gist(output: str) -> str:
+    """What a listing showed: the names it lists (the last word of each line, as `ls -l` prints it,
+    or the path a glob printed), comma-separated, cut to a few lines' worth."""
+    names = []
+    for line in ANSI_RE.sub("", output_body(output)).splitlines():
+        words = line.split()
+        if not words or (words[0] == "total" and len(words) == 2):
+            continue
+        name = posixpath.basename(words[-1].rstrip("/")) or words[-1]
+        if name not in (".", ".."):
+            names.append(name)
+    return one_line(", ".join(dict.fromkeys(names)), MAX_LISTING_CHARS)
+
+
 def recent_outcomes(messages: Sequence[Message], limit: int) -> list[Outcome]:
     """The latest `limit` answered calls of the observed kinds, newest first, each with its gist."""
     out: list[Outcome] = []
@@ -62,7 +80,7 @@ def recent_outcomes(messages: Sequence[Message], limit: int) -> list[Outcome]:
         if is_file_window(rec.output):
             continue
 
-        gist = output_gist(rec.output)
+        gist = listing_gist(rec.output) if rec.kind in LISTING_KINDS else output_gist(rec.output)
         if gist:
             out.append(Outcome(tool_label(rec), gist, rec.failed, rec.result_message_id or rec.message_id,
                                rec.result_index if rec.result_index is not None else rec.index, rec.call.id))

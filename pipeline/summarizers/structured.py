@@ -21,7 +21,7 @@ from ..facts.shell import first_line
 from ..facts.text import one_line
 from ..core.model import Message, Origin, is_user_turn
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
-from ..facts.requests import UserMessage
+from ..facts.requests import UserMessage, is_user_message
 from ..ledger.source import FactSource, MessageFacts
 from .base import Summary, SummaryRequest
 from .packing import Item, Section, pack, shrink
@@ -53,6 +53,8 @@ MAX_ERROR_LABEL_CHARS, MAX_ERROR_CHARS = 100, 180
 # Long verbatim blocks are quoted within a share of the summary's budget (never under the minimum):
 # the last assistant message, the plan's text (the plan reinjector restores it whole when there is room).
 LAST_MESSAGE_SHARE, PLAN_TEXT_SHARE, MIN_CAPPED_TOKENS = 0.15, 0.15, 120
+# The agent's report before the user's newest message(s), each within this share of the budget.
+REPLIED_REPORTS, REPORT_SHARE = 1, 0.1
 # Once this many calls followed the last assistant message, it ranks after the newest results.
 STALE_AFTER_CALLS, STALE_MESSAGE_AFTER_OUTCOMES = 8, 16
 # Recent calls whose output is quoted (a few lines each), newest first, as the budget allows.
@@ -342,6 +344,14 @@ class _Builder:
             rank: tuple[int, ...] = (0,) if since <= STALE_AFTER_CALLS else (2, -self.stale_rank(work.index or 0))
             items.append(self.capped(Item(f"Last assistant message (verbatim):\n{work.text}", rank, (0,),
                                           shrinkable=True), LAST_MESSAGE_SHARE))
+        # The agent's reports the user answered (its words right before each of the user's newest
+        # messages): a reply ("those are good, but I meant ...") reads against what it replies to.
+        for n, (at, report) in enumerate(_replied_reports(self.messages, REPLIED_REPORTS)):
+            if at == work.index:
+                continue
+            items.append(self.capped(Item(f"- {report}", (2, -self.stale_rank(at)), (0, 1, n),
+                                          "The agent's reports the user replied to (verbatim, newest first):",
+                                          shrinkable=True), REPORT_SHARE))
         for n, label in enumerate(work.pending_calls):
             items.append(Item(f"- {self.shorten_paths(label)}", (1, n), (1, n), "Waiting on results of:"))
         # What the latest calls showed, newest first: the observation the agent was working from.
@@ -441,6 +451,23 @@ class _Builder:
         if not self.cwd:
             return text
         return text.replace(self.cwd.rstrip("/") + "/", "")
+
+
+def _replied_reports(messages: Sequence[Message], limit: int) -> list[tuple[int, str]]:
+    """(index, text) of the assistant's last words before each of the newest `limit` messages the
+    user typed, newest first (none when the agent said nothing since the previous one). A harness's
+    notice (a background task ending, an interrupt marker) replies to nothing."""
+    out: list[tuple[int, str]] = []
+    user_at = [i for i, m in enumerate(messages) if is_user_message(m)]
+    for k in range(len(user_at) - 1, -1, -1):
+        if len(out) >= limit:
+            break
+        start = user_at[k - 1] if k else -1
+        said = next((j for j in range(user_at[k] - 1, start, -1)
+                     if messages[j].role == "assistant" and messages[j].text.strip()), None)
+        if said is not None:
+            out.append((said, messages[said].text.strip()))
+    return out
 
 
 def _newest_of_each(users: list[tuple[str, str]]) -> list[tuple[str, str]]:
