@@ -13,9 +13,9 @@ from __future__ import annotations
 from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import TaskSpec
 from worksurface.ledger.source import FactSource
-from worksurface.core.model import Message, Origin
+from worksurface.core.model import Message
 from worksurface.core.escape import escape_tags
-from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text, summarized_span, tail_of
+from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text, summarized_span
 from worksurface.engine.state import Reinjection, StageContext
 from worksurface.summarizers.base import SummaryRequest
 from worksurface.summarizers.packing import Item, Section, pack

@@ -9,7 +9,6 @@ itself such as `/clear`) are not the user's words and are left out.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
