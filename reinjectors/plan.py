@@ -11,8 +11,8 @@ from worksurface.core.model import Message
 from worksurface.core.escape import escape_tags
 from worksurface.facts.files import FileFact
 from worksurface.facts.plans import plan_documents
-from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "plan"
@@ -100,3 +100,6 @@ def _documents(files: Sequence[FileFact], shown: str, room: int, ctx: StageConte
         room -= ctx.counter.text(parts[-1]) + 2
         restored.append({"what": "plan document", "path": doc.path})
     return "\n\n".join(parts), paths
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS | MESSAGE_READS)

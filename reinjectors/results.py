@@ -19,8 +19,8 @@ from worksurface.core.tokens import truncate_to_tokens
 from worksurface.core.toolkinds import tool_kind
 from worksurface.facts.files import is_file_window
 from worksurface.core.escape import escape_tags
-from worksurface.engine.reinject import is_shown, reinjected, report, shown_text, summarized_span
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import MESSAGE_READS, is_shown, reinjected, report, shown_text, summarized_span
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 
 NAME = "results"
 TAG = "recent-results"
@@ -101,3 +101,6 @@ def _cut(text: str, tokens: int, ctx: StageContext) -> str:
     head = truncate_to_tokens(text, int(tokens * HEAD_SHARE))
     tail = truncate_to_tokens(text, tokens - int(tokens * HEAD_SHARE) - 4, keep="tail")
     return head.rstrip() + ELISION + tail.lstrip()
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter", "transcript"}) | MESSAGE_READS)
