@@ -13,9 +13,9 @@ from __future__ import annotations
 from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import TaskSpec
 from worksurface.ledger.source import FactSource
-from worksurface.core.model import Message, Origin
+from worksurface.core.model import Message
 from worksurface.core.escape import escape_tags
-from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text, summarized_span
 from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.summarizers.base import SummaryRequest
 from worksurface.summarizers.packing import Item, Section, pack
@@ -45,11 +45,8 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         return Reinjection([], report(NAME, before, 0, [], [], [], f"no room left in the post-compact target ({budget} tokens)"))
     src = facts_of(ctx, view)
     shown = shown_text(view)
-    tail = tail_of(view)
-    transcript = list(ctx.transcript or view)
-    first = next((m.id for m in tail if m.origin is Origin.CONVERSATION), None)
-    at = next((i for i, m in enumerate(transcript) if m.id == first), len(transcript)) if first else len(transcript)
-    request = SummaryRequest(messages=transcript[:at], tail=tail, budget_tokens=budget,
+    summarized, tail = summarized_span(ctx, view)
+    request = SummaryRequest(messages=summarized, tail=tail, budget_tokens=budget,
                              queued_inputs=ctx.queued_inputs, ledger=ctx.ledger)
     sections: list[Section] = []
     skipped = 0

@@ -47,9 +47,14 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     restored: list[dict[str, object]] = []
     skipped: list[dict[str, str]] = []
     dropped: list[str] = []
+    # Files another reinjector already restored (a plan document the plan shows whole).
+    restored_paths = {path for m in view for path in m.meta.get("paths", ()) if m.origin is Origin.REINJECTION}
     for fact in facts:
         if len(restored) >= max_files:
             break
+        if fact.path in restored_paths:
+            skipped.append({"path": fact.path, "why": "restored by another reinjector"})
+            continue
         content, source, note = _content(fact, ctx.config.workspace_root)
         if content is None:
             skipped.append({"path": fact.path, "why": note})

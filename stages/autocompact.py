@@ -37,9 +37,11 @@ SUMMARY_PREFIX = (
 # Shares of the post-compact target (after the system prefix); the rest is left to reinjection.
 # Measured with the forgetting probes: under a small target the summary holds the most facts per
 # token, so it gets most of the room; with more room a longer verbatim tail pays off.
-SMALL_TARGET, LARGE_TARGET = 10_000, 30_000
-TAIL_SHARE = (0.1, 0.3)      # at SMALL_TARGET, at LARGE_TARGET (linear between)
-SUMMARY_SHARE = (0.7, 0.45)
+# Anchors (room after the system prefix) and the shares there, linear between and flat outside:
+# the smaller the room, the more of it the summary takes (the status and the rules still need some).
+SHARE_ANCHORS = (4_000, 10_000, 30_000)
+TAIL_SHARE = (0.1, 0.1, 0.3)
+SUMMARY_SHARE = (0.8, 0.7, 0.45)
 # From the second compaction on, the summary says how many there were (accuracy degrades with each).
 REPEATED_NOTICE_FROM = 2
 # The smallest summary worth writing: the active request and a few rules.
@@ -233,9 +235,17 @@ def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], bu
 
 def _shares(available: int) -> tuple[float, float]:
     """(tail share, summary share) of the room after the system prefix."""
-    t = min(1.0, max(0.0, (available - SMALL_TARGET) / (LARGE_TARGET - SMALL_TARGET)))
-    return (TAIL_SHARE[0] + t * (TAIL_SHARE[1] - TAIL_SHARE[0]),
-            SUMMARY_SHARE[0] + t * (SUMMARY_SHARE[1] - SUMMARY_SHARE[0]))
+    return _between(available, TAIL_SHARE), _between(available, SUMMARY_SHARE)
+
+
+def _between(available: int, shares: tuple[float, ...]) -> float:
+    """The share at `available`, linear between the anchors and flat outside them."""
+    if available <= SHARE_ANCHORS[0]:
+        return shares[0]
+    for (lo, hi), (a, b) in zip(zip(SHARE_ANCHORS, SHARE_ANCHORS[1:]), zip(shares, shares[1:])):
+        if available <= hi:
+            return a + (available - lo) / (hi - lo) * (b - a)
+    return shares[-1]
 
 
 def _quotes(summary: str, text: str) -> bool:

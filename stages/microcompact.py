@@ -24,9 +24,10 @@ from worksurface.core.toolkinds import effective_kind, normalize_name, tool_kind
 from worksurface.core.view import calls_for
 
 NAME = "microcompact"
-# The placeholder costs about 20 tokens (wording, size and artifact id); a result must be larger by a
-# margin for clearing to gain anything worth a changed message.
-MIN_CLEARABLE_TOKENS = 30
+# The placeholder costs about 20 tokens (wording, size and artifact id). A result of a few lines (a
+# path, a hash, a count) is dense with facts: it is cleared only when the placeholder saves at least
+# twice what it costs.
+MIN_CLEARABLE_TOKENS = 60
 PLACEHOLDER = "[Old tool result content cleared: {size} tokens, artifact {artifact}]"
 
 

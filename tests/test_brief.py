@@ -112,3 +112,29 @@ def test_cli_brief_json_at_a_cut() -> None:
     assert text.exit_code == 0 and text.output.strip() == data["text"].strip()
     bad = runner.invoke(app, ["brief", str(SESSION), "--task", "x", "--at", "999999"])
     assert bad.exit_code == 2 and "outside the transcript" in bad.output
+
+
+def test_a_rule_that_names_no_file_applies_to_any_task_and_one_about_another_file_does_not() -> None:
+    brief = _brief("Rename the invoice total field everywhere.")
+    rules = " ".join(x.text for x in brief.lines if x.section == "Rules that apply")
+    assert "Always run `make lint` before committing." in rules  # about the whole work
+    assert "util/log.py instead of print" not in rules and "tests/fakes.py" not in rules  # about other files
+
+
+def test_a_brief_carries_the_users_words_the_open_tasks_criteria_and_every_failure() -> None:
+    c = _convo()
+    c.user("keep the old field readable for one release")
+    c.tool("Bash", {"command": "bd show inv-7"},
+           "○ inv-7 · Add currency   [● P2 · OPEN]\n\nAcceptance criteria:\n- Amounts without a currency read as EUR.\n")
+    c.tool("Bash", {"command": "mix test test/billing/rounding_test.exs"}, "1) test rounding (RoundingTest)\n"
+           "Assertion with == failed: 10.005 rounded to 10.00", is_error=True)
+    c.user("Add the currency column to the invoices table.")
+    with Session.open(None) as session:
+        session.ledger.update(c.messages)
+        brief = session.brief("Write the migration for the invoices table.", 3000)
+    said = " ".join(x.text for x in brief.lines if x.section.startswith("What the user said"))
+    assert "keep the old field readable for one release" in said
+    assert "Never push to main directly." in said or "Never push to main directly" in brief.text
+    assert "Amounts without a currency read as EUR." in brief.text
+    assert "10.005 rounded to 10.00" in brief.text  # a failure about another file is still worth carrying
+    assert brief.tokens <= 3000

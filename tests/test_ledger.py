@@ -254,6 +254,26 @@ def test_the_agents_findings_survive_repeated_compactions():
     assert any("stale lockfile" in f.text for f in session.ledger.upto().findings())
 
 
+def test_a_first_fold_of_a_long_transcript_reads_every_error():
+    """A whole transcript folded at once (a one-shot compaction) misses no error, however far back."""
+    c = _session()
+    for i in range(100):
+        c.tool("Bash", {"command": f"make step{i}"}, f"step {i} ok")
+    messages = c.messages
+    once = [e.line for e in _fold_at_once(messages).upto().tool_errors()]
+    assert "E   ImportError: cannot import name 'retry'" in once
+    assert once == [e.line for e in _fold_one_by_one(messages).upto().tool_errors()]
+
+
+def test_what_the_latest_calls_showed_is_kept_by_call_and_read_back_newest_first():
+    c = _session()
+    c.tool("Bash", {"command": "du -sh .git"}, "784K\t.git")
+    view = _fold_one_by_one(c.messages).upto()
+    outcomes = view.recent_outcomes(5)
+    assert outcomes[0].label == "Bash du -sh .git" and outcomes[0].gist == "784K .git"
+    assert [o.call_id for o in outcomes] == [o.call_id for o in _fold_at_once(c.messages).upto().recent_outcomes(5)]
+
+
 def test_the_file_tracker_saves_through_its_own_interface():
     """The ledger writes the tracker a file at a time (`head_json` + `file_json` for the paths whose
     `file_marks` changed): together they are `to_json`, a mark moves exactly when a call touches its

@@ -10,13 +10,14 @@ from hypothesis import strategies as st
 
 from probes_samples import TRANSCRIPTS, long_session, session
 from worksurface.formats import read_transcript
-from worksurface.core.model import orphans
-from worksurface.probes.baselines import BASELINES, MASK_KEEP_TURNS, clean_starts, mask, truncate
+from worksurface.core.model import Message, Text, orphans
+from worksurface.probes.baselines import BASELINES, MASK_KEEP_TURNS, clean_starts, codex, mask, truncate
 from worksurface.core.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 NO_LANGCHAIN = importlib.util.find_spec("langchain_core") is None
-NAMES = [n for n in BASELINES if n != "trim"] + [
+# The baselines that keep a suffix of the transcript; `codex` keeps a selection (the user's messages).
+NAMES = [n for n in BASELINES if n not in ("trim", "codex")] + [
     pytest.param("trim", marks=pytest.mark.skipif(NO_LANGCHAIN, reason="langchain-core not installed"))]
 
 
@@ -76,3 +77,30 @@ def test_on_a_real_claude_code_session(name):
         view = BASELINES[name](before, budget, COUNTER)
         assert 0.5 * budget < COUNTER.messages(view) <= budget
         assert orphans(view) == (set(), set())
+
+
+@settings(max_examples=25, deadline=None)
+@given(rounds=st.integers(5, 60), seed=st.integers(0, 10_000), share=st.floats(0.05, 1.2))
+def test_codex_keeps_the_newest_user_messages_in_order_within_the_budget(rounds, seed, share):
+    messages = long_session(rounds, seed)
+    budget = int(COUNTER.messages(messages) * share)
+    view = codex(messages, budget, COUNTER)
+    assert view[0] is messages[0]
+    assert COUNTER.messages(view) <= max(budget, COUNTER.messages(messages[:1]))
+    users = [m for m in messages if m.role == "user" and not m.tool_results]
+    kept = view[1:]
+    assert all(not m.tool_results and m.role == "user" for m in kept)
+    # Newest first: what is kept is the newest run of user messages (the oldest of them possibly cut).
+    assert [m.id for m in kept] == [m.id for m in users[len(users) - len(kept):]]
+    assert all(m == u for m, u in zip(kept[1:], users[len(users) - len(kept) + 1:]))
+    if kept and kept[0] != users[len(users) - len(kept)]:
+        assert users[len(users) - len(kept)].text.startswith(kept[0].text)
+
+
+def test_codex_never_keeps_tool_output_or_harness_notes():
+    messages = session() + [Message("n1", "user", (Text("<task-notification>\n<task-id>b1</task-id>\n"
+                                                             "</task-notification>"),)),
+                            Message("n2", "user", (Text("[Request interrupted by user]"),))]
+    view = codex(messages, 10**6, COUNTER)
+    assert [m.id for m in view] == ["s0", "u1", "u2"]
+    assert orphans(view) == (set(), set())

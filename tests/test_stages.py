@@ -7,6 +7,7 @@ import pytest
 from builders import Convo, words
 from worksurface import Config, Session, compact
 from worksurface.core.model import Origin, ToolResult, view_text
+from worksurface.core.tokens import TokenCounter
 from worksurface.core.view import check_pairing
 
 
@@ -176,6 +177,20 @@ def test_microcompact_excludes_skill_and_memory_tools():
     assert not res[skill].content.startswith("[Old")
     assert sum(r.content.startswith("[Old") for r in res.values()) == 12 - Config().microcompact.keep_recent
 
+
+
+def test_microcompact_leaves_a_result_of_a_few_lines_where_clearing_saves_little():
+    c = Convo().user("back the repository up, then clean it")
+    listing = "-rw-r--r--  1 m  staff    13M Jan 12 12:05 backup-20260112-120532.tar.gz"
+    short = c.tool("Bash", {"command": "ls -lh backup-*.tar.gz"}, listing)
+    for i in range(12):
+        c.tool("Read", {"file_path": f"/r/{i}.py"}, words(3_000, seed=10 + i))
+    c.say("done")
+    view = compact(c.messages, microcompact={"trigger_tokens": 10_000, "protect_tokens": 0, "clear_at_least": 0}).messages
+    res = results(view)
+    assert 30 < TokenCounter().text(listing) < 60  # cleared before: the placeholder saved ~10 tokens
+    assert res[short].content == listing
+    assert sum(r.content.startswith("[Old") for r in res.values()) == 12 - Config().microcompact.keep_recent
 
 # --- collapse ----------------------------------------------------------------------------------
 

@@ -75,3 +75,22 @@ def test_an_issue_closed_then_listed_open_again_counts_as_open():
     assert closed_issues(MessageFacts(c.messages)) == {"p-1", "p-1.1"}
     _bd(c, "bd show p-1.2", "○ p-1.2 · New child   [● P2 · OPEN]\n\nPARENT\n  ↑ ◐ p-1: (EPIC) The epic ● P2\n")
     assert closed_issues(MessageFacts(c.messages)) == {"p-1.1"}
+
+
+def test_an_identifier_another_section_quotes_word_for_word_is_not_listed_again() -> None:
+    quoted = Section("Work", [Item("- `git push --set-upstream origin feature` -> done", (0,), (0,))], 0.5, 1)
+    ids = Section("Identifiers", [Item("`git push --set-upstream origin feature`", (0,), (0,), "commands:"),
+                                  Item("`mix test --cover`", (1,), (1,), "commands:")], 0.5, 2,
+                  inline=True, skip_repeats=True)
+    text = pack([quoted, ids], 500, COUNTER)
+    assert text.count("git push --set-upstream origin feature") == 1 and "mix test --cover" in text
+    rules = Section("Rules", [Item("- `git push --set-upstream origin feature` -> done", (0,), (0,))], 0.5, 2)
+    assert pack([quoted, rules], 500, COUNTER).count("git push --set-upstream") == 2  # a rule is kept where it is
+
+
+def test_filler_waits_until_every_sections_facts_are_placed() -> None:
+    first = Section("A", [Item(f"- filler {n}", (1, n), (1, n), filler=True) for n in range(40)], 0.9, 0)
+    second = Section("B", [Item(f"- fact {n}", (n,), (n,)) for n in range(10)], 0.1, 1)
+    text = pack([first, second], 120, COUNTER)
+    assert all(f"fact {n}" in text for n in range(10))
+    assert "filler 0" in text  # filler still uses what is left

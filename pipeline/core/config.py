@@ -145,6 +145,10 @@ class ReinjectConfig(_Section):
     skills_tokens: int = Field(8_000, ge=0)
     # Tools, MCP servers and agents announced mid-session.
     tools_tokens: int = Field(1_000, ge=0)
+    # The newest tool results from before the kept tail, verbatim, in what the target still leaves
+    # once everything else was restored: together up to results_tokens, each up to result_tokens.
+    results_tokens: int = Field(24_000, ge=0)
+    result_tokens: int = Field(2_000, ge=0)
     # rapidfuzz similarity at which the kept tail counts as already showing a file or a rule.
     visible_similarity: float = Field(90.0, ge=0, le=100)
 

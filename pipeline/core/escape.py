@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 # The wrappers worksurface emits, and the harness's own tags a model takes for the harness's notes.
 WRAPPER_TAGS = ("file", "skill", "plan", "standing-constraints", "tools-available", "agent-status",
-                "task-spec", "findings", "working-state", "collapsed")
+                "task-spec", "findings", "working-state", "collapsed", "recent-results")
 HARNESS_TAGS = ("system-reminder", "task-notification", "local-command-stdout", "local-command-stderr",
                 "bash-stdout", "bash-stderr", "bash-input", "command-name", "command-message", "command-args",
                 "user-prompt-submit-hook")

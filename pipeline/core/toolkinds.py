@@ -16,14 +16,15 @@ from .model import ToolCall
 # Stages ask about every call on every prepare; calls are hashable by content, so answer once.
 CALL_CACHE_SIZE = 65_536
 
-# Kinds: read, edit, write, shell, grep, glob, search, fetch, list, todo, plan, skill, memory, agent, other.
+# Kinds: read, edit, write, shell, grep, glob, search, fetch, list, todo, plan, skill, memory, agent, ask
+# (a question to the user), other.
 _ALIASES: dict[str, str] = {
     # Claude Code
     "read": "read", "edit": "edit", "multiedit": "edit", "write": "write", "notebookedit": "edit",
     "notebookread": "read", "bash": "shell", "bashoutput": "shell", "killshell": "shell",
     "grep": "grep", "glob": "glob", "ls": "list", "websearch": "search", "webfetch": "fetch",
     "todowrite": "todo", "todoread": "todo", "exitplanmode": "plan", "enterplanmode": "plan",
-    "skill": "skill", "task": "agent", "agent": "agent", "toolsearch": "search",
+    "skill": "skill", "task": "agent", "agent": "agent", "toolsearch": "search", "askuserquestion": "ask",
     # OpenAI-style / Codex / generic function-calling agents
     "read_file": "read", "view_file": "read", "open_file": "read", "cat": "read",
     "write_file": "write", "create_file": "write", "apply_patch": "edit", "edit_file": "edit",
@@ -33,7 +34,8 @@ _ALIASES: dict[str, str] = {
     "codebase_search": "search", "file_search": "glob", "find_file": "glob", "list_dir": "list",
     "list_files": "list", "list_directory": "list", "web_search": "search", "fetch_url": "fetch",
     "browser": "fetch", "update_plan": "plan", "todo_write": "todo", "memory": "memory",
-    "save_memory": "memory", "read_memory": "memory",
+    "save_memory": "memory", "read_memory": "memory", "request_user_input": "ask", "ask_user": "ask",
+    "ask_followup_question": "ask",
     # SWE-agent / mini-swe-agent
     "open": "read", "goto": "read", "scroll_up": "read", "scroll_down": "read", "create": "write",
     "search_dir": "grep", "search_file": "grep", "submit": "other",

@@ -38,6 +38,16 @@ def tail_of(view: Sequence[Message]) -> list[Message]:
     return list(view)
 
 
+def summarized_span(ctx: StageContext, view: Sequence[Message]) -> tuple[list[Message], list[Message]]:
+    """(the live transcript's messages the newest summary replaced, the kept tail): the first kept
+    conversation message splits the transcript (the whole transcript is summarized when none is kept)."""
+    tail = tail_of(view)
+    transcript = list(ctx.transcript or view)
+    first = next((m.id for m in tail if m.origin is Origin.CONVERSATION), None)
+    at = next((i for i, m in enumerate(transcript) if m.id == first), len(transcript)) if first else len(transcript)
+    return transcript[:at], tail
+
+
 def shown_text(messages: Sequence[Message]) -> str:
     """The text the model sees in these messages, case- and whitespace-folded for `is_shown`
     (cleared results show only their marker)."""

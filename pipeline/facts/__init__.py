@@ -12,6 +12,7 @@ from .errors import ErrorFact, error_line, tool_errors
 from .files import FileFact, edit_gist, file_activity
 from .findings import Finding, findings
 from .identifiers import Identifiers, command_forms, command_gist, identifiers
+from .observations import Outcome, output_gist, recent_outcomes
 from .progress import (Commit, PlanMode, TestRun, TodoItem, TodoState, TrackerUpdate, commits,
                        parse_test_summary, plan_mode, test_runs, todo_state, tracker_updates)
 from .requests import CurrentWork, UserMessage, current_work, latest_request, user_messages
@@ -22,7 +23,7 @@ from .tools import (AgentUse, Announcement, SkillUse, ToolUsage, agents_used, an
                     skills_invoked, tool_usage)
 
 __all__ = [
-    "Finding", "IssueChange", "TestRunWatcher", "TestSummary", "command_forms", "command_gist", "findings", "is_test_command",
+    "Finding", "IssueChange", "Outcome", "output_gist", "recent_outcomes", "TestRunWatcher", "TestSummary", "command_forms", "command_gist", "findings", "is_test_command",
     "issue_changes", "normalize_status", "parse_test_output", "todo_items",
     "AgentUse", "Announcement", "Approach", "CallRecord", "Commit", "Constraint", "CurrentWork", "ErrorFact",
     "FileFact", "Identifiers", "PlanMode", "SkillUse", "TaskSpec", "TestRun", "TodoItem", "TodoState", "ToolUsage", "TrackerUpdate",

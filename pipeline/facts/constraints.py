@@ -22,13 +22,14 @@ from .calls import CallRecord, tool_calls, tool_label
 from .errors import is_transient, tool_errors
 from .files import added_lines, numbered_lines
 from .findings import COMPLAINT, findings
+from .commands import command_bodies, rejection_words
 from .meta import message_cwd, normalize_path
 from .provenance import UserNamed, converted_outputs, from_other_harness, harness_reminders, harness_tool
-from .requests import is_user_message
+from .requests import is_user_message, is_user_words
 from .shell import first_line, simple_commands
-from .text import one_line, strip_reminders, trim, units
+from .text import one_line, output_body, strip_reminders, trim, units
 
-USER, TASK_SPEC, HOOK = "user", "task spec", "hook"
+USER, TASK_SPEC, HOOK, COMMAND = "user", "task spec", "hook", "command"
 
 # Prohibitions and hard rules.
 STRONG_RE = re.compile(
@@ -46,6 +47,13 @@ IMPERATIVE_RE = re.compile(r"^(?:Use|Keep|Reuse|Follow|Stick to|Leave|Preserve|D
 RULE_HEADINGS = ("constraint", "rule", "requirement", "guideline", "convention", "restriction",
                  "non-goal", "out of scope", "scope", "important", "must", "don't", "do not")
 STRONG, MEDIUM, WEAK = 3, 2, 1
+# A question asks; it does not bind ("do we need to write a plan?"): one that ends with a question
+# mark, or opens as one (users often leave the mark out). "Can you make sure ..." is a polite
+# imperative, so `can/could/would you` do not open a question here.
+QUESTION_END_RE = re.compile(r"\?[\s)\"'`*_]*$")
+QUESTION_OPEN_RE = re.compile(
+    r"(?i)^(?:(?:do|does|did|is|are|was|were|have|has|should|shall|will|can|could|would)\s+"
+    r"(?:we|i|it|they|there|this|that|these|those)\b|(?:what|why|how|where|when|which|who|whether)\b)")
 
 # Commands that print an issue or task (beads, GitHub, GitLab, Jira, Linear).
 TASK_COMMAND_RE = re.compile(
@@ -81,6 +89,16 @@ ABANDON_RE = re.compile(
     r"instead(?:,| of| I'?ll| let me| we)|switch(?:ing)? to|fall(?:ing)? ?back|work ?around|"
     r"rather than|abandon|revert(?:ing|ed)?|wrong approach|dead end|no luck|still fail(?:s|ing)?|"
     r"stale)\b")
+# The agent deciding against a change, with why ("the TTL already handles invalidation", "skipped as
+# the duplication is minimal", "accept as tech debt"): an approach proposed and excluded, so the next
+# pass does not redo the analysis or make the change after all.
+DECIDED_RE = re.compile(
+    r"(?i)\balready (?:handles?|handled|covers?|covered|prevents?|guards?)\b"
+    r"|\b(?:is|are) (?:already )?(?:sufficient|adequate)\b|\b(?:not|no longer) (?:needed|necessary|required)\b"
+    r"|\bunnecessary\b|\bno need (?:to|for)\b|\bnot worth\b|\bwon'?t fix\b|\bout of scope\b"
+    r"|\b(?:accept(?:ed)?|keep|leave|left) (?:it |this |that )?as (?:tech(?:nical)? debt|is)\b|\btech(?:nical)? debt\b"
+    r"|\bskip(?:ped|ping)? (?:this|it|that)\b|\bskipped as\b"
+    r"|\b(?:defer|postpone)d? (?:it|this|that|them|to|until)\b|\b(?:is|are|be|was|were) (?:deferred|postponed)\b")
 MAX_TITLE_CHARS = 200
 # Evidence longer than this is cut; one approach is a sentence or two.
 MAX_EVIDENCE = 300
@@ -93,8 +111,8 @@ FOLLOW_UP_LINES = 2
 MAX_FOLLOW_UP_CHARS = 120
 # A user reply to a rejection is looked for within this many messages after it.
 REPLY_WINDOW = 6
-REJECTED, INTERRUPTED, REVERTED, WORKAROUND, ABANDONED = (
-    "rejected", "interrupted", "reverted", "worked around", "abandoned")
+REJECTED, INTERRUPTED, REVERTED, WORKAROUND, ABANDONED, DECIDED = (
+    "rejected", "interrupted", "reverted", "worked around", "abandoned", "decided against")
 
 
 @dataclass(frozen=True)
@@ -121,7 +139,10 @@ class Approach:
 
 
 def rule_strength(text: str, heading: str = "", bullet: bool = False) -> int | None:
-    """How strongly a sentence or bullet states a rule (3, 2, 1), or None when it states none."""
+    """How strongly a sentence or bullet states a rule (3, 2, 1), or None when it states none (a
+    question states none, whatever words it uses)."""
+    if is_question(text):
+        return None
     if STRONG_RE.search(text):
         return STRONG
     if bullet and any(h in heading for h in RULE_HEADINGS):
@@ -131,6 +152,12 @@ def rule_strength(text: str, heading: str = "", bullet: bool = False) -> int | N
     if bullet and IMPERATIVE_RE.match(text):
         return WEAK
     return None
+
+
+def is_question(text: str) -> bool:
+    """The sentence asks something rather than stating it."""
+    stripped = text.strip()
+    return bool(QUESTION_END_RE.search(stripped) or QUESTION_OPEN_RE.match(stripped))
 
 
 def rules_in(text: str) -> list[tuple[str, int]]:
@@ -279,7 +306,7 @@ def task_specs(messages: Sequence[Message], queued_inputs: Sequence[tuple[str | 
         if origin is None:
             continue
         lines = numbered_lines(rec.output) if rec.kind == "read" else None
-        body = "\n".join(lines[n] for n in sorted(lines)) if lines else rec.output
+        body = "\n".join(lines[n] for n in sorted(lines)) if lines else output_body(rec.output)
         at = rec.result_index if rec.result_index is not None else rec.index
         parts = issue_parts(body)
         for issue, part in parts:
@@ -337,6 +364,8 @@ def standing_constraints(messages: Sequence[Message],
     named = user_named(messages, queued_inputs, earlier_user_words)
     queued_after = _queued_positions(messages, queued_inputs)
     outputs = converted_outputs(messages)
+    # The prompt a slash command the user ran expanded into: its rules bind like the user's own.
+    expanded = {index: name for name, _, index in command_bodies(messages)}
     for i, m in enumerate(messages):
         if m.role == "system":
             continue  # the system prompt is the stable prefix: never removed, never restated
@@ -344,6 +373,8 @@ def standing_constraints(messages: Sequence[Message],
             continue  # a tool's output written as a user message by a format conversion
         if is_user_message(m):
             add(strip_reminders(m.text), USER, m.id, i)
+        elif i in expanded:
+            add(strip_reminders(m.text), COMMAND, m.id, i, expanded[i])
         if m.role == "user":
             for source, body in _hook_texts(harness_reminders(m)):
                 add(body, source, m.id, i)
@@ -372,7 +403,7 @@ def _queued_positions(messages: Sequence[Message],
     index = {m.id: i for i, m in enumerate(messages)}
     out: dict[int, list[str]] = {}
     for after, text in queued_inputs:
-        if after in index and not text.lstrip().startswith("<"):
+        if after in index and is_user_words(text):
             out.setdefault(index[after], []).append(text)
     return out
 
@@ -402,8 +433,11 @@ def excluded_approaches(messages: Sequence[Message],
     records = tool_calls(messages)
     for rec in records:
         at = rec.result_index if rec.result_index is not None else rec.index
+        if rec.rejected and tool_kind(rec.call) == "ask":
+            continue  # declining a question is answering it another way (a request), not an approach
         if rec.rejected:
-            reply = _next_user_words(messages, at, queued)
+            typed = rejection_words(rec.result, rec.result_message) if rec.result and rec.result_message else None
+            reply = (rec.result_message_id or rec.message_id, typed) if typed else _next_user_words(messages, at, queued)
             text = f"user rejected {tool_label(rec)}"
             marker = _interrupt_after(messages, at)
             if marker:
@@ -429,23 +463,26 @@ def excluded_approaches(messages: Sequence[Message],
         if is_user_turn(m) and m.text.strip().startswith(INTERRUPT_MARKER) and not from_other_harness(m):
             if i - 1 in rejected_at or i in rejected_at:
                 continue  # already reported as a rejected call
-            reply = _next_user_words(messages, i, queued)
-            text = "user interrupted" + (f'; then said: "{reply[1]}"' if reply else "")
-            out.append(Approach(INTERRUPTED, _evidence(text), (m.id,) + ((reply[0],) if reply else ()), i))
+            # What the user stopped is the approach; what they said next is a request (requests.py),
+            # not an approach, and is left to the user's messages.
+            stopped = _interrupted_work(records, messages, i)
+            if stopped:
+                out.append(Approach(INTERRUPTED, _evidence(f"user interrupted {stopped}"), (m.id,), i))
         if m.role == "assistant":
             said = units(m.text)
             n = 0
             while n < len(said):
                 text = said[n].text
                 n += 1
-                if not ABANDON_RE.search(text) or is_transient(text):
+                kind = ABANDONED if ABANDON_RE.search(text) else DECIDED if DECIDED_RE.search(text) else None
+                if kind is None or is_transient(text):
                     continue  # a read split for size or a retried timeout is routine, not a lesson
                 # The next sentence usually says what was done instead; keep it when short.
                 if n < len(said) and len(text) + len(said[n].text) < MAX_EVIDENCE:
                     text += " " + said[n].text
                     n += 1
-                then = _done_instead(records, i, text)
-                out.append(Approach(ABANDONED, _evidence(text) + then, (m.id,), i))
+                then = _done_instead(records, i, text) if kind == ABANDONED else ""
+                out.append(Approach(kind, _evidence(text) + then, (m.id,), i))
     # A checker's complaint the agent restated is a negative result too (and so it is kept in the
     # ledger with the other approaches, across compactions).
     for f in findings(messages):
@@ -476,6 +513,19 @@ def _done_instead(records: list[CallRecord], at: int, said: str) -> str:
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", text.lower())}
+
+
+def _interrupted_work(records: list[CallRecord], messages: Sequence[Message], at: int) -> str | None:
+    """What the agent was doing when the user interrupted at `at`: its latest tool call since the
+    previous user turn, else its latest words then; None when it had only just started."""
+    start = next((j for j in range(at - 1, -1, -1) if is_user_message(messages[j])), -1)
+    calls = [r for r in records if start < r.index < at]
+    if calls:
+        # Stopping a question to the user is answering it another way, not excluding an approach.
+        return None if tool_kind(calls[-1].call) == "ask" else f"the agent's {tool_label(calls[-1])}"
+    said = next((messages[j].text for j in range(at - 1, start, -1)
+                 if messages[j].role == "assistant" and messages[j].text.strip()), None)
+    return f'the agent after it said: "{one_line(said, 160)}"' if said else None
 
 
 def _interrupt_after(messages: Sequence[Message], at: int) -> str | None:

@@ -31,7 +31,7 @@ CLASSIFY_CACHE_SIZE = 4 * RESOLUTION_WINDOW
 # An error line longer than this is cut: the cause is at its start.
 MAX_ERROR_LINE = 300
 # Kinds that change nothing, so they cannot be what fixed an error.
-PASSIVE_KINDS = {"read", "grep", "glob", "list", "search", "fetch", "todo", "plan", "agent", "other"}
+PASSIVE_KINDS = {"read", "grep", "glob", "list", "search", "fetch", "todo", "plan", "agent", "ask", "other"}
 # At most this many changes are named in a "fixed by" note (the latest ones).
 MAX_FIXES_NAMED = 2
 
@@ -72,7 +72,8 @@ READ_ONLY_GIT = {"status", "log", "diff", "show", "ls-files", "ls-tree", "rev-pa
                  "describe", "shortlog", "reflog", "check-ignore", "cat-file"}
 # A refusal of the tool itself, not of the approach: retrying differently is routine, not a lesson.
 TRANSIENT_RE = re.compile(
-    r"(?i)exceeds? (?:the )?maximum allowed tokens|file content \(\d+ tokens\) exceeds|too large to read"
+    r"(?i)exceeds? (?:the )?maximum allowed (?:tokens|size)|file content \([\d.]+ ?(?:tokens|[kmg]?b)\) exceeds"
+    r"|too large to read"
     r"|timed out|timeout after|rate limit|overloaded|file has not been read yet|"
     r"file has been modified since read|modified since it was last read|try again later|"
     r"ECONNRESET|temporarily unavailable")

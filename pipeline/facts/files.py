@@ -39,6 +39,12 @@ NUMBERED_LINE_RES = (
 )
 # SWE-agent's file window header: `[File: /path (94 lines total)]`.
 SWE_WINDOW_RE = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
+
+
+def is_file_window(output: str) -> bool:
+    """The output is an editor's window onto a file (SWE-agent's `[File: path (N lines total)]`):
+    a file's content, which file activity decides about, not an observation of the work."""
+    return bool(SWE_WINDOW_RE.match(output.lstrip()))
 # aider reports file activity as notices, not tool results: "Applied edit to x.py", "Added x.py to the
 # chat" (`/add`), "Added x.py to read-only files." (`/read`), "Creating empty file x.py".
 NOTICE_RE = re.compile(r"^(Applied edit to|Added|Creating empty file|Created new file) (\S+?)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..core.model import ToolCall
 from ..core.toolkinds import call_path, normalize_name, shell_command, tool_kind
@@ -78,7 +78,7 @@ def is_test_command(command: str) -> bool:
         if not words:
             continue
         prog = posixpath.basename(words[0])
-        args = [w for w in words[1:] if not w.startswith("-")]
+        args = _arguments(words[1:])
         if prog in ("python", "python3", "py") and "-m" in words:
             mod = words[words.index("-m") + 1] if words.index("-m") + 1 < len(words) else ""
             if mod in ("pytest", "unittest", "nose", "nose2", "tox", "django") or mod.endswith("test"):
@@ -101,6 +101,28 @@ def is_test_command(command: str) -> bool:
         if SCRIPT_RE.search(words[0]) or (prog in ("bash", "sh", "zsh") and args and SCRIPT_RE.search(args[0])):
             return True
     return False
+
+
+# Options of package managers that take a value (a workspace selector, a directory), so the value is
+# not read as the subcommand: `pnpm --filter @app/core test`, `npm -w packages/a test`.
+VALUE_OPTIONS = frozenset({"--filter", "-F", "-C", "--dir", "--workspace", "-w", "--prefix", "--cwd"})
+
+
+def _arguments(words: Sequence[str]) -> list[str]:
+    """The words that are not options (nor the values of the options above), in order; `yarn
+    workspace NAME` selects a workspace the same way."""
+    out: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+        elif w in VALUE_OPTIONS:
+            skip = True
+        elif not w.startswith("-"):
+            out.append(w)
+    if len(out) >= 2 and out[0] == "workspace":
+        out = out[2:]
+    return out
 
 
 def _items(text: str) -> dict[str, int]:

@@ -62,7 +62,8 @@ def one_line(text: str, limit: int = 200) -> str:
 def units(text: str) -> list[Unit]:
     """Split text into bullets and sentences, each tagged with the heading above it.
 
-    Code fences are skipped: rules live in prose, and code lines only look like sentences.
+    Code fences and table rows are skipped: rules live in prose, and code lines and table cells only
+    look like sentences.
     """
     out: list[Unit] = []
     heading = ""
@@ -84,6 +85,9 @@ def units(text: str) -> list[Unit]:
             continue
         if in_fence:
             continue
+        if line.lstrip().startswith("|"):
+            flush()  # a table row: cells, not sentences
+            continue
         if not line.strip():
             flush()
             continue
@@ -100,3 +104,20 @@ def units(text: str) -> list[Unit]:
         paragraph.append(line.strip())
     flush()
     return out
+
+
+# A harness's header above a command's output (Codex: `Chunk ID: ..`, `Wall time: ..`, `Process exited
+# with code 0`, `Original token count: ..`, then `Output:`): metadata lines, then the output itself.
+HEADER_LINE_RE = re.compile(r"^[A-Z][\w ]{1,40}(?::\s*\S.*| with code -?\d+)$")
+OUTPUT_LABEL = "Output:"
+MAX_HEADER_LINES = 8
+
+
+def output_body(text: str) -> str:
+    """A tool output without the header a harness writes above it (see HEADER_LINE_RE), or the text
+    as it is when it has no such header."""
+    lines = text.split("\n", MAX_HEADER_LINES + 1)
+    for n, line in enumerate(lines[:MAX_HEADER_LINES + 1]):
+        if line.strip() == OUTPUT_LABEL:
+            return "\n".join(lines[n + 1:]) if n and all(HEADER_LINE_RE.match(x.strip()) for x in lines[:n]) else text
+    return text

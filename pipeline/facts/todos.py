@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .text import trim
+
 # (input key of the list, keys an item's text may be under), in the order they are tried.
 LIST_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("todos", ("content", "text", "title")),
@@ -22,10 +24,18 @@ STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "comp
           "todo": "pending", "active": "in_progress", "in-progress": "in_progress", "complete": "completed"}
 
 
+# Keys under which an item carries more than its title (Claude Code's TaskCreate/TaskUpdate
+# `description`): what the item involves, often the only record of a plan's details.
+DETAIL_KEYS = ("description", "details", "notes")
+# An item's detail is cut to this many characters: it describes the item, it is not a document.
+MAX_DETAIL_CHARS = 600
+
+
 @dataclass(frozen=True)
 class TodoItem:
     text: str
     status: str
+    detail: str = ""  # what the item involves, when the tool recorded more than its title
 
 
 def normalize_status(status: Any) -> str:
@@ -44,7 +54,7 @@ def items_from(value: Any, text_keys: tuple[str, ...]) -> tuple[TodoItem, ...] |
         text = next((entry[k] for k in text_keys if isinstance(entry.get(k), str)), None)
         if text is None:
             return None
-        items.append(TodoItem(text, str(entry.get("status", "pending"))))
+        items.append(TodoItem(text, str(entry.get("status", "pending")), _detail(entry)))
     return tuple(items)
 
 
@@ -69,11 +79,19 @@ class TodoReplayer:
         n = name.strip().lower().split("__")[-1]
         if n == "taskcreate" and isinstance(inp.get("subject"), str):
             m = re.search(r"#(\w+)", output)
-            self.tasks[m.group(1) if m else str(len(self.tasks) + 1)] = TodoItem(inp["subject"], "pending")
+            self.tasks[m.group(1) if m else str(len(self.tasks) + 1)] = TodoItem(inp["subject"], "pending",
+                                                                                  _detail(inp))
             return tuple(self.tasks.values())
         if n == "taskupdate" and str(inp.get("taskId", "")) in self.tasks:
             key = str(inp["taskId"])
             old = self.tasks[key]
-            self.tasks[key] = TodoItem(str(inp.get("subject") or old.text), str(inp.get("status") or old.status))
+            self.tasks[key] = TodoItem(str(inp.get("subject") or old.text), str(inp.get("status") or old.status),
+                                       _detail(inp) or old.detail)
             return tuple(self.tasks.values())
         return todo_items(inp)
+
+
+def _detail(entry: Mapping[str, Any]) -> str:
+    """What an item involves beyond its title, verbatim (cut at a word boundary), or ""."""
+    detail = next((entry[k].strip() for k in DETAIL_KEYS if isinstance(entry.get(k), str) and entry[k].strip()), "")
+    return trim(detail, MAX_DETAIL_CHARS)

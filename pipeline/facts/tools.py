@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from ..core.model import Message, Origin, Text
 from ..core.toolkinds import tool_kind
 from .calls import tool_calls
+from .commands import command_bodies
 from .files import file_activity
 from .provenance import converted_outputs, harness_reminders, structured_tool_references
 
@@ -152,6 +153,9 @@ def skills_invoked(messages: Sequence[Message]) -> list[SkillUse]:
         start = rec.result_index if rec.result_index is not None else rec.index
         body = _skill_body(messages, start)
         found[name] = SkillUse(name, body, rec.message_id, rec.index, "Skill tool")
+    # A slash command the user ran expands into its prompt: the instructions bind like a skill's.
+    for name, expansion, index in command_bodies(messages):
+        found[name] = SkillUse(name, expansion.text.strip(), expansion.id, index, "slash command")
     for fact in file_activity(messages):
         if posixpath.basename(fact.path).lower() == SKILL_FILE and "read" in fact.actions:
             name = posixpath.basename(posixpath.dirname(fact.path)) or fact.path

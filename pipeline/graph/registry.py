@@ -6,14 +6,15 @@ tool-result budget, snip, microcompact, collapse, autocompact. After a compactio
 rebuild the working surface in priority order, each within what the ones before it left of the
 post-compact target, so budgets shrink from the least valuable end: the status first (it reserves
 its share and runs last, to report the rebuilt view), then constraints, plan, files, skills, tools,
-and `details` (what the summary had no room for, packed into whatever the others left).
+`details` (what the summary had no room for, packed into whatever the others left), and `results`
+(the newest tool results the view no longer shows, in what is still left).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from worksurface.reinjectors import constraints, details, files, plan, skills, status, tools
+from worksurface.reinjectors import constraints, details, files, plan, results, skills, status, tools
 from worksurface.stages import autocompact, budget, collapse, ingest, microcompact, snip
 
 from ..engine.state import Reinjector, Stage
@@ -22,4 +23,5 @@ STAGES: tuple[Stage[Any], ...] = (ingest.STAGE, budget.STAGE, snip.STAGE, microc
                                   autocompact.STAGE)
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 REINJECTORS: tuple[Reinjector, ...] = (status.REINJECTOR, constraints.REINJECTOR, plan.REINJECTOR, files.REINJECTOR,
-                                       skills.REINJECTOR, tools.REINJECTOR, details.REINJECTOR)
+                                       skills.REINJECTOR, tools.REINJECTOR, details.REINJECTOR,
+                                       results.REINJECTOR)

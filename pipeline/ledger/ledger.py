@@ -17,9 +17,10 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
-                     PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
+                     Outcome, PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.errors import RESOLUTION_WINDOW
 from ..facts.files import FileTracker
+from ..facts.plans import is_plan_document
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
@@ -41,6 +42,8 @@ DEFAULT_IDENTIFIER_CAP = 60
 # File contents the ledger keeps for reinjection: the newest files only (older ones are re-read from
 # the workspace, or named without content); a content is capped at this many characters.
 MAX_FILES_WITH_CONTENT = 16
+# Plan documents keep their content however old (the newest this many), beside those 16.
+MAX_PLAN_DOCUMENTS_WITH_CONTENT = 8
 MAX_CONTENT_CHARS = 40_000
 # An unresolved error keeps the errors window open back to it, up to this many messages (a retry
 # or fix is looked for RESOLUTION_WINDOW calls ahead, two messages a call).
@@ -50,7 +53,11 @@ MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
 MAX_JSON_MEMO = 20_000
 # Edit gists kept (newest): a summary offers at most a few dozen.
 MAX_EDIT_GISTS = 60
-LEDGER_VERSION = 1
+# What the latest calls showed (a few output lines each): a summary quotes the newest few dozen.
+MAX_OUTCOMES = 80
+# Bumped when the extractors read a message differently: a stored ledger of another version is
+# folded again from the transcript (2: slash commands, rejection words, answers, todo details).
+LEDGER_VERSION = 2
 # Session meta keys: the head of the ledger, each larger part, each tracked file.
 LEDGER_KEY = "ledger"
 PART_PREFIX = "ledger."
@@ -75,6 +82,7 @@ class _Records:
     tests: dict[str, TestRun] = dataclasses.field(default_factory=dict)
     commits: dict[str, Commit] = dataclasses.field(default_factory=dict)
     edits: dict[str, EditGist] = dataclasses.field(default_factory=dict)
+    outcomes: dict[str, Outcome] = dataclasses.field(default_factory=dict)  # by call id, the newest kept
     tracker: dict[str, TrackerUpdate] = dataclasses.field(default_factory=dict)
     skills: dict[str, SkillUse] = dataclasses.field(default_factory=dict)
     announcements: dict[str, Announcement] = dataclasses.field(default_factory=dict)
@@ -103,7 +111,8 @@ DERIVED_PARTS = frozenset({"files"})
 _RECORD_TYPES: dict[str, type] = {
     "requests": UserMessage, "constraints": Constraint, "approaches": Approach, "findings": Finding,
     "specs": TaskSpec,
-    "errors": ErrorFact, "files": FileFact, "tests": TestRun, "commits": Commit, "edits": EditGist, "tracker": TrackerUpdate,
+    "errors": ErrorFact, "files": FileFact, "tests": TestRun, "commits": Commit, "edits": EditGist, "outcomes": Outcome,
+    "tracker": TrackerUpdate,
     "skills": SkillUse, "announcements": Announcement, "agents": AgentUse, "subagents": SubagentTask,
 }
 
@@ -155,7 +164,10 @@ class Ledger:
         start = min(self.carry_from, self.count)
         self.last_window = n - start
         self._fold(transcript[start:], start, queued, self.count)
-        self._fold_errors(transcript, max(min(self.errors_from, start), n - MAX_ERROR_WINDOW_MESSAGES), n)
+        # Every new message is read; of the older ones, only back to the oldest error still open
+        # (bounded), so a first fold of a whole transcript misses no error.
+        reread_from = max(min(self.errors_from, start), n - MAX_ERROR_WINDOW_MESSAGES)
+        self._fold_errors(transcript, min(start, reread_from), n)
         self.count, self.last_digest = n, transcript[-1].digest
         self.carry_from = _open_call_start(transcript, start, n)
         self.dirty = True
@@ -233,6 +245,10 @@ class Ledger:
         if len(r.edits) > MAX_EDIT_GISTS:
             newest = sorted(r.edits.items(), key=lambda kv: kv[1].index)[-MAX_EDIT_GISTS:]
             r.edits = dict(newest)
+        for o in facts.recent_outcomes(messages, MAX_OUTCOMES):
+            r.outcomes[o.call_id] = dataclasses.replace(o, index=at(o.index))
+        if len(r.outcomes) > MAX_OUTCOMES:
+            r.outcomes = dict(sorted(r.outcomes.items(), key=lambda kv: kv[1].index)[-MAX_OUTCOMES:])
         self.files.feed(messages, index, new_from)
         # Rendering every file's facts reads every line held; only when a tracked file changed.
         marks = self.files.file_marks()
@@ -502,6 +518,9 @@ class LedgerView:
     def recent_edits(self, n: int) -> list[EditGist]:
         return self._before(self.r.edits.values(), lambda e: e.index)[::-1][:n]
 
+    def recent_outcomes(self, n: int) -> list[Outcome]:
+        return self._before(self.r.outcomes.values(), lambda o: o.index)[::-1][:n]
+
     def announced_tools(self) -> list[Announcement]:
         return self._before(self.r.announcements.values(), lambda a: a.index)
 
@@ -534,15 +553,18 @@ class LedgerView:
 
 
 def _with_newest_contents(files: Sequence[FileFact]) -> dict[str, FileFact]:
-    """The file records by path; only the newest files keep their content (capped), the others are
-    re-read from the workspace or named without content."""
+    """The file records by path; only the newest files and the plan documents (the plan the work goes
+    through, however long ago it was read) keep their content (capped), the others are re-read from
+    the workspace or named without content."""
     out: dict[str, FileFact] = {}
-    with_content = 0
+    with_content = plans = 0
     for f in sorted(files, key=lambda f: -f.last_index):
         content = f.content
         if content is not None:
-            with_content += 1
-            if with_content > MAX_FILES_WITH_CONTENT:
+            plan = is_plan_document(f.path) and plans < MAX_PLAN_DOCUMENTS_WITH_CONTENT
+            plans += plan
+            with_content += not plan
+            if with_content > MAX_FILES_WITH_CONTENT and not plan:
                 f = dataclasses.replace(f, content=None, content_message_id=None)
             elif len(content) > MAX_CONTENT_CHARS:
                 f = dataclasses.replace(f, content=content[:MAX_CONTENT_CHARS], partial=True)

@@ -10,7 +10,7 @@ from typing import Protocol, Sequence
 
 from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
-                     PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
+                     Outcome, PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
 from ..facts.meta import message_cwd
 from ..core.model import Message, Origin
 
@@ -56,6 +56,9 @@ class FactSource(Protocol):
     def skills_invoked(self) -> list[SkillUse]: ...
     def recent_edits(self, n: int) -> list[EditGist]:
         """The newest `n` edit gists, newest first."""
+        ...
+    def recent_outcomes(self, n: int) -> list[Outcome]:
+        """What the newest `n` observed calls showed, newest first."""
         ...
     def announced_tools(self) -> list[Announcement]: ...
     def agents_used(self) -> list[AgentUse]: ...
@@ -125,6 +128,9 @@ class MessageFacts:
 
     def recent_edits(self, n: int) -> list[EditGist]:
         return edit_gists(facts.tool_calls(self.messages))[::-1][:n]
+
+    def recent_outcomes(self, n: int) -> list[Outcome]:
+        return facts.recent_outcomes(self.messages, n)
 
     def announced_tools(self) -> list[Announcement]:
         return facts.announced_tools(self.messages)

@@ -169,13 +169,14 @@ OnCall = Callable[[int, int, PreparedView, bool], None]
 
 def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | None = None,
            harnesses: Sequence[Harness] = (), *, use_usage: bool = True, on_call: OnCall | None = None,
-           source: str | None = None) -> ReplayResult:
+           source: str | None = None, sent: Callable[[int], Any] | None = None) -> ReplayResult:
     """One `prepare` per call point. Each call is billed at `prices` (default: the session config's
     pricing); each of `harnesses` (see `worksurface.probes.harnesses`) is billed on the same calls and clock.
     With `use_usage` each call is anchored on the usage the transcript records (`sizes.call_usage`),
     so compactions fire where the measured size crosses the threshold. A call whose view stays over
     the threshold is recorded (`overflow`) and the replay goes on; `on_call` sees every call. `source`
-    names the file in the notices about refused measurements."""
+    names the file in the notices about refused measurements; `sent(end)` is what the harness sends at
+    the call after `end` messages (default: those messages; a probe curve adds the input queued by then)."""
     prices = prices or price_model(session.config.pricing)
     counter = session.counter
     cache = PromptCache(prices, counter)
@@ -193,7 +194,7 @@ def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | 
             if use_usage else None
         overflow = False
         try:
-            prepared: PreparedView = session.prepare(messages[:end], usage=usage, now=clock)
+            prepared: PreparedView = session.prepare(sent(end) if sent else messages[:end], usage=usage, now=clock)
         except ContextOverflowError as exc:
             if exc.prepared is None:
                 raise

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..core.model import Message, ToolResult
-from ..core.tokens import TokenCounter
+from ..core.model import Message, Text, ToolResult
+from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, truncate_to_tokens
+from ..facts.requests import is_user_message
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -120,4 +121,24 @@ def trim(messages: Sequence[Message], budget_tokens: int, counter: TokenCounter)
     return prefix + rest[start:]
 
 
-BASELINES: dict[str, Baseline] = {"truncate": truncate, "mask": mask, "trim": trim}
+def codex(messages: Sequence[Message], budget_tokens: int, counter: TokenCounter) -> list[Message]:
+    """Codex's compaction without the summary its model writes: the system prefix and the user's own
+    messages verbatim, newest first, up to the budget (Codex keeps the most recent 20,000 tokens of
+    them), in their original order. The message that does not fit whole is cut to what is left, as
+    Codex cuts it; older ones are dropped."""
+    prefix, rest = split_prefix(messages)
+    room = budget_tokens - counter.messages(prefix)
+    kept: list[Message] = []
+    for m in reversed([m for m in rest if is_user_message(m)]):
+        cost = counter.message(m)
+        if cost > room:
+            cut = truncate_to_tokens(m.text, room - PER_MESSAGE_OVERHEAD)
+            if cut:
+                kept.append(m.with_blocks((Text(cut),)))
+            break
+        kept.append(m)
+        room -= cost
+    return prefix + kept[::-1]
+
+
+BASELINES: dict[str, Baseline] = {"truncate": truncate, "mask": mask, "trim": trim, "codex": codex}

@@ -83,7 +83,8 @@ def curve(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
                                  int(boundary.get("summary_tokens", 0))))
 
     with Session.open(None, config=cfg) as session:
-        replay(messages, session, use_usage=use_usage, on_call=scored)
+        # What the harness sends at each call: its messages and the input the user queued by then.
+        replay(messages, session, use_usage=use_usage, on_call=scored, sent=lambda end: _prefix(transcript, end))
     return points
 
 

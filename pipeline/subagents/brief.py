@@ -19,10 +19,11 @@ from rapidfuzz import fuzz
 
 from ..core.errors import WorksurfaceError
 from ..core.escape import escape_headings, one_line
-from ..facts import Constraint, FileFact
+from ..facts import Constraint, FileFact, command_forms
 from ..facts.constraints import STRONG, USER
 from ..ledger.ledger import LedgerView
 from ..summarizers.packing import Item, Section, pack
+from ..summarizers.structured import closed_issues
 from ..core.tokens import TokenCounter
 
 DEFAULT_BUDGET = 3000
@@ -50,19 +51,32 @@ all any each also only just more most other some such very via after before abou
 MIN_WORD = 3
 # Paths, dotted or underscored identifiers, Module.Names and CamelCase words a task can name.
 TERM_RE = re.compile(r"[\w@~-]*[/.][\w./@~-]*\w|\b\w+_\w+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|`[^`\n]{2,60}`")
+# A rule or excluded approach that names no file is about the whole work: it applies to any task of
+# the session (it is ranked by relevance, after the lines about the task itself). One that names
+# files applies only when the task shares one of them or its words.
+APPLIES_EVERYWHERE = 0.5
+# A file a line names: a path with a slash, or a file name with a common extension.
+SCOPE_RE = re.compile(r"[\w.@~-]*/[\w.@~-]*\w|\b[\w-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|go|rs|ex|exs|erl|rb|java|kt|"
+                      r"swift|c|h|cc|cpp|hpp|cs|php|sh|bash|md|json|ya?ml|toml|sql|html?|css|scss|vue|svelte|lock|"
+                      r"cfg|ini|txt|proto|gradle|tf)\b")
 # A line of the brief is cut (start and end kept) rather than dropped when it is this long.
 SHRINK_CHARS = 400
 # The user's latest request is context, not the goal: shown capped.
 MAX_REQUEST_CHARS = 1200
 MAX_COMMANDS = 6
+# Command forms the session used more than once, most used first.
+MAX_COMMAND_FORMS = 8
 # A rule's source (the command or file that showed it) heads its group, cut to this length.
 MAX_ORIGIN_CHARS = 120
 MAX_COMMITS = 5
 REPORT_BACK = ("- What you found or changed, with the file paths and the exact commands you ran and their results.\n"
                "- Anything that contradicts the rules or facts above, and what you did not finish.\n"
                "- Keep it short: your answer is all the parent agent will read.")
-GOAL, RULES, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
-    "Goal", "Rules that apply", "Relevant files", "Tried and excluded", "Identifiers", "Report back")
+GOAL, USER_WORDS, RULES, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
+    "Goal", "What the user said (verbatim, newest first)", "Rules that apply", "Relevant files", "Tried and excluded",
+    "Identifiers", "Report back")
+# The newest of the user's earlier messages ranks a little higher (this bonus, divided by its age).
+USER_WORDS_BONUS = 0.3
 
 
 class BriefError(WorksurfaceError):
@@ -133,6 +147,13 @@ class Relevance:
         shared = any(t in low for t in self.terms)
         return similarity + (SHARED_TERM_BONUS if shared else 0.0)
 
+    def standing(self, text: str, *extra: str, floor: float = APPLIES_EVERYWHERE, scoped: bool = True) -> float:
+        """The relevance of standing state (a rule, an excluded approach, the user's words): as
+        `__call__`, and at least `floor` when it applies to any task: when it names no file, or
+        whatever it names when not `scoped`."""
+        score = self(text, *extra)
+        return score if scoped and SCOPE_RE.search(text) else max(score, floor)
+
 
 @dataclass
 class _Candidate:
@@ -177,10 +198,26 @@ def _rules(view: LedgerView, rel: Relevance) -> list[_Candidate]:
     for c in view.standing_constraints():
         where = c.source + (f": {_clip(c.origin, MAX_ORIGIN_CHARS)}" if c.origin and c.origin != c.source else "")
         text = f"- {c.text.strip()}"
-        score = rel(c.text, c.origin)
+        score = rel.standing(c.text, c.origin)
         if spec is not None and _fold(c.text) in spec[1]:
             score += SPEC_BONUS
         out.append(_Candidate(RULES, text, (c.message_id,), score, 0 if _hard(c) else 1, f"From {where}:"))
+    return out
+
+
+def _criteria(view: LedgerView, rel: Relevance) -> list[_Candidate]:
+    """What done looks like for the tasks still open, verbatim from the task text the agent read (an
+    edge case, an acceptance criterion): a sub-agent doing part of the work must meet them too."""
+    closed = closed_issues(view)
+    out, said = [], set()
+    for spec in view.task_specs():
+        if spec.issue in closed:
+            continue
+        for criterion in spec.criteria:
+            if criterion not in said:
+                said.add(criterion)
+                out.append(_Candidate(RULES, f"- {criterion}", (spec.message_id,), rel.standing(criterion, spec.origin),
+                                      1, f"What done looks like (from `{_clip(spec.issue or spec.origin, MAX_ORIGIN_CHARS)}`):"))
     return out
 
 
@@ -211,7 +248,10 @@ def _files(view: LedgerView, rel: Relevance) -> list[_Candidate]:
 
 
 def _excluded(view: LedgerView, rel: Relevance) -> list[_Candidate]:
-    out = [_Candidate(EXCLUDED, f"- {a.kind}: {_clip(a.text, SHRINK_CHARS)}", tuple(a.message_ids), rel(a.text))
+    # What failed is cheap to carry and costly to repeat, whatever file it was about: every one
+    # qualifies, the ones about the task first.
+    out = [_Candidate(EXCLUDED, f"- {a.kind}: {_clip(a.text, SHRINK_CHARS)}", tuple(a.message_ids),
+                      rel.standing(a.text, floor=MIN_RELEVANCE_EXCLUDED, scoped=False))
            for a in view.excluded_approaches()]
     for e in view.tool_errors():
         if e.transient:
@@ -220,7 +260,8 @@ def _excluded(view: LedgerView, rel: Relevance) -> list[_Candidate]:
         how = f" — {e.resolution}" if e.resolution else " — unresolved"
         sources = (e.message_id,) + ((e.resolved_message_id,) if e.resolved_message_id else ())
         out.append(_Candidate(EXCLUDED, f"- failed: {_clip(label, 160)}: {_clip(e.line, 200)}{how}", sources,
-                              rel(label, e.line, e.resolution or "")))
+                              rel.standing(f"{label} {e.line}", e.resolution or "", floor=MIN_RELEVANCE_EXCLUDED,
+                                           scoped=False)))
     return out
 
 
@@ -243,9 +284,28 @@ def _identifiers(view: LedgerView, rel: Relevance) -> list[_Candidate]:
         if cmd not in seen:
             seen.add(cmd)
             out.append(_Candidate(IDENTIFIERS, f"- command: `{_clip(cmd, 200)}`", (), rel(cmd)))
+    # The session's working steps (build, test, lint, sync), most used first: how work is done here,
+    # whatever the task.
+    for form, runs in command_forms(ids.commands)[:MAX_COMMAND_FORMS]:
+        if runs > 1:
+            out.append(_Candidate(IDENTIFIERS, f"- step used {runs} times: `{form}`", (), rel.standing(form)))
     for c in view.commits()[::-1][:MAX_COMMITS]:
         out.append(_Candidate(IDENTIFIERS, f"- commit {c.hash[:12]} {_clip(c.subject, 120)}", (c.message_id,),
                               0.5 + rel(c.subject)))
+    return out
+
+
+def _user_words(view: LedgerView, rel: Relevance, latest: str | None) -> list[_Candidate]:
+    """The user's own messages, verbatim, newest first (the latest is the goal's context already):
+    what the user said binds a sub-agent working for them as it binds the parent, and says it in
+    words no extractor may have read as a rule."""
+    out = []
+    said = [u for u in view.user_messages() if u.text.strip() and u.message_id != latest]
+    for age, u in enumerate(reversed(said)):
+        # Newest first: a later message supersedes an earlier one on the same point.
+        out.append(_Candidate(USER_WORDS, f"- {_clip(u.text, MAX_REQUEST_CHARS)}",
+                              (u.message_id,) if u.message_id else (),
+                              rel.standing(u.text, scoped=False) + USER_WORDS_BONUS / (1 + age)))
     return out
 
 
@@ -262,17 +322,18 @@ def candidates(view: LedgerView, task: str) -> list[_Candidate]:
     rel = Relevance(task)
     out = [_Candidate(GOAL, task.strip(), (), 2.0, 0)]
     request = _latest_request(view)
-    if request is not None:
+    if request is not None and _fold(request[0]) != _fold(task):
         out.append(_Candidate(GOAL, f"(Context, the user's latest request: {_clip(request[0], MAX_REQUEST_CHARS)})",
                               (request[1],) if request[1] else (), 1.0, 0))
-    out += _rules(view, rel) + _files(view, rel) + _excluded(view, rel) + _identifiers(view, rel)
+    out += _user_words(view, rel, request[1] if request else None)
+    out += _rules(view, rel) + _criteria(view, rel) + _files(view, rel) + _excluded(view, rel) + _identifiers(view, rel)
     out.append(_Candidate(REPORT, REPORT_BACK, (), 2.0, 0))
     return out
 
 
 # Sections in display order: (share of the budget, priority: 0 is filled first).
-SECTIONS = {GOAL: (0.25, 0), RULES: (0.3, 1), FILES: (0.15, 3), EXCLUDED: (0.15, 2), IDENTIFIERS: (0.1, 4),
-            REPORT: (0.05, 0)}
+SECTIONS = {GOAL: (0.2, 0), USER_WORDS: (0.15, 1), RULES: (0.25, 1), FILES: (0.1, 3), EXCLUDED: (0.15, 2),
+            IDENTIFIERS: (0.1, 4), REPORT: (0.05, 0)}
 
 
 def build_brief(view: LedgerView, task: str, budget_tokens: int = DEFAULT_BUDGET,

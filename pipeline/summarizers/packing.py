@@ -36,6 +36,9 @@ FIRST_CLAIM = 0.5
 ROUND_MIN_TOKENS = 30
 # A section's step is scaled by its share of the budget over this (a typical share).
 ROUND_NORMAL_SHARE = 0.1
+# An item repeating chosen text verbatim is skipped only when at least this long (a short value
+# such as a branch name says something in its own list).
+MIN_REDUNDANT_CHARS = 16
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class Item:
     order: tuple[Any, ...] = ()
     group: str = ""
     shrinkable: bool = False
+    # Filler (rank it after the section's other items): offered only once no section has a
+    # non-filler item left that fits, so one section's filler never displaces another's facts.
+    filler: bool = False
     quoted: bool = True
 
     def __post_init__(self) -> None:
@@ -72,6 +78,9 @@ class Section:
     cap: int | None = None
     empty: str = "- none"
     inline: bool = False
+    # An item this section would repeat verbatim from another section's chosen text is skipped (a
+    # list of identifiers naming what a line elsewhere already quotes); a rule or a quote is not.
+    skip_repeats: bool = False
     chosen: list[Item] = field(default_factory=list)
     used: int = 0
 
@@ -122,6 +131,11 @@ class _Packer:
         self.omit_empty = omit_empty
         self.groups: dict[int, set[str]] = {id(s): set() for s in sections}
         self.total = counter.text(render(sections, omit_empty))  # headings and empty markers
+        # What the chosen items already say (folded), so an item another section already shows
+        # word for word (a commit both listed and named, a command both run and listed) costs nothing.
+        self.said = ""
+        self.redundant: set[int] = set()
+        self.allow_filler = False
 
     def cost(self, section: Section, item: Item) -> int:
         n = self.counter.text(item.text) + ITEM_OVERHEAD
@@ -136,7 +150,20 @@ class _Packer:
                 n -= self.counter.text(section.empty)  # the empty marker goes away
         return n
 
+    def repeats(self, section: Section, item: Item) -> bool:
+        """The item says nothing the chosen items do not already say verbatim (it is then skipped)."""
+        if not section.skip_repeats:
+            return False
+        if id(item) in self.redundant:
+            return True
+        key = _fold(item.text)
+        if len(key) >= MIN_REDUNDANT_CHARS and key in self.said:
+            self.redundant.add(id(item))
+            return True
+        return False
+
     def take(self, section: Section, item: Item, cost: int) -> None:
+        self.said += "\n" + _fold(item.text)
         section.chosen.append(item)
         section.used += cost
         self.total += cost
@@ -147,8 +174,10 @@ class _Packer:
         `limit` tokens. An item that does not fit stops the filling (a less important item never
         jumps ahead of it) unless it could never fit, or can be cut to fit (when `may_cut`)."""
         for item in sorted(section.items, key=lambda it: it.rank):
-            if item in section.chosen:
+            if item in section.chosen or self.repeats(section, item):
                 continue
+            if item.filler and not self.allow_filler:
+                break
             room = min(limit - section.used, self.budget - self.total)
             if section.cap is not None:
                 room = min(room, section.cap - section.used)
@@ -172,8 +201,10 @@ class _Packer:
         section has nothing left that fits (the final pass may still cut an item to fit)."""
         took = 0
         for item in sorted(section.items, key=lambda it: it.rank):
-            if item in section.chosen:
+            if item in section.chosen or self.repeats(section, item):
                 continue
+            if item.filler and not self.allow_filler:
+                return False
             room = self.budget - self.total
             if section.cap is not None:
                 room = min(room, section.cap - section.used)
@@ -195,12 +226,20 @@ class _Packer:
         # each: every round offers each section its next item (and more up to a step of tokens), so
         # one section's 40th item never comes before another's 3rd (value per token across
         # sections, not section order alone).
-        open_sections = list(self.sections)
-        while open_sections:
-            step = max(ROUND_MIN_TOKENS, int((self.budget - self.total) * ROUND_SHARE))
-            open_sections = [s for s in open_sections if self.offer(s, int(step * s.share / ROUND_NORMAL_SHARE))]
+        # Fillers go round the same way, once every section's other items are placed.
+        for allow_filler in (False, True):
+            self.allow_filler = allow_filler
+            open_sections = list(self.sections)
+            while open_sections:
+                step = max(ROUND_MIN_TOKENS, int((self.budget - self.total) * ROUND_SHARE))
+                open_sections = [s for s in open_sections if self.offer(s, int(step * s.share / ROUND_NORMAL_SHARE))]
         for s in self.sections:
             self.fill(s, self.budget)
+
+
+def _fold(text: str) -> str:
+    """Text compared for repeats: list and code marks dropped, case and spacing folded."""
+    return " ".join(text.removeprefix("- ").replace("`", "").lower().split())
 
 
 def pack(sections: list[Section], budget: int, counter: TokenCounter, omit_empty: bool = False) -> str:

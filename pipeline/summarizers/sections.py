@@ -30,7 +30,7 @@ TRANSIENT_SECTIONS = (CURRENT_WORK, NEXT_STEP, NARRATIVE)
 
 FIRST_REQUEST_LABEL = "First request of the session (verbatim):"
 LATEST_REQUEST_LABEL = "Latest user request (verbatim"
-USER_ENTRY_RE = re.compile(r"^\[(\d+)(, queued)?\] ", re.M)
+USER_ENTRY_RE = re.compile(r"^\[(\d+)(, [^\]\n]+)?\] ", re.M)
 LABEL_STOP_RE = re.compile(r"\n(?:First request of the session|Newer user messages|- Task text read|Earlier summary)")
 
 

@@ -13,15 +13,18 @@ from typing import Sequence
 
 from .. import facts
 from ..core.errors import SummarizerError
-from ..core.escape import one_line
+from ..core.escape import one_line as on_its_line
 from ..facts.findings import COMPLAINT
+from ..facts.plans import is_plan_document
 from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
+from ..facts.text import one_line
 from ..core.model import Message, Origin, is_user_turn
-from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
+from ..facts.requests import UserMessage, is_user_message
 from ..ledger.source import FactSource, MessageFacts
 from .base import Summary, SummaryRequest
-from .packing import Item, Section, pack
+from .packing import Item, Section, pack, shrink
 from .sections import (ACTIVE_REQUEST, CARRIED_GROUP, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS,
                        IDENTIFIERS, NEXT_STEP, PROGRESS, TITLE, TRIED, USER_MESSAGES, USER_QUOTES, carried_lines)
 
@@ -39,16 +42,32 @@ PLAN: dict[str, tuple[int, float]] = {
     ERRORS: (7, 0.08),
     FILES: (8, 0.10),
     USER_MESSAGES: (9, 0.12),
-    CURRENT_WORK: (10, 0.08),
+    CURRENT_WORK: (10, 0.16),
 }
 # How many task texts, earlier test runs and recent tool calls are worth naming.
 MAX_TASK_TITLES = 8
 MAX_TEST_COMMANDS = 5
 RECENT_CALLS = 6
+# An error item names its call, its line and its outcome in a line or two, not a log.
+MAX_ERROR_LABEL_CHARS, MAX_ERROR_CHARS = 100, 180
+# Long verbatim blocks are quoted within a share of the summary's budget (never under the minimum):
+# the last assistant message, the plan's text (the plan reinjector restores it whole when there is room).
+LAST_MESSAGE_SHARE, PLAN_TEXT_SHARE, MIN_CAPPED_TOKENS = 0.15, 0.15, 120
+# The agent's report before the user's newest message(s), each within this share of the budget.
+REPLIED_REPORTS, REPORT_SHARE = 1, 0.1
+# Once this many calls followed the last assistant message, it ranks after the newest results.
+STALE_AFTER_CALLS, STALE_MESSAGE_AFTER_OUTCOMES = 8, 16
+# Recent calls whose output is quoted (a few lines each), newest first, as the budget allows.
+RECENT_OUTCOMES = 60
 RECENT_EDITS = 3
 # Command forms and tools named before any other list's tail (each costs a few tokens).
 HEAD_COMMAND_FORMS = 12
-HEAD_TOOLS = 12
+HEAD_TOOLS = 6
+# Files only read that are named before the others become filler.
+HEAD_READ_FILES = 5
+# Names the agent's edits defined (functions, tests, constants): few tokens each, often the only
+# record of what was built.
+HEAD_SYMBOLS = 12
 # Edit gists worth offering when the budget has room: what an edit added often exists nowhere else.
 MAX_EDITS = 20
 # A tracker command longer than this is cut where its result repeats it.
@@ -61,7 +80,8 @@ TRACKER_MARK_RE = re.compile(r"^[○◐✓●❄]\s+")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
 # What the Active request says when the latest request is kept verbatim right after the summary.
 KEPT_REQUEST = "Latest user request: kept verbatim right after this summary (it takes precedence over this summary)."
-APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1, "abandoned": 2}
+APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1,
+                  "decided against": 1, "abandoned": 2}
 
 
 class StructuredSummarizer:
@@ -111,11 +131,11 @@ class _Builder:
         on one line (a path with a line break in it cannot start another item)."""
         if self.cwd and path.startswith(self.cwd.rstrip("/") + "/"):
             path = path[len(self.cwd.rstrip("/")) + 1:]
-        return one_line(path)
+        return on_its_line(path)
 
     def sections(self) -> list[Section]:
-        users = [(u.text, u.queued) for u in self.src.user_messages()]
-        users = [(t, False) for t in self.carried.get(USER_QUOTES, [])] + users
+        users = [(u.text, _how(u)) for u in self.src.user_messages()]
+        users = _newest_of_each([(t, "") for t in self.carried.get(USER_QUOTES, [])] + users)
         built = {
             "": self.preamble(),
             ACTIVE_REQUEST: self.active_request(users),
@@ -134,7 +154,7 @@ class _Builder:
             priority, share = PLAN[heading]
             cap = self.request.user_messages_tokens if heading == USER_MESSAGES else None
             out.append(Section(heading, built[heading], share, priority, cap=cap,
-                               inline=heading == IDENTIFIERS))
+                               inline=heading == IDENTIFIERS, skip_repeats=heading == IDENTIFIERS))
         return out
 
     def preamble(self) -> list[Item]:
@@ -144,14 +164,14 @@ class _Builder:
             items.append(Item(note, (1,), (1,), shrinkable=True))
         return items
 
-    def active_request(self, users: list[tuple[str, bool]]) -> list[Item]:
+    def active_request(self, users: list[tuple[str, str]]) -> list[Item]:
         items: list[Item] = []
         kept = [m for m in self.request.kept if is_user_turn(m)]
         if users and kept:
             items.append(Item(KEPT_REQUEST, (0,), (0,), quoted=False))
         elif users:
-            text, queued = users[-1]
-            how = ", typed while the agent was working" if queued else ""
+            text, how = users[-1]
+            how = f", {how}" if how else ""
             # Never shortened: the newest user message is quoted whole or not at all (then the kept
             # tail starts at it, or it stays verbatim right after the summary: `kept`).
             items.append(Item(f"Latest user request (verbatim{how}):\n{text}", (0,), (0,)))
@@ -177,34 +197,43 @@ class _Builder:
             items.append(Item(f"{label} {title}", rank, (3, -spec.index, n)))
         # What done looks like for the tasks still open (verbatim from their text); a closed task's
         # criteria are met or moot.
+        said: set[str] = set()  # the same issue read twice (alone and with others) lists its criteria once
         for n, spec in enumerate(s for s in specs if s.issue not in closed):
             for k, criterion in enumerate(spec.criteria):
+                if criterion in said:
+                    continue
+                said.add(criterion)
                 items.append(Item(f"- {criterion}", (5, k, n), (5, -spec.index, n, k),
                                   f"Task criteria (from `{spec.issue or spec.origin}`):"))
         if self.earlier:
             items.append(Item(f"Earlier summary (verbatim):\n{self.earlier[-1]}", (9,), (9,), shrinkable=True))
         return items
 
-    def user_messages(self, users: list[tuple[str, bool]]) -> list[Item]:
+    def user_messages(self, users: list[tuple[str, str]]) -> list[Item]:
         # The latest and first requests are quoted under Active request; the others, newest first.
         rest = users[1:-1]
         items = []
-        for n, (text, queued) in enumerate(reversed(rest), 1):
-            label = f"[{n}, queued]" if queued else f"[{n}]"
+        for n, (text, how) in enumerate(reversed(rest), 1):
+            label = f"[{n}, {how}]" if how else f"[{n}]"
             items.append(Item(f"{label} {text}", (n,), (n,), shrinkable=True))
         return items
 
     def files(self) -> list[Item]:
         items = []
+        reads = 0
         for f in self.src.file_activity():
             modified = bool(f.actions - {"read"})
             # Newest first already says when; a file changed was read too, which says nothing new.
             notes = ", ".join(sorted(f.actions - {"read"} if modified else f.actions))
             if f.stale:
                 notes += "; changed since last seen"
-            line = f"- {self.rel(f.path)} ({notes})"
-            key = (0 if modified else 1, -f.last_index, f.path)
-            items.append(Item(line, key, key))
+            # A plan document the work goes through counts with the files changed, however old.
+            plan = is_plan_document(f.path)
+            line = f"- {self.rel(f.path)} ({notes}{'; plan document' if plan else ''})"
+            key = (0 if modified or plan else 1, -f.last_index, f.path)
+            # Files only read, beyond the newest few, are filler: what was changed is the artifact.
+            reads += not (modified or plan)
+            items.append(Item(line, key, key, filler=not (modified or plan) and reads > HEAD_READ_FILES))
         return items + self.carried_items(FILES)
 
     def errors(self) -> list[Item]:
@@ -216,8 +245,11 @@ class _Builder:
                 continue
             seen.add((e.label, e.line))
             outcome = e.resolution or "UNRESOLVED"
-            line = f"- {self.shorten_paths(e.label)}: {e.line} -> {self.shorten_paths(outcome)}"
-            items.append(Item(line, (0 if not e.resolved else 1, -e.index), (e.index,)))
+            line = (f"- {one_line(self.shorten_paths(e.label), MAX_ERROR_LABEL_CHARS)}: {one_line(e.line, MAX_ERROR_CHARS)}"
+                    f" -> {one_line(self.shorten_paths(outcome), MAX_ERROR_CHARS)}")
+            # A tool's passing refusal (a read over its size limit) is filler after every real error.
+            items.append(Item(line, (2 if e.transient else 0 if not e.resolved else 1, -e.index), (e.index,),
+                              filler=e.transient))
         return items + self.carried_items(ERRORS)
 
     def decisions(self) -> list[Item]:
@@ -268,8 +300,13 @@ class _Builder:
                               (0, -run.index), "Tests:"))
         if self.todos is not None:
             for n, it in enumerate(self.todos.items):
-                rank = (1, TODO_STATUS_ORDER.get(it.status, 1), n)
+                status = TODO_STATUS_ORDER.get(it.status, 1)
+                rank = (1, status, n)
                 items.append(Item(f"- [{it.status}] {it.text}", rank, (1, n), "Todo list:"))
+                if it.detail:
+                    # What a remaining item involves is the plan; what a done one involved, its record.
+                    items.append(Item(f"  ↳ {it.detail}", rank + (1,) if status < 2 else (4, n), (1, n, 1),
+                                      "Todo list:", shrinkable=True))
         plan = self.plan
         if plan.active:
             items.append(Item("- Plan mode is ON: plan first, no edits until the user approves.", (0, 0),
@@ -278,7 +315,8 @@ class _Builder:
             state = "approved" if plan.approved else "proposed, not approved"
             # The plan the work follows ranks right after the latest test run: it is what the agent
             # would otherwise have to re-derive.
-            items.append(Item(f"- Plan ({state}):\n{plan.plan}", (0, 1), (2, 1), "Plan:", shrinkable=True))
+            items.append(self.capped(Item(f"- Plan ({state}):\n{plan.plan}", (0, 1), (2, 1), "Plan:", shrinkable=True),
+                                     PLAN_TEXT_SHARE))
         made = self.src.commits()
         for n, c in enumerate(reversed(made)):
             pushed = " (pushed)" if c.pushed else ""
@@ -300,20 +338,39 @@ class _Builder:
         work = facts.current_work(self.messages, RECENT_CALLS)
         items: list[Item] = []
         if work.text:
-            items.append(Item(f"Last assistant message (verbatim):\n{work.text}", (0,), (0,), shrinkable=True))
+            # Words the agent said many calls ago are no longer its current work: they come after
+            # what those calls showed.
+            since = sum(len(m.tool_calls) for m in self.messages[(work.index or 0) + 1:])
+            rank: tuple[int, ...] = (0,) if since <= STALE_AFTER_CALLS else (2, -self.stale_rank(work.index or 0))
+            items.append(self.capped(Item(f"Last assistant message (verbatim):\n{work.text}", rank, (0,),
+                                          shrinkable=True), LAST_MESSAGE_SHARE))
+        # The agent's reports the user answered (its words right before each of the user's newest
+        # messages): a reply ("those are good, but I meant ...") reads against what it replies to.
+        for n, (at, report) in enumerate(_replied_reports(self.messages, REPLIED_REPORTS)):
+            if at == work.index:
+                continue
+            items.append(self.capped(Item(f"- {report}", (2, -self.stale_rank(at)), (0, 1, n),
+                                          "The agent's reports the user replied to (verbatim, newest first):",
+                                          shrinkable=True), REPORT_SHARE))
         for n, label in enumerate(work.pending_calls):
             items.append(Item(f"- {self.shorten_paths(label)}", (1, n), (1, n), "Waiting on results of:"))
-        calls = work.recent_calls
-        for n, label in enumerate(calls):
-            items.append(Item(f"- {self.shorten_paths(label)}", (2, len(calls) - n), (2, n),
-                              "Latest tool calls (oldest first):"))
-        # Newest first; the first few rank with the current work, older ones fill what is left.
+        # What the latest calls showed, newest first: the observation the agent was working from.
+        # A failure is listed under Errors (or Tried) with its fix: its error line is not quoted twice.
+        errors = {e.call_id: one_line(e.line, MAX_ERROR_CHARS) for e in self.errors_found}
+        outcomes = [o for o in self.src.recent_outcomes(RECENT_OUTCOMES)
+                    if o.call_id not in errors or errors[o.call_id] not in o.gist]
+        # What the latest calls showed and what the latest edits added rank together, newest first:
+        # the agent's latest observations and changes, whichever kind came last.
+        for n, o in enumerate(outcomes):
+            failed = " (failed)" if o.failed else ""
+            items.append(Item(f"- {self.shorten_paths(o.label)}{failed} -> {o.gist}", (2, -o.index), (2, n),
+                              "Latest tool calls and what they showed (newest first):", shrinkable=True))
         for n, edit in enumerate(self.src.recent_edits(MAX_EDITS)):
-            items.append(Item(f"- {self.shorten_paths(edit.target)}: + `{edit.gist}`",
-                              (3 if n < RECENT_EDITS else 5, n), (3, -n), "Latest edits (what each added first):"))
+            items.append(Item(f"- {self.shorten_paths(edit.target)}: + `{edit.gist}`", (2, -edit.index), (3, -n),
+                              "Latest edits (what each added first):"))
         return items
 
-    def next_step(self, users: list[tuple[str, bool]]) -> list[Item]:
+    def next_step(self, users: list[tuple[str, str]]) -> list[Item]:
         items: list[Item] = []
         if self.todos is not None:
             for status, what in (("in_progress", "Continue the in-progress item"), ("pending", "Next pending item")):
@@ -341,11 +398,12 @@ class _Builder:
         ids = self.src.identifiers()
         items: list[Item] = []
 
-        def add(kind: str, values: Sequence[str], head: int, fmt: str = "{}") -> None:
+        def add(kind: str, values: Sequence[str], head: int, fmt: str = "{}", filler: bool = False) -> None:
             # The first `head` values of every list come before the rest of any list: the newest
             # commit, the current issue and the working commands are worth more than a 15th hash.
+            # A filler list (whole commands, urls: measured to carry least per token) comes last.
             for n, v in enumerate(values):
-                rank = (0, n) if n < head else (1, n - head)
+                rank = (3, n) if filler else (0, n) if n < head else (1, n - head)
                 items.append(Item(fmt.format(v), rank, (len(items), n), f"{kind}:"))
 
         add("cwd", [ids.cwd] if ids.cwd else [], 9)
@@ -363,13 +421,27 @@ class _Builder:
         add("issues", ids.issues, 4)
         add("test results", ids.test_counts, 2)
         # Paths are listed under Files and artifacts; repeating them here carries nothing new.
-        add("names defined in edits", ids.symbols, 4)
-        add("commands", ids.commands, 0, "`{}`")
-        add("urls", ids.urls, 1)
+        add("names defined in edits", ids.symbols, HEAD_SYMBOLS)
+        add("commands", ids.commands, 0, "`{}`", filler=True)
+        add("urls", ids.urls, 0, filler=True)
         for n, line in enumerate(self.carried.get(IDENTIFIERS, [])):
             kind, _, values = line.partition(": ")
             items.append(Item(values, (2, n), (len(items), n), f"{kind} (earlier):"))
         return items
+
+    def stale_rank(self, index: int) -> int:
+        """Where words said long ago rank among the recent results and edits (ranked by the index of
+        their message, newest first): after the newest STALE_MESSAGE_AFTER_OUTCOMES of them."""
+        newer = sorted((o.index for o in self.src.recent_outcomes(RECENT_OUTCOMES) if o.index > index), reverse=True)
+        return newer[STALE_MESSAGE_AFTER_OUTCOMES] - 1 if len(newer) > STALE_MESSAGE_AFTER_OUTCOMES else index
+
+    def capped(self, item: Item, share: float) -> Item:
+        """A long verbatim item cut (start and end kept) to `share` of the budget: quoted whole it
+        would take the room of every other section's next lines."""
+        cap = max(MIN_CAPPED_TOKENS, int(self.request.budget_tokens * share))
+        if len(get_encoding().encode_ordinary(item.text)) <= cap:
+            return item
+        return shrink(item, cap) or item
 
     def carried_items(self, heading: str, group: str = "") -> list[Item]:
         """Lines an earlier summary carried for this section, after this span's own items."""
@@ -379,6 +451,43 @@ class _Builder:
         if not self.cwd:
             return text
         return text.replace(self.cwd.rstrip("/") + "/", "")
+
+
+def _replied_reports(messages: Sequence[Message], limit: int) -> list[tuple[int, str]]:
+    """(index, text) of the assistant's last words before each of the newest `limit` messages the
+    user typed, newest first (none when the agent said nothing since the previous one). A harness's
+    notice (a background task ending, an interrupt marker) replies to nothing."""
+    out: list[tuple[int, str]] = []
+    user_at = [i for i, m in enumerate(messages) if is_user_message(m)]
+    for k in range(len(user_at) - 1, -1, -1):
+        if len(out) >= limit:
+            break
+        start = user_at[k - 1] if k else -1
+        said = next((j for j in range(user_at[k] - 1, start, -1)
+                     if messages[j].role == "assistant" and messages[j].text.strip()), None)
+        if said is not None:
+            out.append((said, messages[said].text.strip()))
+    return out
+
+
+def _newest_of_each(users: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Each message said once, where it was said last: a harness that carries the user's messages
+    into its own compacted history (Codex) repeats them all."""
+    seen: set[str] = set()
+    out = []
+    for text, how in reversed(users):
+        key = " ".join(text.split()).casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append((text, how))
+    return out[::-1]
+
+
+def _how(u: UserMessage) -> str:
+    """How a user message was given, when not typed as a message in its turn."""
+    if u.via:
+        return f"via {u.via}"
+    return "typed while the agent was working" if u.queued else ""
 
 
 def closed_issues(src: FactSource) -> set[str]:
