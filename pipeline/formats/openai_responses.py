@@ -16,6 +16,7 @@ validate.NO_RESULT. Every request field worksurface does not model (`previous_re
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Sequence
 
@@ -24,6 +25,7 @@ from ..core.model import Message, Text, ToolResult
 from . import codex
 from .base import Transcript
 from .jsondoc import parse_json, peek_json
+from .reuse import Memo, Reuse, made, read_fresh
 from .validate import NO_RESULT, check_pairing
 
 NAME = "openai-responses"
@@ -43,7 +45,14 @@ def sniff(text: str, path: str | None) -> bool:
 
 
 def read(text: str, path: str | None = None) -> Transcript:
-    doc = parse_json(text, path, _EXPECTED)
+    return read_doc(parse_json(text, path, _EXPECTED), path)
+
+
+def read_doc(doc: Any, path: str | None = None, reuse: Reuse | None = None) -> Transcript:
+    """`read` of a parsed document; with `reuse`, items equal to the previous request's are kept."""
+    one = reuse.message if reuse is not None else read_fresh
+    if reuse is not None:
+        reuse.begin()
     if not isinstance(doc, dict) or not isinstance(doc.get("input"), (str, list)):
         raise FormatError(f"expected {_EXPECTED}", path=path)
     meta = {k: v for k, v in doc.items() if k not in ("input", "instructions")}
@@ -52,7 +61,8 @@ def read(text: str, path: str | None = None) -> Transcript:
     if instructions is not None:
         if not isinstance(instructions, str):
             raise FormatError("instructions must be a string", path=path, record="instructions")
-        messages.append(Message(INSTRUCTIONS_ID, "system", (Text(instructions),)))
+        messages.append(one(INSTRUCTIONS_ID, instructions,
+                            lambda: Message(INSTRUCTIONS_ID, "system", (Text(instructions),)), path))
     meta[_HAS_INSTRUCTIONS] = "instructions" in doc
     items = doc["input"]
     if isinstance(items, str):
@@ -60,8 +70,11 @@ def read(text: str, path: str | None = None) -> Transcript:
         messages.append(Message("0", "user", (Text(items),), meta={_SHORT: True}))
     else:
         meta[_INPUT_FORM] = "list"
-        messages += [_read_item(i, item, path) for i, item in enumerate(items)]
+        messages += [one(i, item, functools.partial(_read_item, i, item, path), path) for i, item in enumerate(items)]
     check_pairing(messages, path)
+    if reuse is not None:
+        reuse.check_fields(meta, path)
+        reuse.commit()
     return Transcript(messages, NAME, path, meta=meta)
 
 
@@ -94,8 +107,10 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
     return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
 
 
-def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any]:
-    """What `write` serializes, as JSON values (for callers that send the request on)."""
+def document(transcript: Transcript, messages: Sequence[Message] | None = None,
+             memo: Memo | None = None) -> dict[str, Any]:
+    """What `write` serializes, as JSON values (for callers that send the request on; the gateway's
+    `memo` keeps each message's items as written)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
     doc: dict[str, Any] = {k: v for k, v in transcript.meta.items()
@@ -112,12 +127,12 @@ def document(transcript: Transcript, messages: Sequence[Message] | None = None) 
             and rest[0].role == "user" and len(rest[0].blocks) == 1 and isinstance(rest[0].blocks[0], Text)):
         doc["input"] = rest[0].blocks[0].text
     else:
-        doc["input"] = _items(rest, transcript.path)
+        doc["input"] = _items(rest, transcript.path, memo)
     ordered: dict[str, Any] = {key: doc[key] for key in ("model", "instructions", "input") if key in doc}
     return {**ordered, **doc}
 
 
-def _items(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
+def _items(msgs: list[Message], path: str | None, memo: Memo | None = None) -> list[dict[str, Any]]:
     answered = {r.call_id for m in msgs for r in m.tool_results}
     calls: set[str] = set()
     out: list[dict[str, Any]] = []
@@ -126,7 +141,7 @@ def _items(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
             if r.call_id not in calls:
                 raise FormatError(f"tool result for call {r.call_id!r} has no tool call before it",
                                   path=path, record=f"{m.id} (message {i})")
-        out += _message_items(m)
+        out += made(memo, NAME, m, _message_items)
         for c in m.tool_calls:
             calls.add(c.id)
             if c.id not in answered and i + 1 < len(msgs):   # a call at the very end may still be run

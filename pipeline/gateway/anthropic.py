@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 from ..core.model import Message
 from ..formats import anthropic_messages
 from ..formats.base import Transcript
+from ..formats.reuse import Memo, made
 from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
 from .sse import Event
 
@@ -27,8 +28,9 @@ class AnthropicMessages(Api):
     adapter = anthropic_messages
 
     def build(self, transcript: Transcript, view: Sequence[Message], body: Mapping[str, Any],
-              offer_fetch: bool) -> dict[str, Any]:
-        return super().build(transcript, place_breakpoints(transcript.messages, view, body), body, offer_fetch)
+              offer_fetch: bool, memo: Memo | None = None) -> dict[str, Any]:
+        placed = place_breakpoints(transcript.messages, view, body, memo)
+        return super().build(transcript, placed, body, offer_fetch, memo)
 
     def add_fetch_tool(self, doc: dict[str, Any]) -> None:
         tools = list(doc.get("tools") or [])
@@ -54,7 +56,8 @@ def _usage(usage: Mapping[str, Any]) -> Usage:
     return Usage(total, cached)
 
 
-def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Mapping[str, Any]) -> list[Message]:
+def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Mapping[str, Any],
+                      memo: Memo | None = None) -> list[Message]:
     """The view with the client's prompt-cache breakpoints placed as described in the module doc."""
     current = {m.id: (i, m) for i, m in enumerate(sent)}
     out: list[Message] = []
@@ -68,7 +71,7 @@ def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Ma
             shown.add(m.id)
             last = found[0]
         else:
-            out.append(anthropic_messages.with_cache_control(m, None) if m.meta else m)
+            out.append(made(memo, "unmarked", m, _unmarked) if m.meta else m)
             if found is not None:
                 last = found[0]
         position.append(last)
@@ -81,6 +84,10 @@ def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Ma
         if target is not None and not anthropic_messages.cache_controls(out[target]):
             out[target] = anthropic_messages.with_cache_control(out[target], anthropic_messages.cache_controls(m)[-1])
     return _at_most(out, MAX_BREAKPOINTS - _fixed_breakpoints(body))
+
+
+def _unmarked(m: Message) -> Message:
+    return anthropic_messages.with_cache_control(m, None)
 
 
 def _fixed_breakpoints(body: Mapping[str, Any]) -> int:

@@ -17,6 +17,10 @@ from .sse import Event
 class OpenAIResponses(Api):
     NAME = "openai-responses"
     adapter = openai_responses
+    LIST_KEY = "input"
+
+    def is_user(self, item: Any) -> bool:
+        return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
 
     def passthrough_reason(self, body: Mapping[str, Any]) -> str | None:
         if body.get("previous_response_id"):

@@ -10,6 +10,7 @@ stage decides an edit (the framework's per-node cost is then paid only when some
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable, Protocol
 
@@ -185,3 +186,10 @@ def build_graph() -> Any:
         graph.add_conditional_edges(name, _route_after(name), targets)
     graph.add_edge(REINJECT, END)
     return graph.compile()
+
+
+@functools.cache
+def shared_graph() -> Any:
+    """The compiled graph every session of this process runs: it keeps no state between runs (each
+    run's state and context are its own), so compiling it once per session would only cost time."""
+    return build_graph()

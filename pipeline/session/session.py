@@ -24,7 +24,7 @@ from ..core.config import Config
 from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
 from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
 from ..formats.base import Transcript
-from ..graph.compose import STAGE_NAMES, build_graph, run_unedited
+from ..graph.compose import STAGE_NAMES, run_unedited, shared_graph
 from ..ledger import Ledger
 from ..ledger.ledger import LEDGER_KEY
 from ..core.model import Message, Origin, orphans
@@ -117,7 +117,7 @@ class Session:
         self.summarizer = summarizer or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
-        self._graph = build_graph()
+        self._graph = shared_graph()
         self._noted: set[str] = set()  # messages whose recovery cleaning the report already named
         self.status_bar = StatusBar(config)
         with store.lock():
