@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from ..core.edits import apply_edits
 from ..core.errors import FormatError
+from ..core.tokens import get_encoding
 from ..core.view import live_slice
 from . import relay, sse
 from .anthropic import AnthropicMessages
@@ -388,6 +389,7 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.workers.run(get_encoding)     # loaded once here, not in a first request's time
         yield
         await gateway.close()
 
