@@ -11,14 +11,17 @@ API's limit), the earliest message ones dropped first.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 from ..core.model import Message
 from ..formats import anthropic_messages
 from ..formats.base import Transcript
 from ..formats.reuse import Memo, made
 from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from . import relay
+from .fetch import Answered, Round
 from .sse import Event
+from .upstream import UpstreamResponse
 
 MAX_BREAKPOINTS = 4
 
@@ -37,6 +40,19 @@ class AnthropicMessages(Api):
         if not any(isinstance(t, dict) and t.get("name") == FETCH_TOOL for t in tools):
             tools.append({"name": FETCH_TOOL, "description": FETCH_DESCRIPTION, "input_schema": FETCH_SCHEMA})
         doc["tools"] = tools
+
+    def fetch_round(self, doc: Any) -> Round | None:
+        return relay.anthropic_round(doc)
+
+    def follow_up(self, doc: dict[str, Any], answered: Answered) -> bytes:
+        return relay.anthropic_follow_up(doc, answered)
+
+    def rewrite_body(self, doc: Any, rewrite: relay.Rewrite) -> Any:
+        return relay.anthropic_body(self, doc, rewrite)
+
+    def rewrite_stream(self, response: UpstreamResponse, rewrite: relay.Rewrite,
+                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+        return relay.anthropic_stream(self, response, rewrite, on_usage)
 
     def usage_of(self, doc: Any) -> Usage | None:
         usage = doc.get("usage") if isinstance(doc, dict) else None

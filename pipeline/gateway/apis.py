@@ -7,12 +7,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
 from ..core.model import Message
 from ..formats.base import Transcript
 from ..formats.reuse import Memo, Reuse
 from .sse import Event
+
+if TYPE_CHECKING:
+    from .fetch import Answered, Round
+    from .relay import Rewrite
+    from .upstream import UpstreamResponse
 
 FETCH_TOOL = "fetch_artifact"
 FETCH_DESCRIPTION = ("Read back, in full, content that was cleared or stored from this conversation to save "
@@ -82,6 +87,24 @@ class Api:
     def usage_of(self, doc: Any) -> Usage | None:
         """The usage in a whole (non-streamed) response body."""
         return None
+
+    # fetch_artifact answered by the gateway (fetch.py; relay.py for Anthropic)
+    def fetch_round(self, doc: Any) -> Round | None:
+        """A whole response whose model called fetch_artifact and no tool of the client's."""
+        raise NotImplementedError
+
+    def follow_up(self, doc: dict[str, Any], answered: Answered) -> bytes:
+        """The forwarded request `doc` again, with the answered rounds after its conversation."""
+        raise NotImplementedError
+
+    def rewrite_body(self, doc: Any, rewrite: Rewrite) -> Any:
+        """A whole response as the client gets it (fetch calls taken out, ...)."""
+        raise NotImplementedError
+
+    def rewrite_stream(self, response: UpstreamResponse, rewrite: Rewrite,
+                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+        """A streamed response as the client gets it."""
+        raise NotImplementedError
 
     def usage_of_event(self, event: Event) -> Usage | None:
         """The usage an event of a streamed response carries, if any."""

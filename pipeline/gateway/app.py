@@ -31,7 +31,8 @@ from ..core.tokens import get_encoding
 from ..core.view import live_slice
 from . import relay, sse
 from .anthropic import AnthropicMessages
-from .apis import Api, Usage, dumps
+from .apis import FETCH_TOOL, Api, Usage, dumps
+from .fetch import MAX_FETCH_ROUNDS, Answered, FetchCall, Round
 from .config import GatewayConfig
 from .logs import event
 from .metrics import Metrics
@@ -182,10 +183,10 @@ class Gateway:
             event(logging.INFO, "upstream error returned as given", api=api.NAME, session=session,
                   status=upstream.status)
             return _response(data, upstream.status, out_headers)
-        active = rewrite if rewrite is not None and rewrite.needed and api is ANTHROPIC else None
+        active = rewrite if rewrite is not None and rewrite.needed else None
         self._log_call(api, outcome, session, plan, started)
         if upstream.is_stream:
-            chunks = (relay.anthropic_stream(api, upstream, active, on_usage) if active is not None
+            chunks = (api.rewrite_stream(upstream, active, on_usage) if active is not None
                       else relay.passthrough(api, upstream, on_usage))
             return StreamingResponse(chunks, upstream.status, headers=_header_dict(out_headers))
         data = await upstream.read()
@@ -199,18 +200,19 @@ class Gateway:
             on_usage(usage)
         if active is not None:
             doc = await self._answer_fetches(api, doc, active, on_usage)
-            data = dumps(relay.anthropic_body(api, doc, active))
+            data = dumps(api.rewrite_body(doc, active))
         return _response(data, upstream.status, out_headers)
 
     async def _answer_fetches(self, api: Api, doc: Any, rewrite: relay.Rewrite, on_usage: Any) -> Any:
         """A whole response whose model called only fetch_artifact: asked again with the results."""
         kept: list[Any] = []
-        for _ in range(relay.MAX_FETCH_ROUNDS):
-            calls, others = relay.fetch_calls(doc)
-            if not calls or others or rewrite.fetch is None:
+        for _ in range(MAX_FETCH_ROUNDS):
+            found = api.fetch_round(doc) if rewrite.fetch is not None else None
+            if found is None or rewrite.fetch is None:
                 break
-            kept += [b for b in doc["content"] if not (b.get("type") == "tool_use" and b.get("name") == "fetch_artifact")]
-            response = await rewrite.fetch(doc["content"], calls)
+            if api is ANTHROPIC:     # its words before the fetch stay, ahead of the answer's
+                kept += [b for b in found.turn if not (b.get("type") == "tool_use" and b.get("name") == FETCH_TOOL)]
+            response = await rewrite.fetch(found)
             data = await response.read()
             await response.close()
             if response.status >= 400:
@@ -225,27 +227,28 @@ class Gateway:
 
     def _rewrite(self, api: Api, entry: Entry, plan: Plan, url: str, headers: Any,
                  body: Mapping[str, Any]) -> relay.Rewrite:
-        rewrite = relay.Rewrite(compaction=plan.compaction, applied=plan.applied,
-                                context_management=body.get("context_management") is not None)
-        if self.config.offer_fetch and api is ANTHROPIC:
-            rounds: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+        rewrite = relay.Rewrite()
+        if api is ANTHROPIC:        # context management is Anthropic's; on the OpenAI APIs only fetch rewrites
+            rewrite = relay.Rewrite(compaction=plan.compaction, applied=plan.applied,
+                                    context_management=body.get("context_management") is not None)
+        if self.config.offer_fetch:
+            answered: Answered = []
 
-            def answer(call_input: dict[str, Any]) -> str:
-                artifact = str(call_input.get("id") or "")
+            def answer(call: FetchCall) -> str:
+                artifact = str(call.input.get("id") or "")
                 session = entry.session
                 try:
                     return session.artifact(artifact) if session is not None else "the session is closed"
                 except Exception:
                     return f"no artifact {artifact!r} in this session"
 
-            async def fetch(blocks: list[dict[str, Any]], calls: list[dict[str, Any]]) -> UpstreamResponse:
-                results = [relay.fetch_result(call, answer) for call in calls]
-                rounds.append((blocks, results))
+            async def fetch(found: Round) -> UpstreamResponse:
+                answered.append((found, [answer(c) for c in found.calls]))
                 event(logging.INFO, "fetch_artifact answered", session=entry.id,
-                      artifacts=[str((c.get("input") or {}).get("id")) for c in calls])
-                return await self.upstream.send("POST", url, headers, relay.follow_up_body(plan.doc, rounds))
+                      artifacts=[str(c.input.get("id")) for c in found.calls])
+                return await self.upstream.send("POST", url, headers, api.follow_up(plan.doc, answered))
 
-            rewrite.fetch, rewrite.answer = fetch, answer
+            rewrite.fetch = fetch
         return rewrite
 
     def _compaction_only(self, api: Api, entry: Entry, plan: Plan, body: Mapping[str, Any],
