@@ -58,6 +58,34 @@ def test_clear_tool_uses_is_applied_and_reported(tmp_path: Path) -> None:
     assert whole[0].context_management is not None  # a whole body answers applied_edits too
 
 
+@pytest.mark.parametrize("inputs", [True, ["Read"], ["Other"]], ids=["all", "named", "other-tool"])
+def test_clear_tool_inputs_clears_the_inputs_of_cleared_calls(tmp_path: Path, inputs: Any) -> None:
+    edit = {"edits": [{**CLEAR["edits"][0], "clear_tool_inputs": inputs}]}
+    with FakeAnthropic(script=reader(every=100)) as fake, running_gateway(tmp_path, fake.url) as gw:
+        client = anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0)
+        replies = loop(client, 12, {"context_management": edit})
+    cleared_inputs = {True: True, "named": True, "other": False}[inputs if inputs is True else
+                                                                 ("named" if inputs == ["Read"] else "other")]
+    last = fake.messages()[-1].body["messages"]
+    results = {b["tool_use_id"]: b for m in last if isinstance(m["content"], list) for b in m["content"]
+               if b.get("type") == "tool_result"}
+    uses = [b for m in last if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"]
+    cleared = [u for u in uses if "line 0 of file" not in json.dumps(results[u["id"]]["content"])]
+    kept = [u for u in uses if u not in cleared]
+    assert len(cleared) >= 5 and kept, "results were cleared and the newest kept"
+    assert all(u["input"] == ({} if cleared_inputs else {"file_path": u["input"].get("file_path")}) for u in cleared)
+    assert all(u["input"]["file_path"] for u in kept), "the kept calls keep their inputs"
+    if not cleared_inputs:
+        assert all(u["input"]["file_path"] for u in cleared)
+    # A call cleared once stays cleared on every later request (the same bytes are sent for it).
+    for earlier in fake.messages()[-4:-1]:
+        emptied = {b["id"] for m in earlier.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+                   if b.get("type") == "tool_use" and b["input"] == {}}
+        assert emptied <= {u["id"] for u in uses if u["input"] == {}}
+    applied = replies[-1].context_management.model_dump()["applied_edits"][0]
+    assert applied["cleared_tool_uses"] == len(cleared)
+
+
 def test_compact_answers_a_compaction_block_and_takes_it_back(tmp_path: Path) -> None:
     edits = {"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 3000},
                         "pause_after_compaction": True}]}

@@ -58,10 +58,12 @@ def plan_call(api: Api, registry: Registry, entry: Entry, body: Mapping[str, Any
     plan = Plan(b"", {}, report, notices=list(report.notices))
     if cm is not None:
         if cm.clear_tool_uses is not None:
-            cleared = cm_.cleared_tool_uses(transcript.messages, view, session.counter)
+            calls, tokens = cm_.cleared_results(transcript.messages, view, session.counter)
+            if cm.clear_tool_uses.clear_tool_inputs and calls:
+                view, saved = cm_.clear_tool_inputs(view, calls, cm.clear_tool_uses.clear_tool_inputs, session.counter)
+                tokens += saved
+            cleared = cm_.cleared_tool_uses(len(calls), tokens)
             plan.applied += [cleared] if cleared else []
-            if cm.clear_tool_uses.clear_tool_inputs:
-                plan.notices.append("clear_tool_inputs is not applied: worksurface keeps every tool call's input")
         if cm.keep_thinking_turns is not None:
             view, thinking = cm_.clear_thinking(view, cm.keep_thinking_turns, session.counter)
             plan.applied += [thinking] if thinking else []
