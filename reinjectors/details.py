@@ -55,7 +55,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     for s in candidate_sections(request):
         if s.heading in SKIPPED_SECTIONS or not s.heading:
             continue
-        fresh = [it for it in s.items if not is_shown(it.text.removeprefix("- "), shown)]
+        fresh = [it for it in s.items if not _shown_item(it.text, shown)]
         skipped += len(s.items) - len(fresh)
         if fresh:
             s.items, s.chosen, s.used = fresh, [], 0
@@ -76,6 +76,17 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     msg = reinjected(NAME, "0", f"{HEADER}\n{escape_wrapped(body, TAG)}\n{FOOTER}")
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored,
                                      [{"items": skipped, "why": "the view shows them"}], dropped))
+
+
+def _shown_item(text: str, shown: str) -> bool:
+    """Whether the view shows an item: its text, or for a labelled quote ("Latest user request
+    (verbatim):" and the text below it) the quoted text, which a harness's own summary or its kept
+    messages show without worksurface's label."""
+    body = text.removeprefix("- ")
+    if is_shown(body, shown):
+        return True
+    label, newline, quoted = body.partition("\n")
+    return bool(newline) and label.rstrip().endswith(":") and is_shown(quoted, shown)
 
 
 def _task_item(spec: TaskSpec) -> str:

@@ -12,57 +12,26 @@ compacts again and resumes again; a session Claude Code compacted itself does to
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from fake_anthropic import FakeAnthropic, LoggedRequest, last_user_text, request_text
+from claude_client import needs_claude, resume
+from fake_anthropic import LoggedRequest, last_user_text, request_text
 from shared import TRANSCRIPTS, needs_shared
 from worksurface.cli import app
 
-CLIENTS = Path(os.environ.get("WORKSURFACE_CLIENTS", Path.home() / ".cache" / "worksurface" / "clients"))
-CLAUDE = CLIENTS / "claude-code" / "node_modules" / ".bin" / "claude"
 SESSIONS = ["8463c716-a2ea-4c14-9efa-87158ebd9f20", "258c7280-ae70-4798-800f-63464d01a85d"]
-# One resume takes 1-3 s; a hung client must not hang the suite.
-CLIENT_TIMEOUT = 120
 # Post-compact target (anchored tokens). The default (20% of the window, 40k) is below what these
 # sessions' measured usage adds to the text count (55-68k of system prompt, tools and tokenizer
 # difference, taken as a constant by Session.prepare), which leaves no room for reinjection; this
 # target leaves room for the reinjected files and the status baseline the checks look for.
 TARGET = "100000"
-# Nothing but the fake API may be reached: other traffic goes to a port nothing listens on.
-DEAD_PROXY = "http://127.0.0.1:9"
 
-pytestmark = [
-    pytest.mark.client, pytest.mark.slow, needs_shared(TRANSCRIPTS / "claude-code"),
-    pytest.mark.skipif(not CLAUDE.exists(), reason=f"Claude Code is not installed at {CLAUDE}: run "
-                       ".ci/install-claude-code.sh (needs npm), or set WORKSURFACE_CLIENTS"),
-]
+pytestmark = [pytest.mark.client, pytest.mark.slow, needs_shared(TRANSCRIPTS / "claude-code"), needs_claude]
 runner = CliRunner()
-
-
-def _env(home: Path, url: str) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-worksurface-test", "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HTTPS_PROXY": DEAD_PROXY, "HTTP_PROXY": DEAD_PROXY,
-            "NO_PROXY": "127.0.0.1,localhost"}
-
-
-def resume(home: Path, session_id: str, prompt: str) -> list[LoggedRequest]:
-    """Run `claude -p PROMPT --resume ID` against a fresh fake API; the Messages requests it sent."""
-    work = home / "work"
-    work.mkdir(exist_ok=True)
-    with FakeAnthropic() as fake:
-        done = subprocess.run([str(CLAUDE), "-p", prompt, "--resume", session_id], cwd=work,
-                              env=_env(home, fake.url), capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
-        assert done.returncode == 0, f"claude failed ({done.returncode}): {done.stderr[-2000:]}"
-        assert all(r.path.startswith("/v1/messages") for r in fake.requests), [r.path for r in fake.requests]
-        return fake.messages()
 
 
 def compact_into(home: Path, source: Path, *args: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,53 @@ def test_create_agent_middleware_sends_view_keeps_state() -> None:
     sent = next(m for m in model.seen[-1] if isinstance(m, ToolMessage))
     assert len(sent.content) < len(BIG_OUTPUT) // 2
     middleware.sessions.close()
+
+
+class FetchingModel(RecordingModel):
+    """Runs the build, then fetches lines of the result the view replaced (the id its marker names)."""
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        self.seen.append(list(messages))
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if not results:
+            reply = script()[0]
+        elif results[-1].name == "run_build":
+            artifact = re.search(r"artifact ([0-9a-f]{16})", str(results[-1].content))
+            assert artifact, results[-1].content
+            reply = AIMessage(content="", tool_calls=[{"name": "fetch_artifact", "id": "call_2", "args": {
+                "id": artifact.group(1), "start_line": 11, "end_line": 12}}])
+        else:
+            reply = AIMessage(content="fetched")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@pytest.mark.parametrize("persisted", [False, True])
+def test_middleware_offers_fetch_artifact_and_it_answers_from_the_threads_session(tmp_path: Path,
+                                                                                 persisted: bool) -> None:
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+
+    from worksurface.core.artifacts import FETCH_TOOL_NAME
+    from worksurface.integrations.middleware import WorksurfaceMiddleware
+
+    middleware = WorksurfaceMiddleware(tmp_path if persisted else None, **SMALL_BUDGET)
+    assert [t.name for t in middleware.tools] == [FETCH_TOOL_NAME]
+    agent = create_agent(FetchingModel(responses=[]), [run_build], middleware=[middleware], checkpointer=InMemorySaver())
+    out = agent.invoke({"messages": [HumanMessage("build it")]}, {"configurable": {"thread_id": "fetch"}})
+    fetched = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == FETCH_TOOL_NAME]
+    assert fetched and fetched[0].content == "\n".join(BIG_OUTPUT.splitlines()[10:12])
+    assert out["messages"][-1].content == "fetched"
+    middleware.sessions.close()
+
+
+def test_pre_model_hook_offers_the_tool_too() -> None:
+    from worksurface.core.artifacts import FETCH_TOOL_NAME
+
+    hook = make_pre_model_hook(None)
+    assert [t.name for t in hook.tools] == [FETCH_TOOL_NAME]  # type: ignore[attr-defined]
 
 
 # --- lossless conversion -----------------------------------------------------------------------------

@@ -132,3 +132,18 @@ def test_reinjection_runs_only_when_a_boundary_is_written(tmp_path):
     session = Session.open(tmp_path / "s")
     prepared = session.prepare(c.messages)
     assert prepared.report.boundary is None and not prepared.report.reinjected
+
+
+def test_compacting_again_keeps_one_copy_of_an_earlier_compactions_reinjections():
+    # A second manual compaction with nothing new keeps the first one's reinjected files in its tail:
+    # the reinjectors' identical messages (same text, same id) are not added a second time.
+    messages = _coding_session().messages
+    with Session.open(None) as session:
+        first = session.compact(messages)
+        assert _reinjected(first, "files")
+        for _ in range(2):
+            again = session.compact(messages).messages
+            ids = [m.id for m in again]
+            assert len(ids) == len(set(ids)), "no message twice"
+            assert sum(m.origin is Origin.SUMMARY for m in again) == 1
+            assert sum('<file path="/repo/client.py"' in m.text for m in again) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,6 +21,7 @@ from ..formats.claude_code_projects import session_id as claude_projects_session
 from ..core.usage import find_usage, usage_report
 from ..core.view import live_slice
 from ..probes.cut import cut, cut_transcript
+from ..session import homes
 from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, app, fail
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
@@ -48,7 +50,13 @@ def compact(
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would."),
-    session_dir: Optional[Path] = typer.Option(None, "--session", help="Keep the session in this directory."),
+    session_dir: Optional[Path] = typer.Option(
+        None, "--session",
+        help="Keep the session (log, decisions, artifacts) in this directory (default: <OUT>.worksurface beside "
+             "the output, or <session-id>/worksurface in the Claude Code session's folder)."),
+    no_session: bool = typer.Option(False, "--no-session",
+                                    help="Keep the session in memory only: the artifact markers the output holds "
+                                         "then point at nothing."),
     no_usage: bool = typer.Option(False, "--no-usage",
                                   help="Count the text only; by default the size is anchored on the input "
                                        "tokens the transcript records the provider measured."),
@@ -65,6 +73,10 @@ def compact(
     """Run the staged pipeline once on a saved transcript and write the resulting view."""
     from ..session.session import Session  # LangGraph is slow to import; only commands that compact pay for it
 
+    if no_session and session_dir is not None:
+        raise fail("--session and --no-session exclude each other")
+    home: Path | None = None
+    created = False
     try:
         text = read_text(path, "transcript")
         read_hash = content_hash(text)  # what was compacted: a session file must still be this when replaced
@@ -87,43 +99,78 @@ def compact(
                               in_place=in_place)
         if (claude_projects or as_new_session) and fmt != claude_code.NAME:
             raise fail(f"--claude-projects and --as-new-session write Claude Code sessions, not {fmt}")
-        live = live_slice(transcript.messages)
-        anchor = None if no_usage else find_usage(live)
-        with Session.open(session_dir, config=config) as session:
-            prepared = session.prepare(transcript, usage=anchor, force=force)
-            sizes = usage_report(live, prepared.messages, anchor, session.counter)
-        if not prepared.messages:
-            raise fail(f"{path}: nothing to write (the transcript has no messages)")
         new_id = None
         if as_new_session:
             old_id = claude_projects_session_id(transcript)
             if old_id is None:
                 raise fail(f"{path}: --as-new-session needs a Claude Code session (records with a sessionId)")
             new_id = new_session_id(old_id, read_hash)
+        goal: Target | None = None
         if claude_projects is not None:
             goal = projects_target(claude_projects, transcript, path, new_id, read_hash)
             if at is not None and new_id is None and goal.path.resolve() == path.resolve():
                 raise fail(f"refusing to replace {path} with its state at --at {at}: the records after the "
                            "cut would be lost; add --as-new-session")
             destination = goal.path
-            dropped = write_target(transcript, prepared.messages, goal)
         elif new_id is not None:
             destination = out or Path.cwd() / f"{new_id}.jsonl"
-            dropped = write_target(transcript, prepared.messages,
-                                   Target(destination, new_id, file_hash(destination), path))
+            goal = Target(destination, new_id, file_hash(destination), path)
         else:
             destination = out or _default_destination(path, fmt, transcript.format)
+        if not no_session:
+            home = session_dir
+            if home is None:
+                home = (homes.claude_session_folder(destination) if goal is not None
+                        else homes.beside(destination)).absolute()
+                homes.check_home(home)
+            created = not home.exists()
+        live = live_slice(transcript.messages)
+        anchor = None if no_usage else find_usage(live)
+        with Session.open(home, config=config) as session:
+            prepared = session.prepare(transcript, usage=anchor, force=force)
+            sizes = usage_report(live, prepared.messages, anchor, session.counter)
+            artifacts = len(session.store.artifact_ids())
+        if not prepared.messages:
+            raise fail(f"{path}: nothing to write (the transcript has no messages)")
+        if goal is not None:
+            dropped = write_target(transcript, prepared.messages, goal)
+        else:
             dropped = write_transcript(transcript, destination, prepared.messages, fmt)
     except WorksurfaceError as exc:
+        _discard(home if created else None)
         raise fail(str(exc)) from None
+    except BaseException:
+        _discard(home if created else None)
+        raise
+    kept = _say_where(home, destination, artifacts)
     report = prepared.report
     if as_json:
         typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt,
-                               "conversion": dropped.to_json(), "usage": sizes,
+                               "conversion": dropped.to_json(), "usage": sizes, "artifacts": kept,
                                **({"session_id": new_id} if new_id else {})}, indent=2))
         return
     _print_report(report, destination, fmt, dropped)
     _print_sizes(sizes)
+
+
+def _discard(home: Path | None) -> None:
+    """Remove a session directory this run created when the run failed: nothing is left half-made."""
+    if home is not None and home.is_dir():
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _say_where(home: Path | None, destination: Path, artifacts: int) -> dict[str, Any]:
+    """One line on stderr saying where the artifacts the output's markers name are kept (or that they
+    are not); the same as JSON for --json."""
+    if home is None:
+        if artifacts:
+            typer.echo(f"worksurface: warning: {artifacts} artifacts were kept in memory only (--no-session): "
+                       f"the markers in {destination} point at nothing", err=True)
+        return {"session": None, "count": artifacts}
+    fetch = f"worksurface artifact {destination} ID"
+    count = f"{artifacts} artifact{'' if artifacts == 1 else 's'}"
+    typer.echo(f"worksurface: session kept in {home} ({count}; `{fetch}` prints one)", err=True)
+    return {"session": str(home), "count": artifacts, "fetch": fetch}
 
 
 def _default_destination(path: Path, fmt: str, source_format: str) -> Path:

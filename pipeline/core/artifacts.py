@@ -7,7 +7,8 @@ it to a file the model can open. A memory-only session has no file, so its marke
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+import re
+from typing import Any, Literal, NamedTuple, Protocol
 
 from .errors import ArtifactNotFoundError
 
@@ -17,6 +18,10 @@ FETCH_TOOL_DESCRIPTION = ("Fetch the full original content that the context mana
                           "marker names; optionally a 1-based line range.")
 # A fetch returns at most this many characters (a model that needs more asks for a line range).
 MAX_FETCH_CHARS = 100_000
+# What an artifact id looks like (hex of the content's digest, see session/store.py): anything else is
+# refused before any lookup, so an id can never be a path.
+ARTIFACT_ID_RE = re.compile(r"[0-9a-f]{8,64}")
+ToolStyle = Literal["anthropic", "openai", "mcp"]
 
 
 class ArtifactSource(Protocol):
@@ -30,9 +35,21 @@ def how_to_fetch(artifact_id: str, path: str | None) -> str:
     return f"call the {FETCH_TOOL_NAME} tool with id {artifact_id} to read it"
 
 
-def fetch_tool(style: Literal["anthropic", "openai"] = "anthropic") -> dict[str, Any]:
-    """The tool definition to add to the model's tools, in the provider's shape."""
-    schema = {
+def fetch_tool(style: ToolStyle = "anthropic") -> dict[str, Any]:
+    """The tool definition to add to the model's tools, in the provider's shape (or an MCP server's)."""
+    schema = fetch_schema()
+    if style == "openai":
+        return {"type": "function", "function": {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION,
+                                                 "parameters": schema}}
+    if style == "mcp":
+        return {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION, "inputSchema": schema,
+                "annotations": {"readOnlyHint": True}}
+    return {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION, "input_schema": schema}
+
+
+def fetch_schema() -> dict[str, Any]:
+    """The JSON schema of the tool's arguments."""
+    return {
         "type": "object",
         "properties": {
             "id": {"type": "string", "description": "The artifact id from the marker."},
@@ -42,32 +59,44 @@ def fetch_tool(style: Literal["anthropic", "openai"] = "anthropic") -> dict[str,
         "required": ["id"],
         "additionalProperties": False,
     }
-    if style == "openai":
-        return {"type": "function", "function": {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION,
-                                                 "parameters": schema}}
-    return {"name": FETCH_TOOL_NAME, "description": FETCH_TOOL_DESCRIPTION, "input_schema": schema}
+
+
+class Fetched(NamedTuple):
+    """A `fetch_artifact` answer: the text for the model, and whether it is an error."""
+
+    text: str
+    is_error: bool
 
 
 def fetch(session: ArtifactSource, arguments: dict[str, Any]) -> str:
     """Answer a `fetch_artifact` call: the content (or the asked line range), or a one-line error the
-    model can act on. Never raises for a bad id or range: the answer goes back as a tool result."""
+    model can act on (starting `error:`). Never raises for a bad id or range: the answer goes back as a
+    tool result."""
+    return answer_fetch(session, arguments).text
+
+
+def answer_fetch(session: ArtifactSource, arguments: dict[str, Any]) -> Fetched:
+    """`fetch`, saying whether the answer is an error (for protocols that flag it, as MCP does)."""
     artifact_id = arguments.get("id")
     if not isinstance(artifact_id, str) or not artifact_id:
-        return f"error: {FETCH_TOOL_NAME} needs an 'id' (the artifact id the marker names)"
+        return Fetched(f"error: {FETCH_TOOL_NAME} needs an 'id' (the artifact id the marker names)", True)
     try:
         content = session.artifact(artifact_id)
     except ArtifactNotFoundError:
-        return f"error: no artifact {artifact_id!r} in this session"
+        return Fetched(f"error: no artifact {artifact_id!r} in this session", True)
     start, end = arguments.get("start_line"), arguments.get("end_line")
     if start is not None or end is not None:
         lines = content.splitlines()
-        first = int(start or 1)
-        last = int(end or len(lines))
+        try:
+            first = int(start or 1)
+            last = int(end or len(lines))
+        except (TypeError, ValueError):
+            return Fetched(f"error: start_line and end_line must be integers, not {start!r} and {end!r}", True)
         if first < 1 or last < first:
-            return f"error: bad line range {first}-{last} (the artifact has {len(lines)} lines)"
+            return Fetched(f"error: bad line range {first}-{last} (the artifact has {len(lines)} lines)", True)
         content = "\n".join(lines[first - 1:last])
     if len(content) > MAX_FETCH_CHARS:
         total = content.count("\n") + 1
         content = (content[:MAX_FETCH_CHARS] + f"\n[... cut at {MAX_FETCH_CHARS} characters of {len(content)}; "
                    f"ask for a line range (the artifact has {total} lines)]")
-    return content
+    return Fetched(content, False)

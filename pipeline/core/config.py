@@ -108,10 +108,15 @@ class AutocompactConfig(_Section):
     # ledger carries the working state across compactions, so an earlier one costs little retention
     # and can save much of a long session's bill. 1.0: compact only at the threshold (Claude Code).
     economic_from: float = Field(0.5, gt=0, le=1)
-    # "structured" needs no model; "llm" takes options such as provider, model, base_url,
-    # api_key_env and timeout (see worksurface.summarizers.llm.LLMSummarizer).
-    summarizer: str = "structured"
-    summarizer_options: dict[str, Any] = Field(default_factory=dict)
+    summarizer: str = Field(
+        "structured",
+        description='"structured" needs no model; "llm" is a LangChain chat model writing the narrative beside '
+                    'the structured sections (worksurface.summarizers.chat_model), configured by summarizer_options.')
+    summarizer_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description='For "llm": model ("provider:model", for LangChain\'s init_chat_model), api_key_env (the '
+                    "variable holding the key), narrative_share, max_retries, and anything init_chat_model "
+                    "takes (base_url, timeout, temperature, max_tokens ...).")
 
 
 class ReinjectConfig(_Section):
@@ -135,6 +140,15 @@ class ReinjectConfig(_Section):
     tools_tokens: int = Field(1_000, ge=0)
     # rapidfuzz similarity at which the kept tail counts as already showing a file or a rule.
     visible_similarity: float = Field(90.0, ge=0, le=100)
+
+
+class HookConfig(_Section):
+    """The working surface a harness hook returns after the harness's own compaction (`worksurface hook`)."""
+
+    surface_tokens: int = Field(
+        12_000, ge=500,
+        description="Tokens the rebuilt surface may take (constraints, plan, files, skills, tools, details, "
+                    "status): it is added beside the harness's own summary, so it is a budget of its own.")
 
 
 PRICE_PRESETS = ("anthropic", "openai", "gemini", "deepseek")
@@ -281,6 +295,7 @@ class Config(_Section):
     reinject: ReinjectConfig = ReinjectConfig()
     pricing: PricingConfig = PricingConfig()
     ingest: IngestConfig = IngestConfig()
+    hook: HookConfig = HookConfig()
 
     @property
     def threshold(self) -> int:

@@ -80,3 +80,8 @@ class SummarizerError(WorksurfaceError):
 
 class ArtifactNotFoundError(WorksurfaceError, KeyError):
     """No artifact or stored original with that id exists in the session."""
+
+
+class HookError(WorksurfaceError):
+    """A harness hook call worksurface cannot answer: its JSON input is malformed or names a
+    transcript that cannot be read, or a hook's settings file cannot be updated."""

@@ -19,8 +19,10 @@ from typing import Iterable
 
 from .errors import FormatError, OutputPathError, WorkspaceReadError
 
-# mkstemp creates the temp file private (0600); what we write is an ordinary readable file.
+# mkstemp creates the temp file private (0600); what we write is an ordinary readable file, unless it
+# holds session data (artifacts: what a transcript's tool results held, secrets included).
 WRITTEN_FILE_MODE = 0o644
+PRIVATE_FILE_MODE = 0o600
 # The conventional name for standard input on a command line.
 STDIN = "-"
 # How `path` names standard input in error messages.
@@ -34,9 +36,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int = WRITTEN_FILE_MODE) -> None:
     """Write to a temp file in the same directory, fsync, then rename over `path` (creating parent
-    directories): a reader, or a crash, never sees a partial file.
+    directories): a reader, or a crash, never sees a partial file. The file gets `mode`.
 
     Text is written as valid UTF-8: a lone surrogate (a JSON `\\ud83d` escape read from a transcript
     whose emoji was cut in half) becomes the same `\\ud83d` escape again, which reads back as the
@@ -51,7 +53,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
-            os.fchmod(fh.fileno(), WRITTEN_FILE_MODE)
+            os.fchmod(fh.fileno(), mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
+from ..core.artifacts import FETCH_TOOL_DESCRIPTION, FETCH_TOOL_NAME, fetch_schema
 from ..core.model import Message
 from ..formats.base import Transcript
 from ..formats.reuse import Memo, Reuse
@@ -19,11 +20,10 @@ if TYPE_CHECKING:
     from .relay import Rewrite
     from .upstream import UpstreamResponse
 
-FETCH_TOOL = "fetch_artifact"
-FETCH_DESCRIPTION = ("Read back, in full, content that was cleared or stored from this conversation to save "
-                     "context: a tool result or message replaced by a placeholder naming an artifact id.")
-FETCH_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"id": {
-    "type": "string", "description": "The artifact id the placeholder names."}}, "required": ["id"]}
+# The one fetch_artifact definition every surface offers (the MCP server, the LangChain tool, the gateway).
+FETCH_TOOL = FETCH_TOOL_NAME
+FETCH_DESCRIPTION = FETCH_TOOL_DESCRIPTION
+FETCH_SCHEMA: dict[str, Any] = fetch_schema()
 
 
 @dataclass(frozen=True)

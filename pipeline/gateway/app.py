@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..core.artifacts import fetch as fetch_artifact
 from ..core.edits import apply_edits
 from ..core.errors import FormatError
 from ..core.tokens import get_encoding
@@ -235,12 +236,8 @@ class Gateway:
             answered: Answered = []
 
             def answer(call: FetchCall) -> str:
-                artifact = str(call.input.get("id") or "")
                 session = entry.session
-                try:
-                    return session.artifact(artifact) if session is not None else "the session is closed"
-                except Exception:
-                    return f"no artifact {artifact!r} in this session"
+                return fetch_artifact(session, call.input) if session is not None else "error: the session is closed"
 
             async def fetch(found: Round) -> UpstreamResponse:
                 answered.append((found, [answer(c) for c in found.calls]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from langgraph.graph import END, START, StateGraph
@@ -68,15 +69,25 @@ def _node(stage: Stage) -> _StageNode:
     return node
 
 
-def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-    ctx = runtime.context
-    view, tokens = state["view"], state["tokens"]
+@dataclass(frozen=True)
+class Rebuilt:
+    """What the reinjectors rebuilt: their messages (the status baseline last), one report each, and
+    the status epoch the status reinjector started (None when it made none)."""
+
+    messages: list[Message]
+    reports: list[StageReport]
+    status: StatusUpdate | None
+
+
+def run_reinjectors(view: list[Message], budget: int, ctx: StageContext) -> Rebuilt:
+    """Run the context's reinjectors over `view` in their order, each within what the ones before it
+    left of `budget` (in the provider's tokens). The status baseline keeps its priority claim on the
+    budget but runs last, so that it reports the size of the rebuilt view. Used by the graph after a
+    compaction and by the harness hooks after the harness's own compaction."""
     reports: list[StageReport] = []
     added: list[Message] = []
     status: StatusUpdate | None = None
-    budget_left = ctx.config.post_compact_target - tokens
-    # The status baseline keeps its priority claim on the budget but runs last, so that it reports the
-    # size of the rebuilt view (summary, tail and every other reinjected part).
+    budget_left = budget
     status_last = [r for r in ctx.reinjectors if r.NAME == STATUS_REINJECTOR]
     ratio = tokenizer_ratio(ctx)
     reserved = 0
@@ -87,26 +98,38 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
         dry = status_last[0].run(view, ctx.config.reinject, ctx, int(cap / ratio))
         reserved = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + STATUS_SIZE_MARGIN)
     budget_left -= reserved
+    # A reinjected message's id is a digest of its text: one the view already holds (an earlier
+    # compaction's reinjection, kept in the tail of this one) is shown already, and is not added twice.
+    present = {m.id for m in view}
     for reinjector in [r for r in ctx.reinjectors if r.NAME != STATUS_REINJECTOR] + status_last:
         if reinjector.NAME == STATUS_REINJECTOR:
             budget_left += reserved
         started = time.perf_counter()
         # Reinjectors count with worksurface's tokenizer; the budget is in the provider's tokens.
         result: Reinjection = reinjector.run(view + added, ctx.config.reinject, ctx, int(budget_left / ratio))
-        budget_left -= round(ctx.counter.messages(result.messages) * ratio)
-        added.extend(result.messages)
+        fresh = [m for m in result.messages if m.id not in present]
+        present.update(m.id for m in fresh)
+        budget_left -= round(ctx.counter.messages(fresh) * ratio)
+        added.extend(fresh)
         status = result.status or status
         result.report.ms = (time.perf_counter() - started) * 1000
         reports.append(result.report)
-    if not added:
-        return {"reports": reports, "status_update": status}
     # The status baseline goes last: later status deltas follow it at the tail of the view.
     added.sort(key=lambda m: m.meta.get("reinjector") is None and m.origin.value == "status")
+    return Rebuilt(added, reports, status)
+
+
+def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    view, tokens = state["view"], state["tokens"]
+    rebuilt = run_reinjectors(view, ctx.config.post_compact_target - tokens, ctx)
+    if not rebuilt.messages:
+        return {"reports": rebuilt.reports, "status_update": rebuilt.status}
     anchor = view[-1].id if view else None
-    edit = Insert(REINJECT, anchor, tuple(added))
+    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages))
     new_view = apply_edits(view, [edit])
-    return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": reports,
-            "status_update": status}
+    return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": rebuilt.reports,
+            "status_update": rebuilt.status}
 
 
 def _min_remaining_trigger(ctx: StageContext, after: str) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from .sessions import SessionPool, SessionSource, agent_id_of, prepare_view, thread_id_of
+from .tools import fetch_artifact_tool
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -30,7 +31,9 @@ def make_pre_model_hook(sessions: SessionSource = None, **config: Any) -> PreMod
     {"llm_input_messages": view}, one session per `config["configurable"]["thread_id"]` and agent
     (`configurable.agent_id`, or the `lc_agent_name` a named agent's config carries).
     `sessions`: a base directory, None for memory-only sessions, or a callable thread_id -> Session;
-    `config` goes to `Session.open`. The pool is reachable as `hook.sessions` (to close it)."""
+    `config` goes to `Session.open`. The pool is reachable as `hook.sessions` (to close it), and
+    `hook.tools` holds the `fetch_artifact` tool to give the agent, so the model can open what a
+    marker in its view replaced."""
     pool = SessionPool(sessions, **config)
 
     def worksurface_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -38,6 +41,7 @@ def make_pre_model_hook(sessions: SessionSource = None, **config: Any) -> PreMod
         return {"llm_input_messages": prepare_view(pool, messages, thread_id_of(config), agent_id_of(config))}
 
     worksurface_pre_model_hook.sessions = pool  # type: ignore[attr-defined]
+    worksurface_pre_model_hook.tools = [fetch_artifact_tool(pool)]  # type: ignore[attr-defined]
     return worksurface_pre_model_hook
 
 

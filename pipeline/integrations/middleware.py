@@ -17,6 +17,7 @@ except ImportError as exc:  # langchain is an optional extra
                       "pip install 'worksurface[langchain]'") from exc
 
 from .sessions import SessionPool, SessionSource, agent_id_of, prepare_view, thread_id_of
+from .tools import fetch_artifact_tool
 
 if TYPE_CHECKING:
     from langchain_core.messages import AnyMessage, BaseMessage
@@ -26,11 +27,14 @@ class WorksurfaceMiddleware(AgentMiddleware):
     """For `create_agent(middleware=[WorksurfaceMiddleware(...)])`. Sessions as in
     `make_pre_model_hook`: a base directory, None (memory-only) or a callable key -> Session,
     one per LangGraph thread id and named agent (`create_agent(name=...)`); `config` goes to
-    `Session.open`."""
+    `Session.open` (`summarizer=` takes a LangChain chat model or a "provider:model" string, as
+    SummarizationMiddleware does). The agent gets the `fetch_artifact` tool (`self.tools`), so the
+    model can open what a marker in its view replaced."""
 
     def __init__(self, sessions: SessionSource = None, **config: Any) -> None:
         super().__init__()
         self.sessions = SessionPool(sessions, **config)
+        self.tools = [fetch_artifact_tool(self.sessions)]
 
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:

@@ -368,6 +368,17 @@ class Ledger:
         head.update(parts=list(sources), file_tracker=_tracker_head(self.files, list(files)))
         return LedgerSave(head, parts, (marks, files))
 
+    def write(self, set_meta: Callable[[str, Any], None]) -> "LedgerSave | None":
+        """Write what changed since the last save through `set_meta` (a store's, inside the caller's
+        transaction); None when nothing changed. Call `saved(result)` once the transaction committed."""
+        if not self.dirty:
+            return None
+        save = self.save()
+        for key, value in save.parts.items():
+            set_meta(key, value)
+        set_meta(LEDGER_KEY, save.head)
+        return save
+
     def saved(self, save: "LedgerSave") -> None:
         """The store committed `save`: later saves write only what changes after it."""
         self._saved = save.marks

@@ -26,7 +26,6 @@ from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionEr
 from ..formats.base import Transcript
 from ..graph.compose import STAGE_NAMES, run_unedited, shared_graph
 from ..ledger import Ledger
-from ..ledger.ledger import LEDGER_KEY
 from ..core.model import Message, Origin, orphans
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
 from ..engine.state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
@@ -35,6 +34,7 @@ from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
 from ..status.replay import epoch_after
 from .store import MemoryStore, SessionStore, Store
+from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.usage import calibrate
@@ -110,11 +110,11 @@ def _as_messages(transcript: Transcript | Sequence[Message]) -> list[Message]:
 class Session:
     """A harness's session. Open with `Session.open(directory)` (or `None` for memory only)."""
 
-    def __init__(self, store: Store, config: Config, summarizer: Summarizer | None = None,
+    def __init__(self, store: Store, config: Config, summarizer: Summarizer | Any = None,
                  reinjectors: Sequence[Reinjector] | None = None, counter: TokenCounter | None = None) -> None:
         self.store = store
         self.config = config
-        self.summarizer = summarizer or self._configured_summarizer(config)
+        self.summarizer = resolve_summarizer(summarizer) or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
         self._graph = shared_graph()
@@ -173,8 +173,10 @@ class Session:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
-             summarizer: Summarizer | None = None, **overrides: Any) -> "Session":
-        """Open or create the session at `path`; config from `config`, else defaults, then overrides."""
+             summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
+        """Open or create the session at `path`; config from `config`, else defaults, then overrides.
+        `summarizer`: a Summarizer, a LangChain chat model, a "provider:model" string for LangChain's
+        init_chat_model, or None for the configured one (the structured summarizer by default)."""
         cfg = (config or Config()).with_overrides(**overrides)
         counter = TokenCounter()
         store: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
@@ -543,12 +545,8 @@ class Session:
                 store.set_meta("breaker_retry_tokens", report.tokens_after + self.config.window // 10)
             elif report.tokens_after <= self.config.threshold:
                 store.set_meta("consecutive_failures", 0)
-            ledger_save = self.ledger.save() if self.ledger.dirty else None
-            if ledger_save is not None:
-                # Only the parts of the ledger this call changed: per-call work follows what is new.
-                for key, value in ledger_save.parts.items():
-                    store.set_meta(key, value)
-                store.set_meta(LEDGER_KEY, ledger_save.head)
+            # Only the parts of the ledger this call changed: per-call work follows what is new.
+            ledger_save = self.ledger.write(store.set_meta)
             store.set_meta("last_view_tail", view[-1].id if view else None)
             store.set_meta("view_digest", self._digest_of(view))
             store.update_token_cache(self.counter.take_unsaved())
@@ -632,7 +630,7 @@ def _default_reinjectors() -> tuple[Reinjector, ...]:
 
 
 def compact(messages: Transcript | Sequence[Message], *, force: bool = False, instructions: str | None = None,
-            now: float | None = None, config: Config | None = None, summarizer: Summarizer | None = None,
+            now: float | None = None, config: Config | None = None, summarizer: Summarizer | Any = None,
             **overrides: Any) -> Prepared:
     """One-shot, stateless form: prepare `messages` once in a memory-only session."""
     with Session.open(None, config=config, summarizer=summarizer, **overrides) as session:

@@ -6,7 +6,8 @@ one-shot `compact()`. Both keep every value as JSON text behind one small key-va
 behave identically and a transaction can roll back either one.
 
 Directory layout: `db/` (the diskcache), `artifacts/<id>.txt` (artifact files a model can open),
-`lock` (the inter-process lock file).
+`lock` (the inter-process lock file). A session holds what the transcript held, secrets included: the
+directories it creates are private (0700) and its artifact and lock files 0600.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import diskcache
 
 from ..core.edits import Edit, edit_from_json, edit_to_json, refers_to
 from ..core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
-from ..core.fileio import atomic_write
+from ..core.fileio import PRIVATE_FILE_MODE, atomic_write
 from ..core.model import Message
 from ..core.serial import message_from_json, message_to_json
 from ..engine.state import Artifact
@@ -51,6 +52,8 @@ TOKEN_CACHE_MAX_CHUNKS = 32
 INLINE_VALUE_LIMIT = 2**30 - 1
 DISKCACHE_SETTINGS: dict[str, Any] = {"eviction_policy": "none", "statistics": 0, "tag_index": 0,
                                       "disk_min_file_size": INLINE_VALUE_LIMIT}
+# Session directories (the session, its db and artifacts) are created readable by their owner only.
+PRIVATE_DIR_MODE = 0o700
 
 
 def _dumps(value: Any, what: str) -> str:
@@ -274,6 +277,10 @@ class Store(ABC):
             raise ArtifactNotFoundError(f"no artifact {id!r} in this session")
         return json.loads(text)
 
+    def artifact_ids(self) -> list[str]:
+        """The ids of every artifact the session holds."""
+        return sorted(k.split(":")[1] for k in self._keys() if k.startswith("artifact:") and k.endswith(":info"))
+
     def artifact_info(self, id: str) -> dict[str, Any]:
         """What was recorded with artifact `id`: digest, kind, meta, tokens, path."""
         info = self._load(f"artifact:{id}:info")
@@ -339,7 +346,8 @@ class SessionStore(Store):
         if self.path.exists() and not self.path.is_dir():
             raise SessionError(f"{self.path}: not a directory")
         try:
-            (self.path / "artifacts").mkdir(parents=True, exist_ok=True)
+            for folder in (self.path, self.path / "artifacts", self.path / "db"):
+                folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
             self._cache = diskcache.Cache(str(self.path / "db"), **DISKCACHE_SETTINGS)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise SessionError(f"{self.path}: cannot open session directory ({exc})") from None
@@ -380,8 +388,8 @@ class SessionStore(Store):
     def _materialize(self, artifact_id: str, content: str) -> str:
         path = self.path / "artifacts" / f"{artifact_id}.txt"
         if not path.exists():
-            atomic_write(path, content)
-        return str(path)
+            atomic_write(path, content, PRIVATE_FILE_MODE)
+        return os.path.abspath(path)  # a marker names a path the model can open from any directory
 
     @contextmanager
     def lock(self, timeout: float = 30.0) -> Iterator[None]:
@@ -407,7 +415,7 @@ class SessionStore(Store):
             self._thread_lock.release()
 
     def _acquire(self, deadline: float, timeout: float) -> int:
-        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

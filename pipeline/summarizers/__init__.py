@@ -1,6 +1,7 @@
 """Summarizers: turn the messages before autocompact's kept tail into summary text.
 
-`structured` (deterministic, no model) is the default; other summarizers live in a module of this
+`structured` (deterministic, no model) is the default; `llm` is a LangChain chat model writing the
+narrative beside the structured sections (chat_model.py); other summarizers live in a module of this
 package named after them and are loaded only when asked for.
 """
 
@@ -14,13 +15,27 @@ from .base import Summarizer, Summary, SummaryRequest
 from .structured import StructuredSummarizer
 
 _BUILTIN: dict[str, type] = {StructuredSummarizer.name: StructuredSummarizer}
+# The chat-model summarizer's name in configuration (`summarizer = "llm"`).
+LLM = "llm"
+# Old `llm` options, named as init_chat_model names them.
+_RENAMED_OPTIONS = {"provider": "model_provider"}
 
 
 def get_summarizer(name: str, **options: Any) -> Summarizer:
     """A summarizer by name (`structured`, `llm`, ...), built with `options`.
 
-    A name other than the built-in ones is looked up as module `worksurface.summarizers.<name>`,
-    in which the class whose `name` attribute equals it is used."""
+    `llm` takes `model` (a "provider:model" string for LangChain's init_chat_model) and passes the
+    other options to it (base_url, timeout, api_key_env, temperature, ...). A name other than the
+    built-in ones is looked up as module `worksurface.summarizers.<name>`, in which the class whose
+    `name` attribute equals it is used."""
+    if name == LLM:
+        from .chat_model import chat_model_summarizer
+
+        options = {_RENAMED_OPTIONS.get(k, k): v for k, v in options.items()}
+        model = options.pop("model", None)
+        if not isinstance(model, str) or not model:
+            raise ConfigError('summarizer "llm" needs summarizer_options.model, e.g. "openai:gpt-5-mini"')
+        return chat_model_summarizer(model, **options)
     cls = _BUILTIN.get(name)
     if cls is None:
         cls = _load(name)
@@ -30,13 +45,37 @@ def get_summarizer(name: str, **options: Any) -> Summarizer:
         raise ConfigError(f"summarizer {name!r}: {exc}") from None
 
 
+def resolve_summarizer(value: Any) -> Summarizer | None:
+    """What `summarizer=` may be, as a Summarizer (None stays None: the configured one is used): a
+    Summarizer, a LangChain chat model, a "provider:model" string for init_chat_model (as LangChain's
+    SummarizationMiddleware takes them), or a summarizer's name."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value in _BUILTIN or (value.isidentifier() and value != LLM):
+            return get_summarizer(value)
+        from .chat_model import chat_model_summarizer
+
+        return chat_model_summarizer(value)
+    if callable(getattr(value, "summarize", None)):
+        summarizer: Summarizer = value
+        return summarizer
+    if callable(getattr(value, "invoke", None)):
+        from .chat_model import ChatModelSummarizer
+
+        return ChatModelSummarizer(value)
+    raise ConfigError(f"summarizer= takes a Summarizer, a LangChain chat model or a 'provider:model' string, "
+                      f"not {type(value).__name__}")
+
+
 def _load(name: str) -> type:
+    known = ", ".join(sorted([*_BUILTIN, LLM]))
     if not name.isidentifier():
-        raise ConfigError(f"unknown summarizer {name!r} (known: {', '.join(sorted(_BUILTIN))}, llm)")
+        raise ConfigError(f"unknown summarizer {name!r} (known: {known})")
     try:
         module = importlib.import_module(f"{__name__}.{name}")
     except ImportError:
-        raise ConfigError(f"unknown summarizer {name!r} (known: {', '.join(sorted(_BUILTIN))}, llm)") from None
+        raise ConfigError(f"unknown summarizer {name!r} (known: {known})") from None
     for attr in sorted(vars(module)):
         value = getattr(module, attr)
         if isinstance(value, type) and getattr(value, "name", None) == name and hasattr(value, "summarize"):
@@ -44,4 +83,4 @@ def _load(name: str) -> type:
     raise ConfigError(f"module {module.__name__} defines no summarizer named {name!r}")
 
 
-__all__ = ["StructuredSummarizer", "Summarizer", "Summary", "SummaryRequest", "get_summarizer"]
+__all__ = ["StructuredSummarizer", "Summarizer", "Summary", "SummaryRequest", "get_summarizer", "resolve_summarizer"]

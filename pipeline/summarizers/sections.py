@@ -21,8 +21,12 @@ NEXT_STEP = "Next step (advisory: confirm with the user or the latest request be
 IDENTIFIERS = "Identifiers"
 HEADINGS = (ACTIVE_REQUEST, USER_MESSAGES, FILES, ERRORS, DECISIONS, TRIED, PROGRESS, CURRENT_WORK,
             NEXT_STEP, IDENTIFIERS)
+# The section a summarizing model writes beside the structured ones (summarizers/chat_model.py).
+NARRATIVE = "Narrative (written by the summarizing model)"
+# Every section a summary may hold, as `split_sections` reads them.
+KNOWN_HEADINGS = HEADINGS + (NARRATIVE,)
 # Sections whose items describe the moment of the compaction, not standing state: never carried.
-TRANSIENT_SECTIONS = (CURRENT_WORK, NEXT_STEP)
+TRANSIENT_SECTIONS = (CURRENT_WORK, NEXT_STEP, NARRATIVE)
 
 FIRST_REQUEST_LABEL = "First request of the session (verbatim):"
 LATEST_REQUEST_LABEL = "Latest user request (verbatim"
@@ -35,7 +39,7 @@ def split_sections(text: str) -> dict[str, str]:
     out: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
-        if line.startswith("## ") and line[3:].strip() in HEADINGS:
+        if line.startswith("## ") and line[3:].strip() in KNOWN_HEADINGS:
             current = out.setdefault(line[3:].strip(), [])
         elif current is not None:
             current.append(line)
