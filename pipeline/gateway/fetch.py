@@ -74,8 +74,8 @@ def chat_body(doc: Any) -> Any:
     choices = []
     for choice in doc["choices"]:
         message = choice.get("message") if isinstance(choice, dict) else None
-        calls = (message or {}).get("tool_calls")
-        if isinstance(calls, list) and any(_is_fetch_call(c) for c in calls):
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if isinstance(message, dict) and isinstance(calls, list) and any(_is_fetch_call(c) for c in calls):
             kept = [c for c in calls if not _is_fetch_call(c)]
             message = {k: v for k, v in message.items() if k != "tool_calls"} | ({"tool_calls": kept} if kept else {})
             choice = {**choice, "message": message, **({} if kept else {"finish_reason": "stop"})}
