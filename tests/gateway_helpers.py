@@ -20,7 +20,8 @@ import uvicorn
 
 from worksurface.gateway import Gateway, GatewayConfig, create_app
 
-START_TIMEOUT = 20.0
+# Generous: a loaded 2-core machine takes a while to import and start a subprocess.
+START_TIMEOUT = 60.0
 
 
 @dataclass
@@ -77,6 +78,9 @@ def gateway_process(store: Path, upstream: str, *args: str, port: int | None = N
             except httpx.HTTPError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
+                if process.poll() is None:      # too slow: stop it, so its stderr ends
+                    process.kill()
+                    process.wait(5)
                 err = process.stderr.read().decode() if process.stderr else ""
                 raise RuntimeError(f"worksurface serve did not start: {err[-2000:]}")
             time.sleep(0.05)
