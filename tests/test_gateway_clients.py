@@ -19,9 +19,10 @@ import pytest
 
 from fake_anthropic import Answer, FakeAnthropic, tool_use
 from fake_chat import CHARS_PER_TOKEN, ChatReply, FakeChat, prompt_text
-from fake_responses import (FakeResponses, Recorded, Reply, codex_env, find_codex, function_call, message,
-                            rollouts, write_codex_config)
+from fake_responses import (FakeResponses, Recorded, Reply, find_codex, function_call, message, rollouts,
+                            write_codex_config)
 from gateway_helpers import running_gateway
+from test_client_codex import run_codex
 from test_gateway_api import assert_paired, cached_share, file_text
 from worksurface.core.view import check_pairing
 from worksurface.formats import read_transcript
@@ -182,7 +183,7 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
             args = [f"WSGW turn {turn}: read the next files."]
             if turn:
                 args = ["resume", session_id, *args]
-            done = run_codex(home, work, args)
+            done = run_codex(home, args)
             assert f"Read {(turn + 1) * READS_PER_TURN} files." in done.stdout
             if not turn:
                 session_id = json.loads(rollouts(home)[0].read_text(encoding="utf-8").split("\n", 1)[0])["payload"]["id"]
@@ -215,11 +216,3 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
     assert not any(m.meta.get("compact_boundary") for m in transcript.messages)
     assert sum(1 for m in transcript.messages for _ in m.tool_results) == CODEX_TURNS * READS_PER_TURN
 
-
-def run_codex(home: Path, work: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    assert CODEX is not None
-    done = subprocess.run([CODEX, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                           "-C", str(work), *args], env=codex_env(home, dict(os.environ)), capture_output=True,
-                          text=True, timeout=CLIENT_TIMEOUT, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
