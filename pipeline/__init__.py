@@ -5,6 +5,7 @@ one-shot form. The stages (`worksurface.stages`) reduce the view in a fixed orde
 compaction the reinjectors (`worksurface.reinjectors`) restore the working surface.
 """
 
+import logging
 from typing import TYPE_CHECKING
 
 from .core.lazy import lazy_getattr
@@ -32,6 +33,10 @@ _LAZY = {
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
+
+# A library logs and leaves the handling to its user: notices (damaged lines read around, a
+# compaction over its target, ...) go to the `worksurface` logger; the CLI prints them to stderr.
+logging.getLogger("worksurface").addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

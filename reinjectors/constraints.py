@@ -11,7 +11,8 @@ from typing import Callable, Sequence
 from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import Approach, Constraint
 from worksurface.core.model import Message
-from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.core.escape import escape_tags, one_line
+from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
 from worksurface.engine.state import Reinjection, StageContext
 
 NAME = "constraints"
@@ -55,15 +56,15 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     if approach_lines:
         parts += [EXCLUDED_HEADER, *sorted(approach_lines, key=_order(approaches))]
     parts.append(FOOTER)
-    msg = reinjected(NAME, "0", "\n".join(parts))
+    msg = reinjected(ctx, NAME, "0", "\n".join(parts))
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, dropped))
 
 
 def _line(item: Constraint | Approach) -> str:
     if isinstance(item, Constraint):
-        where = item.source + (f": {item.origin}" if item.origin else "")
-        return escape_wrapped(f"- {item.text} [{where}]", "standing-constraints")
-    return escape_wrapped(f"- ({item.kind}) {item.text}", "standing-constraints")
+        where = one_line(item.source + (f": {item.origin}" if item.origin else ""))
+        return escape_tags(f"- {item.text} [{where}]", "standing-constraints")
+    return escape_tags(f"- ({item.kind}) {item.text}", "standing-constraints")
 
 
 def _order(items: Sequence[Constraint | Approach]) -> Callable[[str], int]:

@@ -14,7 +14,8 @@ from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import TaskSpec
 from worksurface.ledger.source import FactSource
 from worksurface.core.model import Message, Origin
-from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.core.escape import escape_tags
+from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text, tail_of
 from worksurface.engine.state import Reinjection, StageContext
 from worksurface.summarizers.base import SummaryRequest
 from worksurface.summarizers.packing import Item, Section, pack
@@ -73,7 +74,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     restored = [{"section": s.heading, "items": len(s.chosen)} for s in sections if s.chosen]
     dropped = [{"section": s.heading, "items": len(s.items) - len(s.chosen)} for s in sections
                if len(s.items) > len(s.chosen)]
-    msg = reinjected(NAME, "0", f"{HEADER}\n{escape_wrapped(body, TAG)}\n{FOOTER}")
+    msg = reinjected(ctx, NAME, "0", f"{HEADER}\n{escape_tags(body, TAG)}\n{FOOTER}")
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored,
                                      [{"items": skipped, "why": "the view shows them"}], dropped))
 

@@ -13,8 +13,9 @@ from worksurface.core.config import ReinjectConfig
 from worksurface.core.errors import WorkspaceReadError
 from worksurface.facts.files import FileFact, numbered_lines
 from worksurface.core.fileio import read_confined
-from worksurface.core.model import Message
-from worksurface.engine.reinject import escape_attr, escape_wrapped, facts_of, reinjected, report, tail_of, uncleared_results
+from worksurface.core.model import Message, Origin
+from worksurface.core.escape import escape_attr, escape_tags
+from worksurface.engine.reinject import facts_of, reinjected, report, tail_of, uncleared_results
 from worksurface.engine.state import Reinjection, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 from worksurface.core.toolkinds import call_path
@@ -56,14 +57,17 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         if _visible_in_tail(fact.path, content, tail, config.visible_similarity):
             skipped.append({"path": fact.path, "why": "kept tail shows it"})
             continue
+        if _reinjected_in_tail(fact.path, escape_tags(content, "file"), tail):
+            skipped.append({"path": fact.path, "why": "an earlier compaction's reinjection in the kept tail shows it"})
+            continue
         note_attr = f' note="{escape_attr(note)}"' if note else ""
         header = f'<file path="{escape_attr(fact.path)}" source="{source}"{note_attr}>\n'
         room = min(config.file_tokens, left) - ctx.counter.text(header + "\n</file>") - 8
         if room < 50:
             dropped.append(fact.path)
             continue
-        body = truncate_to_tokens(escape_wrapped(content, "file"), room, marker=TRUNCATION_MARKER)
-        msg = reinjected(NAME, str(len(out)), header + body + "\n</file>", path=fact.path, source=source)
+        body = truncate_to_tokens(escape_tags(content, "file"), room, marker=TRUNCATION_MARKER)
+        msg = reinjected(ctx, NAME, str(len(out)), header + body + "\n</file>", path=fact.path, source=source)
         cost = ctx.counter.message(msg)
         left -= cost
         out.append(msg)
@@ -96,6 +100,13 @@ def read_inside(root: str, path: str) -> tuple[str | None, str]:
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         return None, "binary file"
     return data.decode("utf-8", errors="replace"), ""
+
+
+def _reinjected_in_tail(path: str, body: str, tail: list[Message]) -> bool:
+    """Whether an earlier compaction restored this file, whole and as it is now, into what is still the
+    kept tail (a second compaction soon after the first): restoring it again would show it twice."""
+    return any(m.origin is Origin.REINJECTION and m.meta.get("reinjector") == NAME and m.meta.get("path") == path
+               and m.text.endswith("\n" + body + "\n</file>") for m in tail)
 
 
 def _visible_in_tail(path: str, content: str, tail: list[Message], similarity: float) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.model import Message
-from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.core.escape import escape_tags
+from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
 from worksurface.engine.state import Reinjection, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
@@ -59,5 +60,5 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     body = truncate_to_tokens("\n".join(lines), max(0, limit - 20), marker="\n[... plan truncated]")
     if not body:
         return Reinjection([], report(NAME, before, 0, [], skipped, [r["what"] for r in restored]))
-    msg = reinjected(NAME, "0", f"<plan>\n{escape_wrapped(body, 'plan')}\n</plan>")
+    msg = reinjected(ctx, NAME, "0", f"<plan>\n{escape_tags(body, 'plan')}\n</plan>")
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))

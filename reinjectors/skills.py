@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.model import Message
-from worksurface.engine.reinject import escape_attr, escape_wrapped, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.core.escape import escape_attr, escape_tags
+from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text, tail_of
 from worksurface.engine.state import Reinjection, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
@@ -36,8 +37,8 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         if room < MIN_SKILL_TOKENS:
             dropped.append(skill.name)
             continue
-        body = truncate_to_tokens(escape_wrapped(skill.content, "skill"), room, marker=marker)
-        msg = reinjected(NAME, str(len(out)), header + body + "\n</skill>", skill=skill.name)
+        body = truncate_to_tokens(escape_tags(skill.content, "skill"), room, marker=marker)
+        msg = reinjected(ctx, NAME, str(len(out)), header + body + "\n</skill>", skill=skill.name)
         cost = ctx.counter.message(msg)
         left -= cost
         out.append(msg)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from worksurface.core.config import ReinjectConfig
 from worksurface.facts.tools import ToolEntry
 from worksurface.core.model import Message
-from worksurface.engine.reinject import escape_wrapped, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.core.escape import escape_tags
+from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
 from worksurface.engine.state import Reinjection, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
@@ -68,10 +69,10 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
             lines.extend(items)
     if not lines:
         return Reinjection([], report(NAME, before, 0, [], skipped, [], "no tool announced mid-session"))
-    text = "<tools-available>\nAnnounced earlier in this session and still available:\n" + escape_wrapped(
+    text = "<tools-available>\nAnnounced earlier in this session and still available:\n" + escape_tags(
         "\n".join(lines), "tools-available")
     body = truncate_to_tokens(text, max(0, min(budget, config.tools_tokens) - WRAPPER_TOKENS), marker="\n[...]")
     if not body:
         return Reinjection([], report(NAME, before, 0, [], skipped, restored))
-    msg = reinjected(NAME, "0", body + "\n</tools-available>")
+    msg = reinjected(ctx, NAME, "0", body + "\n</tools-available>")
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Sequence
 
 from worksurface.core.artifacts import FETCH_TOOL_NAME
 from worksurface.core.config import AutocompactConfig
@@ -22,7 +23,7 @@ from worksurface.engine.pricing import EditDecision, decide_edit
 from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult, counted_target
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
-from worksurface.core.view import tail_start
+from worksurface.core.view import standing_context, tail_start
 from worksurface.engine.protection import last_user_turn_index
 
 NAME = "autocompact"
@@ -89,7 +90,9 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     counter = ctx.counter
     floor = stable_prefix_length(view)
     prefix_tokens = counter.messages(view[:floor])
-    available = max(0, counted_target(ctx) - prefix_tokens - OVERHEAD_TOKENS)
+    # Standing context after the prefix is carried whole (see below): it takes its room first.
+    carried_tokens = counter.messages(standing_context(view[floor:]))
+    available = max(0, counted_target(ctx) - prefix_tokens - carried_tokens - OVERHEAD_TOKENS)
     tail_share, summary_share = _shares(available)
     tail_budget = min(config.keep_tail_tokens, int(available * tail_share))
     start = tail_start(view, counter, tail_budget, floor)
@@ -109,24 +112,35 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     primary = ctx.summarizer or StructuredSummarizer()
     summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx)
     latest = last_user_turn_index(view)
-    if latest is not None and floor < latest < start and not _quotes(summary.text, view[latest].text):
+    kept: tuple[Message, ...] = ()
+    if latest is not None and floor <= latest < start and not _quotes(summary.text, view[latest].text):
         # Invariant 3: the newest user message survives verbatim. It did not fit in the summary, so
-        # the tail starts at it (the session raises ContextOverflowError if that cannot fit).
-        start = latest
-        head, tail = view[floor:start], view[start:]
-        summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx)
+        # the tail starts at it (the session raises ContextOverflowError if that cannot fit). When it
+        # opens the span (a trajectory's one task statement), starting there would keep everything:
+        # it stays verbatim right after the summary of what followed it instead.
+        if latest > floor:
+            start = latest
+            head, tail = view[floor:start], view[start:]
+        else:
+            kept, head = (view[latest],), view[latest + 1:start]
+            if not head:
+                return _skip(tokens, started, "nothing between the latest user message and the kept tail to summarize")
+        summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, kept)
 
     epoch = ctx.epoch + 1
     trigger = "manual" if ctx.forced else "auto"
     # Why an automatic compaction happened: the view passed the threshold, or it paid to compact early.
     reason = "manual" if ctx.forced else ("threshold" if tokens > threshold else "economic")
-    covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION)
+    standing = tuple(standing_context(head))  # carried verbatim after the boundary, never summarized
+    carried = {m.id for m in standing}
+    covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION and m.id not in carried)
     compactions = epoch - 1
     summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user",
                           (Text(SUMMARY_PREFIX + repeated_notice(compactions) + summary.text),),
                           Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer,
                                            "compactions": compactions})
-    post = prefix_tokens + counter.messages(tail) + counter.message(summary_msg)
+    post = (prefix_tokens + counter.messages(standing) + counter.messages(tail) + counter.message(summary_msg)
+            + counter.messages(list(kept)))
     boundary = Message(
         f"boundary-{epoch}-{_span_id(head)}", "system",
         (Text(f"[Conversation compacted ({trigger}): {len(head)} earlier messages summarized, "
@@ -139,12 +153,12 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
             "compactions": compactions,
             "covered_ids": list(covered), "summarizer": summary.summarizer,
             "summary_tokens": summary.tokens, "tail_messages": len(tail),
-            "latest_user_in_tail": any(is_user_turn(m) for m in tail)}
+            "latest_user_in_tail": any(is_user_turn(m) for m in tail), "latest_user_kept": bool(kept)}
     if fallback_error:
         info["fallback"] = {"from": primary.name, "error": fallback_error}
     if summary.details:
         info["summarizer_details"] = summary.details  # retries, dropped rounds, trimmed sections
-    edit = Compact(NAME, tail[0].id if tail else None, (boundary, summary_msg), covered, info)
+    edit = Compact(NAME, tail[0].id if tail else None, (boundary, *standing, summary_msg, *kept), covered, info)
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
                          details=info)
     return StageResult([edit], report)
@@ -162,12 +176,12 @@ def repeated_notice(compactions: int) -> str:
 
 
 def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], budget: int, config: AutocompactConfig,
-               ctx: StageContext) -> tuple[Summary, str | None]:
+               ctx: StageContext, kept: Sequence[Message] = ()) -> tuple[Summary, str | None]:
     """The primary summarizer's summary, or the structured one (and why) when it fails or overruns."""
     request = SummaryRequest(messages=head, tail=tail, budget_tokens=budget,
                              user_messages_tokens=min(config.user_messages_tokens, budget // 2),
                              instructions=ctx.instructions, queued_inputs=ctx.queued_inputs,
-                             ledger=ctx.ledger)
+                             ledger=ctx.ledger, kept=kept)
     try:
         summary = primary.summarize(request, ctx.counter)
         if summary.tokens > budget:

@@ -16,11 +16,14 @@ from worksurface.core.edits import ReplaceMessages
 from worksurface.core.model import Message, Origin, Text, ToolResult
 from worksurface.engine.pricing import decide_edit
 from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.core.escape import escape_tags, one_line
 from worksurface.core.toolkinds import call_target, effective_kind
 from worksurface.core.edits import stable_prefix_length
 from worksurface.core.view import Round, rounds
 
 NAME = "collapse"
+# The wrapper of a folded span (what a tool printed inside it is escaped: core.escape).
+COLLAPSED_TAG = "collapsed"
 EXPLORATION_KINDS = frozenset({"read", "grep", "glob", "list", "search", "fetch"})
 # One digest line per step keeps the outcome short; the full output stays in the session log.
 OUTCOME_CHARS = 100
@@ -101,12 +104,13 @@ def _digest(span: list[Round], view: Sequence[Message]) -> Message:
         for m in r.messages(view):
             for c in m.tool_calls:
                 answer = results.get(c.id)
-                lines.append(f"- {c.name} {call_target(c)} -> {_outcome(answer)}".rstrip())
+                line = one_line(f"- {c.name} {call_target(c)} -> {_outcome(answer)}".rstrip())
+                lines.append(escape_tags(line, COLLAPSED_TAG))  # tool output cannot close the fold
     first = view[span[0].start].id
     span_id = hashlib.blake2b(first.encode(), digest_size=4).hexdigest()
-    text = (f'<collapsed id="{span_id}" steps="{len(lines)}">\n'
+    text = (f'<{COLLAPSED_TAG} id="{span_id}" steps="{len(lines)}">\n'
             "Earlier exploration, folded (full output kept in the session):\n"
-            + "\n".join(lines) + "\n</collapsed>")
+            + "\n".join(lines) + f"\n</{COLLAPSED_TAG}>")
     return Message(f"collapse-{first}", "user", (Text(text),), Origin.COLLAPSE,
                    {"stage": NAME, "covers": [m.id for r in span for m in r.messages(view)]})
 

@@ -23,11 +23,22 @@ SMALL = REPO / "fixtures" / "small.jsonl"
 
 
 def malformed_copy(folder: Path) -> Path:
-    """A Claude Code file whose first records are fine (so it is recognised) and whose third is broken."""
+    """A Claude Code file whose first records are fine (so it is recognised) and whose third is a
+    record that cannot be read (a user record without its message)."""
     lines = SMALL.read_text(encoding="utf-8").splitlines(keepends=True)
     bad = folder / "broken.jsonl"
-    bad.write_text("".join(lines[:2]) + '{"type": "user", "message": {oops\n' + "".join(lines[2:]), encoding="utf-8")
+    bad.write_text("".join(lines[:2]) + '{"type": "user", "uuid": "u-bad", "message": 7}\n' + "".join(lines[2:]),
+                   encoding="utf-8")
     return bad
+
+
+def damaged_copy(folder: Path) -> Path:
+    """A Claude Code file with a damaged third line (not JSON), as a PII redactor leaves one."""
+    lines = SMALL.read_text(encoding="utf-8").splitlines(keepends=True)
+    damaged = folder / "damaged.jsonl"
+    damaged.write_text("".join(lines[:2]) + '{"type": "user", "message": {"content": "a\\[REDACTED]"}\n'
+                       + "".join(lines[2:]), encoding="utf-8")
+    return damaged
 
 
 @pytest.fixture()
@@ -122,6 +133,28 @@ def test_a_malformed_file_gives_an_error_row_naming_the_line(tmp_path: Path) -> 
     assert len(rows) == 1
     assert rows[0]["error_kind"] == "FormatError" and f"{bad}:3" in rows[0]["error"]
     assert rows[0]["content_hash"] == content_hash(bad)  # so --resume recognises it
+
+
+def test_a_damaged_line_is_counted_in_the_row_and_strict_makes_it_the_error(tmp_path: Path) -> None:
+    damaged = damaged_copy(tmp_path)
+    rows = run_task(TaskSpec(str(damaged), "inspect"))
+    assert rows[0]["error"] is None and rows[0]["damaged_lines"] == 1
+    strict = run_task(TaskSpec(str(damaged), "inspect", strict=True))
+    assert strict[0]["error_kind"] == "StrictError" and f"{damaged}:3: broken JSON" in strict[0]["error"]
+
+
+def test_a_malformed_file_in_a_folder_is_run_and_a_data_file_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "cut.json").write_text('[{"role": "user", "content": "fix it"}, {"role": "assis', encoding="utf-8")
+    (tmp_path / "manifest.json").write_text('[{"file": "a.md", "turns": 3}]', encoding="utf-8")
+    shutil.copy(SMALL, tmp_path / "first-line-damaged.jsonl")
+    text = (tmp_path / "first-line-damaged.jsonl").read_text(encoding="utf-8")
+    (tmp_path / "first-line-damaged.jsonl").write_text("{oops\n" + text, encoding="utf-8")
+    found = discover([str(tmp_path)])
+    assert sorted(Path(p).name for p in found.transcripts) == ["cut.json", "first-line-damaged.jsonl"]
+    assert [Path(p).name for p, _ in found.skipped] == ["manifest.json"]
+    rows = {Path(r["path"]).name: r for spec in found.transcripts for r in run_task(TaskSpec(spec, "inspect"))}
+    assert "invalid JSON" in rows["cut.json"]["error"]
+    assert rows["first-line-damaged.jsonl"]["error"] is None and rows["first-line-damaged.jsonl"]["damaged_lines"] == 1
 
 
 def test_a_file_over_the_size_limit_is_an_error_row_without_parsing(tmp_path: Path) -> None:

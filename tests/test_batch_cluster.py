@@ -76,7 +76,8 @@ def test_cluster_rows_equal_serial_rows(scheduler: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
     lines = (REPO / "fixtures" / "small.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    (bad / "broken.jsonl").write_text("".join(lines[:2]) + "{broken\n" + "".join(lines[2:]), encoding="utf-8")
+    (bad / "broken.jsonl").write_text("".join(lines[:2]) + '{"type": "user", "uuid": "u-bad", "message": 7}\n'
+                                      + "".join(lines[2:]), encoding="utf-8")
     runs = [("inspect", inputs + [str(bad)], ()), ("compact", inputs + [str(bad)], (4_000,)),
             ("probe", small, (4_000, 20_000)), ("replay", small[:2], (20_000,))]
     for task, paths, targets in runs:

@@ -3,6 +3,7 @@ time, with the source message ids of each line."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,6 +13,7 @@ from builders import Convo
 from shared import TRANSCRIPTS, needs_shared
 from worksurface import Session
 from worksurface.cli.app import app
+from worksurface.core.model import Message
 from worksurface.subagents.brief import BriefError, build_brief
 
 AGENTS_MD = """# Project rules
@@ -36,9 +38,15 @@ def _convo() -> Convo:
     return c
 
 
+def _in_repo(c: Convo) -> list[Message]:
+    """The messages as Claude Code records them, with the session's working directory (where it
+    loads AGENTS.md and CLAUDE.md from)."""
+    return [dataclasses.replace(m, meta={"cwd": "/repo"}) for m in c.messages]
+
+
 def _brief(task: str, budget: int = 3000):  # type: ignore[no-untyped-def]
     with Session.open(None) as session:
-        session.ledger.update(_convo().messages)
+        session.ledger.update(_in_repo(_convo()))
         return session.brief(task, budget)
 
 

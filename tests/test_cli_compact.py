@@ -49,9 +49,24 @@ def test_compact_long_claude_code_sessions_at_their_boundary(tmp_path, target):
 
 def test_compact_errors_name_the_file_and_exit_2(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"type": "user", "uuid": "a", "sessionId": "s", "message": {"role": "user", "content": "hi"}}\n{broken\n')
+    bad.write_text('{"type": "user", "uuid": "a", "sessionId": "s", "message": {"role": "user", "content": "hi"}}\n'
+                   '{"type": "user", "uuid": "b", "message": 7}\n')
     res = runner.invoke(app, ["compact", str(bad)])
     assert res.exit_code == 2 and "bad.jsonl:2" in res.output
+
+
+def test_compact_reads_around_a_damaged_line_keeps_it_and_strict_refuses(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    first = '{"type": "user", "uuid": "a", "sessionId": "s", "message": {"role": "user", "content": "hi"}}\n'
+    bad.write_text(first + '{broken\n')
+    out = tmp_path / "out.jsonl"
+    res = runner.invoke(app, ["compact", str(bad), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "bad.jsonl: skipped 1 line" in res.stderr and "line 2: broken JSON" in res.stderr
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[0]) == json.loads(first) and lines[1] == "{broken"  # at its place, as read
+    strict = runner.invoke(app, ["compact", str(bad), "-o", str(out), "--strict"])
+    assert strict.exit_code == 2 and "bad.jsonl:2: broken JSON" in strict.stderr
 
 
 def test_replay_reports_every_call(tmp_path):

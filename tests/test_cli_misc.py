@@ -97,12 +97,13 @@ def test_python_dash_m_worksurface(tmp_path: Path) -> None:
 
 # ---- logging -------------------------------------------------------------------------------------------
 
-def test_logging_is_quiet_by_default_and_verbose_with_v(capsys: pytest.CaptureFixture[str]) -> None:
+def test_logging_shows_notices_by_default_and_more_with_v(capsys: pytest.CaptureFixture[str]) -> None:
     log = logging.getLogger("worksurface.test")
     try:
         configure_logging(0)
         log.warning("breaker opened")
-        assert capsys.readouterr().err == ""
+        log.info("summarizer fell back")
+        assert capsys.readouterr().err == "worksurface: WARNING: breaker opened\n"
         configure_logging(1)
         log.info("summarizer fell back")
         log.debug("detail")

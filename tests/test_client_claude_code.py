@@ -22,6 +22,9 @@ from claude_client import needs_claude, resume
 from fake_anthropic import LoggedRequest, last_user_text, request_text
 from shared import TRANSCRIPTS, needs_shared
 from worksurface.cli import app
+from worksurface.core.view import live_slice
+from worksurface.formats import read_transcript
+from worksurface.probes.cut import first_boundary
 
 SESSIONS = ["8463c716-a2ea-4c14-9efa-87158ebd9f20", "258c7280-ae70-4798-800f-63464d01a85d"]
 # Post-compact target (anchored tokens). The default (20% of the window, 40k) is below what these
@@ -42,7 +45,8 @@ def compact_into(home: Path, source: Path, *args: str) -> dict[str, Any]:
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The file's records; a damaged line (kept as it was read) is no record, to Claude Code either."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and _parses(line)]
 
 
 def live_chain(path: Path) -> list[dict[str, Any]]:
@@ -139,3 +143,50 @@ def test_session_compacted_by_claude_code_then_worksurface_resumes(tmp_path: Pat
     prompt = "WS13-AFTER-BOTH: what is left to do?"
     request = prompt_request(resume(tmp_path, session_id, prompt), prompt)
     check_request_holds_view(request, live_chain(written))
+
+
+# --- the field sessions (issue 24): other users, Claude Code 2.0.76 to 2.1.49 -----------------------------
+
+FIELD_CC = sorted(p for p in (TRANSCRIPTS / "field").rglob("*.jsonl") if "subagents" not in p.parts
+                  and read_transcript(p).format == "claude-code") if (TRANSCRIPTS / "field").exists() else []
+
+
+@needs_shared(TRANSCRIPTS / "field")
+@pytest.mark.parametrize("source", FIELD_CC, ids=lambda p: str(p.relative_to(TRANSCRIPTS / "field")))
+def test_every_field_session_resumes_after_worksurface_compacts_it(tmp_path: Path, source: Path) -> None:
+    at = ["--at", "boundary"] if first_boundary(read_transcript(source).messages) is not None else []
+    data = compact_into(tmp_path, source, *at)
+    written = Path(data["output"])
+    prompt = "WS24-FIELD: continue with the next step."
+    request = prompt_request(resume(tmp_path, written.stem, prompt), prompt)
+    check_request_holds_view(request, live_chain(written))
+
+
+@needs_shared(TRANSCRIPTS / "field" / "M-Claude")
+def test_a_session_with_damaged_lines_written_in_place_resumes_whole(tmp_path: Path) -> None:
+    """Damaged lines stay where they were (nothing lost) and Claude Code still follows the chain
+    across them: every call of the live part reaches the request, in order."""
+    source = TRANSCRIPTS / "field" / "M-Claude" / "3af9b1a7-6512-4883-ad18-320658ced099.jsonl"
+    res = runner.invoke(app, ["compact", str(source), "--claude-projects", str(tmp_path / ".claude" / "projects"),
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["boundary"] is None  # under the threshold: the file is written in place
+    written = Path(data["output"]).read_text(encoding="utf-8").split("\n")
+    original = source.read_text(encoding="utf-8").split("\n")
+    damaged = [line for line in original if line.strip() and not _parses(line)]
+    assert damaged and all(line in written for line in damaged)
+    live = live_slice(read_transcript(source).messages)
+    prompt = "WS24-DAMAGED: where were we?"
+    request = prompt_request(resume(tmp_path, source.stem, prompt), prompt)
+    sent = [b["id"] for m in request.body["messages"] if m["role"] == "assistant" and isinstance(m["content"], list)
+            for b in m["content"] if b.get("type") == "tool_use"]
+    assert sent == [c.id for m in live for c in m.tool_calls]
+
+
+def _parses(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True

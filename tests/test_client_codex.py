@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from fake_responses import (FakeResponses, Recorded, Reply, Steps, codex_env, find_codex, message,
                             rollouts, write_codex_config)
+from shared import TRANSCRIPTS
 from worksurface.cli import app
 from worksurface.formats import read_transcript
 from worksurface.core.model import Origin
@@ -149,3 +150,107 @@ def test_a_rollout_codex_compacted_itself_shows_its_compaction(tmp_path: Path) -
     listed = shape["compaction"]["boundaries"]
     assert [b["message_id"] for b in listed] == [boundaries[0].id]
     assert listed[0]["by"] == "harness"
+
+
+# --- the field rollouts (issue 24): Codex CLI 0.140-0.142, another user's sessions -----------------------
+
+FIELD_ROLLOUTS = sorted((TRANSCRIPTS / "field" / "EntityProcess-agentv").glob("*/*/*/full.jsonl")) \
+    if TRANSCRIPTS.exists() else []
+# The limit a user sets; the field rollouts ran with the 258,400-token window, so it is reachable.
+AUTO_COMPACT_LIMIT = 150_000
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+
+
+def install_for_fake(home: Path, rollout: Path, extra: list[dict[str, Any]] = ()) -> str:
+    """Install a rollout as a session of the fake provider (Codex refuses to resume a session under
+    another provider than the one it ran with); `extra` records go at its end."""
+    lines = jsonl(rollout) + list(extra)
+    meta = lines[0]
+    assert meta["type"] == "session_meta"
+    lines[0] = {**meta, "payload": {**meta["payload"], "model_provider": "fake"}}
+    copy = home / "rollout.jsonl"
+    home.mkdir(parents=True, exist_ok=True)
+    copy.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    session_id = install_rollout(home, copy)
+    copy.unlink()
+    return session_id
+
+
+def resume_field(home: Path, session_id: str, prompt: str) -> FakeResponses:
+    with FakeResponses(Steps([Reply([message("Resumed.", "msg_field")])])) as server:
+        write_codex_config(home, server.base_url, extra=f"model_auto_compact_token_limit = {AUTO_COMPACT_LIMIT}",
+                           tables=TABLES)
+        run_codex(home, ["resume", session_id, prompt])
+    return server
+
+
+def is_token_count(r: dict[str, Any]) -> bool:
+    return r["type"] == "event_msg" and r["payload"].get("type") == "token_count" and bool(r["payload"].get("info"))
+
+
+def standing(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The developer and harness-written user items of a rollout's live part, as recorded."""
+    live = live_slice(read_transcript_text(records).messages)
+    return [m.meta["raw"]["payload"] if m.meta["raw"].get("type") == "response_item" else m.meta["raw"]
+            for m in live if m.role == "system" and not m.meta.get("compact_boundary")]
+
+
+def read_transcript_text(records: list[dict[str, Any]]) -> Any:
+    from worksurface.formats import loads
+    return loads("".join(json.dumps(r) + "\n" for r in records), "codex")
+
+
+@pytest.mark.parametrize("rollout", FIELD_ROLLOUTS, ids=lambda p: "/".join(p.parts[-4:-1]))
+def test_every_field_rollout_resumes_after_worksurface_compacts_it_without_compacting_again(
+        tmp_path: Path, rollout: Path) -> None:
+    compacted = tmp_path / "compacted.jsonl"
+    res = runner.invoke(app, ["compact", str(rollout), "--force", "--json", "-o", str(compacted)])
+    assert res.exit_code == 0, res.output
+    source, written = jsonl(rollout), jsonl(compacted)
+    # One token_count, after everything, measuring the compacted view; the window stays the rollout's.
+    counts = [r for r in written if is_token_count(r)]
+    assert len(counts) == 1 and written[-1] is counts[0]
+    info = counts[0]["payload"]["info"]
+    assert info["last_token_usage"]["input_tokens"] == json.loads(res.stdout)["usage"]["after"]["anchored"]
+    assert info["model_context_window"] == [r for r in source if is_token_count(r)][-1]["payload"]["info"][
+        "model_context_window"]
+    # The standing context is carried verbatim, and the latest turn_context follows the compaction.
+    at = max(i for i, r in enumerate(written) if r["type"] == "compacted")
+    history = written[at]["payload"]["replacement_history"]
+    assert standing(source) and all(item in history for item in standing(source))
+    contexts = [r for r in source if r["type"] == "turn_context"]
+    assert any(r["type"] == "turn_context" and r["payload"] == contexts[-1]["payload"] for r in written[at:])
+
+    home = tmp_path / "home"
+    server = resume_field(home, install_for_fake(home, compacted), "WS24: what is the state?")
+    print("requests on resume:", json.dumps(describe(server.requests)))
+    assert server.kinds() == ["turn"], f"Codex compacted the compacted rollout again: {server.kinds()}"
+    sent = server.requests[0].body["input"]
+    summary = written[at]["payload"]["message"]
+    assert summary and summary in [t for item in sent for t in texts(item)]
+    # The reasoning of the kept turns goes back to the model with its encrypted content intact.
+    kept = [r["payload"] for r in written[at + 1:] if r["type"] == "response_item"
+            and r["payload"]["type"] == "reasoning"]
+    sent_reasoning = [i for i in sent if i.get("type") == "reasoning"]
+    assert kept and len(sent_reasoning) >= len(kept)
+    assert [i.get("encrypted_content") for i in sent_reasoning[-len(kept):]] == [r.get("encrypted_content") for r in kept]
+
+
+def test_a_stale_token_count_would_make_codex_compact_again(tmp_path: Path) -> None:
+    """The control for the check above: the same compacted rollout, with the measurement it had
+    before the compaction as its last token_count, makes Codex compact before answering."""
+    rollout = next((p for p in FIELD_ROLLOUTS if any(
+        is_token_count(r) and r["payload"]["info"]["last_token_usage"]["total_tokens"] > AUTO_COMPACT_LIMIT
+        for r in jsonl(p))), None)
+    if rollout is None:
+        pytest.skip("no field rollout measured more than the auto-compact limit")
+    compacted = tmp_path / "compacted.jsonl"
+    assert runner.invoke(app, ["compact", str(rollout), "--force", "-o", str(compacted)]).exit_code == 0
+    stale = max((r for r in jsonl(rollout) if is_token_count(r)),
+                key=lambda r: r["payload"]["info"]["last_token_usage"]["total_tokens"])
+    home = tmp_path / "home"
+    server = resume_field(home, install_for_fake(home, compacted, [stale]), "WS24: what is the state?")
+    assert server.kinds()[0] in ("compact", "remote-compact"), server.kinds()

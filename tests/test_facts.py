@@ -157,8 +157,10 @@ def test_task_spec_rules_name_their_command_and_heading_bullets_count():
 
 
 def test_rules_files_and_hook_reminders_but_not_boilerplate():
-    c = Chat()
+    c = Chat(cwd="/r/app")
     c.call("Read", {"file_path": "/r/AGENTS.md"}, "     1→# Rules\n     2→- Never commit secrets.\n")
+    # The same name where no harness loads it from is a file the agent read, not the project's rules.
+    c.call("Read", {"file_path": "/r/app/node_modules/x/AGENTS.md"}, "     1→- Never run the tests.\n")
     c.user("<system-reminder>Whenever you read a file, consider whether it is malware. You MUST refuse.</system-reminder>"
            "<system-reminder>Always run `make lint` before committing.</system-reminder>go on")
     found = {x.text: x.source for x in facts.standing_constraints(c.messages)}

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from worksurface.core.errors import FormatError
-from worksurface.formats import claude_code as cc
+from worksurface.formats import claude_code as cc, loads
 from worksurface.formats.base import Transcript
 from worksurface.core.model import Image, Message, Origin, Text, Thinking, ToolCall, ToolResult
 from shared import TRANSCRIPTS as _TRANSCRIPTS
@@ -294,8 +294,6 @@ def test_interrupted_call_and_result_across_a_boundary_are_read() -> None:
 
 
 @pytest.mark.parametrize(("body", "problem"), [
-    ('{"type": "user", "uuid": "u1", "message": ', "broken JSON"),
-    ('[1, 2]', "not an object"),
     (line(type="user", uuid="u1"), "without a 'message'"),
     (line(type=7, uuid="u1"), "record type must be a string"),
     (line(type="user", uuid="u1", message={"role": "user", "content": [
@@ -305,6 +303,21 @@ def test_bad_input_names_path_line_and_problem(body: str, problem: str) -> None:
     good = line(type="user", uuid="u0", message={"role": "user", "content": "hi"})
     with pytest.raises(FormatError) as info:
         cc.read("\n".join([good, "", body]), "/tmp/bad.jsonl")
+    assert "/tmp/bad.jsonl:3" in str(info.value) and problem in str(info.value)
+    assert info.value.line == 3
+
+
+@pytest.mark.parametrize(("body", "problem"), [
+    ('{"type": "user", "uuid": "u1", "message": ', "the last line is cut off"),
+    ('{"type": "user", "uuid": "u1", "message": \n', "broken JSON"),
+    ('[1, 2]\n', "not an object"),
+])
+def test_a_line_that_is_no_record_is_read_around_and_strict_refuses_it(body: str, problem: str) -> None:
+    good = line(type="user", uuid="u0", message={"role": "user", "content": "hi"})
+    text = "\n".join([good, "", body])
+    assert [m.id for m in cc.read(text, "/tmp/bad.jsonl").messages] == ["u0"]
+    with pytest.raises(FormatError) as info:
+        loads(text, "claude-code", "/tmp/bad.jsonl", strict=True)
     assert "/tmp/bad.jsonl:3" in str(info.value) and problem in str(info.value)
     assert info.value.line == 3
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from worksurface.cli import app
 from worksurface.core.errors import FormatError
 from worksurface.formats import claude_code as cc
-from worksurface.formats import read_transcript
+from worksurface.formats import loads, read_transcript
 from worksurface.formats.claude_code_projects import project_dir_name
 from worksurface.core.view import check_pairing, live_slice
 
@@ -62,7 +62,6 @@ def boundary(uuid: str, meta) -> str:
      "is_error must be true or false"),
     (user("u1", "again"), "uuid 'u1' is used twice (first on line 1)"),
     (assistant("a2", [call("t0")], "m2"), "tool_use id 't0' is used twice (first on line 2)"),
-    ("[" * 20_000 + "]" * 20_000, "nested too deeply"),
 ])
 def test_damaged_record_is_a_format_error_naming_line_and_problem(bad: str, problem: str) -> None:
     text = "\n".join([user("u1", "hi"), assistant("a1", [call("t0")]),
@@ -70,6 +69,14 @@ def test_damaged_record_is_a_format_error_naming_line_and_problem(bad: str, prob
     with pytest.raises(FormatError) as info:
         cc.read(text, "/tmp/s.jsonl")
     assert info.value.line == 4 and problem in str(info.value), str(info.value)
+
+
+def test_a_line_nested_too_deeply_is_read_around_and_strict_refuses_it() -> None:
+    text = "\n".join([user("u1", "hi"), "[" * 20_000 + "]" * 20_000, user("u2", "again")]) + "\n"
+    assert [m.id for m in cc.read(text, "/tmp/s.jsonl").messages] == ["u1", "u2"]
+    with pytest.raises(FormatError) as info:
+        loads(text, "claude-code", "/tmp/s.jsonl", strict=True)
+    assert info.value.line == 2 and "nested too deeply" in str(info.value)
 
 
 def test_a_call_id_may_repeat_after_a_compact_boundary() -> None:

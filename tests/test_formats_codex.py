@@ -270,6 +270,17 @@ def test_new_messages_of_every_kind_round_trip() -> None:
 @pytest.mark.parametrize(("bad", "problem"), [
     ("{not json", "broken JSON"),
     ("[1, 2]", "JSON list, not an object"),
+])
+def test_a_line_that_is_no_record_is_read_around_and_strict_refuses_it(bad: str, problem: str) -> None:
+    text = META + "\n" + user("hi", "u1") + "\n" + bad + "\n"
+    assert [m.text for m in codex.read(text, PATH).messages] == ["hi"]
+    with pytest.raises(FormatError) as info:
+        loads(text, "codex", PATH, strict=True)
+    assert info.value.path == PATH and info.value.line == 3
+    assert problem in info.value.problem
+
+
+@pytest.mark.parametrize(("bad", "problem"), [
     (json.dumps({"payload": {}}), "no string 'type'"),
     (json.dumps({"type": "response_item", "payload": 3}), "without an object 'payload'"),
     (line("response_item", {"type": "message", "role": "user", "content": "x"}), "'content' must be a list"),

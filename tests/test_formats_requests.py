@@ -169,7 +169,11 @@ def test_openai_export_places_tool_messages_and_converts_worksurface_messages() 
         {"id": "c2", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls"}'}}]}
     assert [m["tool_call_id"] for m in out[3:5]] == ["c2", "c1"]
     assert out[6] == {"role": "user", "content": "also this"}
-    assert out[7] == {"role": "user", "content": "summary text"}
+    # worksurface's own messages carry a `name` saying so, which reading gives back as their origin.
+    assert out[5]["name"] == "worksurface_status"
+    assert out[7] == {"role": "user", "name": "worksurface_summary", "content": "summary text"}
+    back = openai.read(json.dumps(out))
+    assert [m.origin for m in back.messages][5:] == [Origin.STATUS, Origin.CONVERSATION, Origin.SUMMARY]
 
 
 def test_exports_answer_a_call_left_without_result_unless_it_is_last() -> None:

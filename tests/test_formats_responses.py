@@ -68,12 +68,17 @@ def test_responses_edited_and_new_messages_are_written_as_items() -> None:
     out = json.loads(responses.write(t, view))
     assert out["instructions"] == "You are Codex." and out["store"] is False
     items = out["input"]
-    assert items[0] == {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "compacted"}]}
-    assert items[1]["role"] == "user" and items[1]["content"][0]["text"] == "Summary so far."
+    # worksurface's own messages start with their mark (formats.ownmark), which reading takes off again.
+    assert items[0] == {"type": "message", "role": "developer", "content": [
+        {"type": "input_text", "text": "[worksurface:boundary system id=ws-boundary]\ncompacted"}]}
+    assert items[1]["role"] == "user" and items[1]["content"][0]["text"] == \
+        "[worksurface:summary user id=ws-summary]\nSummary so far."
     assert items[3] == {"type": "function_call_output", "call_id": "call_1", "output": "[cleared]"}
     assert items[-1] == {"role": "user", "content": "Thanks, now run it."}  # the short form is kept
     again = responses.read(json.dumps(out))
     assert [m.blocks for m in again.messages[1:]] == [m.blocks for m in view[1:]]
+    assert [(m.id, m.origin) for m in again.messages[1:3]] == [("ws-boundary", Origin.BOUNDARY),
+                                                               ("ws-summary", Origin.SUMMARY)]
 
 
 def test_responses_export_answers_an_unanswered_call_unless_it_is_last() -> None:

@@ -213,8 +213,10 @@ def test_aider_marks_worksurface_messages_with_lines_aider_skips() -> None:
             Message("2", "system", (Text("[compacted]"),), Origin.BOUNDARY),
             Message("3", "user", (Text("Summary line one\nline two"),), Origin.SUMMARY)]
     out = dumps(Transcript([], "aider"), msgs)
-    assert "# worksurface: boundary system\n> [compacted]  \n" in out
-    assert "# worksurface: summary user\n#### Summary line one  \n#### line two  \n" in out
+    check0 = aider.mark_check(0, Origin.BOUNDARY, "system", "[compacted]")
+    check1 = aider.mark_check(1, Origin.SUMMARY, "user", "Summary line one\nline two")
+    assert f"# worksurface: boundary system {check0}\n> [compacted]  \n" in out
+    assert f"# worksurface: summary user {check1}\n#### Summary line one  \n#### line two  \n" in out
     back = loads(out, "aider").messages
     assert _content(back) == _content(msgs)
 

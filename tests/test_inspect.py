@@ -22,7 +22,8 @@ TRANSCRIPTS = _TRANSCRIPTS
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 NOT_TRANSCRIPTS = ("README.md", "manifest.json")
 KEYS = {"path", "format", "messages", "tokens", "by_role", "by_category", "by_tool", "largest_results",
-        "compaction", "live", "unanswered_calls", "orphan_results", "queued_inputs", "subagents"}
+        "compaction", "live", "harness_clearings", "damaged_lines", "unanswered_calls", "orphan_results",
+        "queued_inputs", "subagents"}
 
 runner = CliRunner()
 
@@ -58,14 +59,22 @@ def test_table_output():
         assert heading in result.stdout
 
 
-def test_malformed_input_exits_2_with_the_file_name(tmp_path):
+def test_a_damaged_line_is_one_notice_counted_in_the_report_and_strict_exits_2(tmp_path):
     bad = tmp_path / "broken-session.jsonl"
     first = SMALL.read_text().splitlines()[0]
     bad.write_text(first + "\n{not json\n")
-    result = runner.invoke(app, ["inspect", str(bad)])
-    assert result.exit_code == 2
-    assert "broken-session.jsonl" in result.stderr and ":2" in result.stderr
-    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+    result = runner.invoke(app, ["inspect", str(bad), "--json"])
+    assert result.exit_code == 0, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and "broken-session.jsonl: skipped 1 line" in result.stderr
+    assert json.loads(result.stdout)["damaged_lines"] == [
+        {"line": 2, "problem": "broken JSON: Expecting property name enclosed in double quotes at column 2",
+         "cut": False}]
+    table = runner.invoke(app, ["inspect", str(bad)])
+    assert "1 damaged line(s) read around" in table.stdout
+    strict = runner.invoke(app, ["inspect", str(bad), "--strict"])
+    assert strict.exit_code == 2
+    assert "broken-session.jsonl:2" in strict.stderr
+    assert "Traceback" not in strict.output and len(strict.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("args", [["missing.jsonl"], [str(SMALL), "--format", "no-such-format"]])

@@ -17,7 +17,7 @@ from worksurface import facts
 from worksurface.facts.provenance import harness_reminders, is_harness_rejection
 from worksurface.formats import FORMAT_NAMES, Transcript, dumps, loads
 from worksurface.core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
-from worksurface.engine.reinject import escape_wrapped
+from worksurface.core.escape import escape_tags as escape_wrapped
 from worksurface.status import derive_events, reduce
 
 CANARY = "CANARY7"

@@ -106,11 +106,13 @@ def test_deep_nesting_is_a_format_error(fmt: str, depth: int) -> None:
     assert info.value.path == PATH
 
 
-def test_deep_nesting_in_a_jsonl_line_is_a_format_error() -> None:
+def test_deep_nesting_in_a_jsonl_line_is_read_around_and_strict_refuses_it() -> None:
     line = json.dumps({"type": "user", "uuid": "u", "sessionId": "s", "message": {"role": "user", "content": "x"}})
+    text = line + "\n" + '{"type": "user", "x": ' + deep(10_000) + "}\n"
+    assert [m.id for m in loads(text, "auto", "x.jsonl").messages] == ["u"]
     with pytest.raises(FormatError, match="nested|JSON") as info:
-        loads(line + "\n" + '{"type": "user", "x": ' + deep(10_000) + "}\n", "auto", "x.jsonl")
-    assert info.value.path == "x.jsonl"
+        loads(text, "auto", "x.jsonl", strict=True)
+    assert info.value.path == "x.jsonl" and info.value.line == 2
 
 
 # ---- OpenHands, SWE-agent: wrong JSON types are named, not crashed on ----------------------------------
@@ -305,8 +307,6 @@ def test_not_utf8_names_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "line", "record", "problem"), [
     ('[\n{"role": "user", "content": "a"},\n{"role": "assistant", "content": "b"\n]', 4, None, "invalid JSON"),
-    (json.dumps({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "a"}})
-     + '\n{"type": "assistant", oops}\n', 2, None, "JSON"),
     ('{"a": 1}\n{"b": 2\n', 2, None, "invalid JSON Lines record"),
     (json.dumps([{"role": "robot", "content": "a"}]), None, "messages[0]", "role 'robot'"),
     (json.dumps({"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}),
@@ -320,6 +320,15 @@ def test_detection_failure_reports_the_specific_error(text: str, line: int | Non
         loads(text, "auto", PATH)
     assert not isinstance(info.value, UnknownFormatError) or "unrecognised" not in str(info.value)
     assert info.value.path == PATH and info.value.line == line and info.value.record == record
+
+
+def test_a_broken_line_of_a_session_file_is_read_around_and_strict_refuses_it() -> None:
+    text = (json.dumps({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "a"}})
+            + '\n{"type": "assistant", oops}\n')
+    assert [m.id for m in loads(text, "auto", PATH).messages] == ["u1"]
+    with pytest.raises(FormatError, match="broken JSON") as info:
+        loads(text, "auto", PATH, strict=True)
+    assert info.value.path == PATH and info.value.line == 2
 
 
 def test_unrelated_json_and_empty_input_stay_unrecognised() -> None:

@@ -1,20 +1,21 @@
 """Finding the transcripts a batch runs on: directories (recursively), globs, files and manifests.
 
 A file found inside a directory or by a glob counts only when its first bytes look like a supported
-format (`worksurface.formats.detect_format`); licences, READMEs, notes and other data are skipped with
-the reason. A file named explicitly is always taken, so a malformed one gives an error row instead of
-vanishing. `@FILE` reads a manifest: one path per line (blank lines and `#` comments ignored).
+format (`worksurface.formats.detect_format`), or is meant to be one but is malformed (its task gives
+an error row); licences, READMEs, notes and other data are skipped with the reason. A file named
+explicitly is always taken, so a malformed one gives an error row instead of vanishing. `@FILE` reads a manifest: one path per line (blank lines and `#` comments ignored).
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from ..core.errors import WorksurfaceError
+from ..core.errors import UnknownFormatError, WorksurfaceError
 from ..core.fileio import atomic_write, read_text
 from ..formats import detect_format
 from .tasks import DEFAULT_MAX_BYTES, transcript_path
@@ -128,7 +129,7 @@ def skip_reason(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
     head = _decode_head(head_bytes, complete=size <= SNIFF_BYTES)
     if head is None:
         return "not UTF-8 text"
-    if _detects(head, str(path)):
+    if _detects(head, str(path), complete=size <= SNIFF_BYTES):
         return None
     if size <= SNIFF_BYTES or head.lstrip()[:1] not in ("[", "{"):
         return "not a supported transcript format"
@@ -140,7 +141,7 @@ def skip_reason(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
         whole = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return "not UTF-8 text"
-    return None if _detects(whole, str(path)) else "not a supported transcript format"
+    return None if _detects(whole, str(path), complete=True) else "not a supported transcript format"
 
 
 def _decode_head(data: bytes, complete: bool) -> str | None:
@@ -153,9 +154,23 @@ def _decode_head(data: bytes, complete: bool) -> str | None:
     return None
 
 
-def _detects(text: str, path: str) -> bool:
+def _detects(text: str, path: str, complete: bool) -> bool:
+    """True when `text` is in a supported format, or (when it is the whole file) is meant to be one
+    but is malformed (broken JSON, a JSON Lines session with a bad record): that file gets an error
+    row saying what is wrong, never a silent skip. Valid JSON of another shape (a manifest, a data
+    file) is no transcript; a partial head's broken JSON may be the cut, so it decides nothing."""
     try:
         detect_format(text, path)
+    except UnknownFormatError:
+        return False
     except WorksurfaceError:
+        return complete and not _one_json_document(text)
+    return True
+
+
+def _one_json_document(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
         return False
     return True

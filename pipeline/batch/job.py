@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..core.fileio import output_folder
 from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from .discover import Discovery, discover, write_manifest
@@ -46,6 +47,7 @@ class BatchOptions:
     resume: bool = False
     force: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
+    strict: bool = False
 
     def record(self) -> dict[str, Any]:
         """The options that decide what a row means (checked on --resume)."""
@@ -83,6 +85,7 @@ def plan(options: BatchOptions, config: Config | None = None) -> Plan:
         raise BatchError("--workers must be 0 (serial, in this process) or more")
     if any(t <= 0 for t in options.targets):
         raise BatchError("every target must be a positive number of tokens")
+    output_folder(options.out)
     store = ResultStore(options.out, options.fmt)
     if store.has_results() and not (options.resume or options.force):
         raise BatchError(f"{options.out} already holds results: pass --resume to continue them or "
@@ -105,7 +108,8 @@ def plan(options: BatchOptions, config: Config | None = None) -> Plan:
             skipped += 1
             continue
         probe_file = DERIVE if probes is None else probes.find(path)
-        specs.append(TaskSpec(path, options.task, targets, probe_file, options.window, options.max_bytes, cfg))
+        specs.append(TaskSpec(path, options.task, targets, probe_file, options.window, options.max_bytes, cfg,
+                              options.strict))
     return Plan(options, store, discovery, specs, skipped)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from ..core.config import Config
 from ..core.errors import FormatError, WorksurfaceError
 from ..core.fileio import read_text
-from ..formats import Transcript, loads
+from ..formats import Transcript, damaged_lines, loads
 from ..core.tokens import TokenCounter
 
 Row = dict[str, Any]
@@ -51,6 +51,7 @@ class TaskSpec:
     window: int | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
     config: Config = field(default_factory=Config)
+    strict: bool = False  # a damaged line in a session file makes the file's error row
 
 
 def content_hash(path: str | os.PathLike[str]) -> str:
@@ -75,8 +76,9 @@ def run_task(spec: TaskSpec) -> list[Row]:
         if size > spec.max_bytes:
             raise FormatError(f"file is {size:,} bytes, over the {spec.max_bytes:,}-byte limit (--max-bytes)",
                               path=spec.path)
-        transcript = loads(read_text(spec.path, "transcript"), "auto", spec.path)
+        transcript = loads(read_text(spec.path, "transcript"), "auto", spec.path, strict=spec.strict)
         base["format"] = transcript.format
+        base["damaged_lines"] = len(damaged_lines(transcript.extras))  # read around, kept in the file
         base["messages"] = len(transcript.messages)
         base["tokens"] = TokenCounter().messages(transcript.messages)
         rows = _TASKS[spec.task](transcript, spec, base)

@@ -2,7 +2,8 @@
 
 Every error a user can act on is one line, `worksurface: error: <file>[:<line>]: <problem>`, and exit
 code 2: worksurface's own errors through `fail`, command-line usage errors and OS errors through
-`run`. Logging goes to stderr through the `worksurface` logger, quiet unless `-v` is given.
+`run`. Logging goes to stderr through the `worksurface` logger: notices (warnings) always, what
+worksurface decided and why with `-v`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 ERROR_PREFIX = "worksurface: error: "
 LOGGER = "worksurface"
-# -v shows what worksurface decided and why (INFO: fallbacks, breakers, skipped stages); -vv DEBUG.
-_LEVELS = (logging.ERROR, logging.INFO, logging.DEBUG)
+# Notices (WARNING: damaged lines read around, a compaction over its target, a summarizer that
+# fell back) always reach stderr; -v adds what worksurface decided and why (INFO: fallbacks,
+# breakers, skipped stages); -vv DEBUG.
+_LEVELS = (logging.WARNING, logging.INFO, logging.DEBUG)
 
 class _OneLineErrors(TyperGroup):
     """The command group: usage and OS errors become one `worksurface: error:` line and exit 2, the
@@ -97,13 +100,26 @@ def _one_line(message: str) -> str:
     return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes each record to the stderr of the moment: a test runner swaps sys.stderr per command,
+    and a handler holding the stream it started with would write to a closed one."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def configure_logging(verbosity: int) -> None:
-    """Send the `worksurface` logger to stderr at the level `-v` asked for (quiet by default)."""
+    """Send the `worksurface` logger to stderr at the level `-v` asked for (notices only by default)."""
     logger = logging.getLogger(LOGGER)
     for handler in list(logger.handlers):
         if getattr(handler, "_worksurface_cli", False):
             logger.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(logging.Formatter("worksurface: %(levelname)s: %(message)s"))
     handler._worksurface_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
@@ -154,3 +170,5 @@ def run(args: list[str] | None = None) -> NoReturn:
 
 MAX_OUTPUT_HELP = "Tokens kept free for the model's answer (default: 10% of the window, at most 20000)."
 BUFFER_HELP = "Safety margin under the window (default: 6.5% of the window, at most 13000)."
+STRICT_HELP = ("Refuse a session file with a damaged line (not a JSON record, or a cut last line) instead of "
+               "reading around it with a notice.")

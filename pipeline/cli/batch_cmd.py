@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.errors import WorksurfaceError
-from .app import app, fail
+from .app import app, fail, STRICT_HELP
 
 # Exit status after Ctrl-C, as a shell reports a process ended by SIGINT.
 INTERRUPTED_EXIT = 130
@@ -67,6 +67,7 @@ def batch(
     force: bool = typer.Option(False, "--force", help="Replace results already in the folder."),
     max_bytes: int = typer.Option(64 * 1024 * 1024, "--max-bytes",
                                   help="Files larger than this become error rows instead of being parsed."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Run one task per transcript on Dask workers and write one row per transcript and target.
 
@@ -79,7 +80,7 @@ def batch(
 
     options = BatchOptions(inputs=inputs, task=task, out=out, targets=_targets(targets), probes_from=probes_from,
                            window=window, fmt=fmt, scheduler=scheduler, workers=workers, resume=resume,
-                           force=force, max_bytes=max_bytes)
+                           force=force, max_bytes=max_bytes, strict=strict)
     console = Console(stderr=True)
     try:
         p = plan(options)
@@ -150,11 +151,17 @@ def report_batch_page(directory: Path, out: Optional[Path]) -> Path:
     """`worksurface report --batch DIR`: write the batch page of a results folder (default
     DIR/report.html) and say where; errors exit with status 2."""
     from ..batch.page import load_page_data, render_batch_page
-    from ..core.fileio import atomic_write
+    from ..core.fileio import STDOUT, atomic_write, output_file
 
-    destination = out or directory / "report.html"
     try:
+        to_stdout = out is not None and output_file(out, stdout=True) is None
+        destination = out or directory / "report.html"
+        if out is None:
+            output_file(destination)
         page = render_batch_page(load_page_data(directory))
+        if to_stdout:
+            typer.echo(page, nl=False)
+            return Path(STDOUT)
         atomic_write(destination, page)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None

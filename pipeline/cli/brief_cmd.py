@@ -12,7 +12,7 @@ from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..formats.base import Transcript
 from ..probes.cut import cut, cut_transcript
-from .app import InputFormat, app, fail
+from .app import InputFormat, app, fail, STRICT_HELP
 
 
 @app.command()
@@ -24,6 +24,7 @@ def brief(
                                      help="The working state as it stood at a point: 'boundary' (just before "
                                           "the first compaction) or a number of messages. Default: the end."),
     format: InputFormat = typer.Option("auto", "--format", "-f", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print {task, tokens, budget, text, lines: [{section, "
                                                        "text, sources (message ids), relevance}]}."),
 ) -> None:
@@ -34,7 +35,7 @@ def brief(
     from ..subagents.brief import BriefError
 
     try:
-        transcript = read_transcript(path, format.value)
+        transcript = read_transcript(path, format.value, strict=strict)
         if at is not None:
             transcript = _cut(transcript, at)
         with Session.open(None) as session:

@@ -13,8 +13,8 @@ from rich.table import Table
 
 from ..core.config import Config
 from ..core.errors import WorksurfaceError
-from ..core.fileio import STDIN, check_output_path, display_name, read_text
-from ..formats import WRITABLE_FORMATS, Dropped, Transcript, claude_code, loads, write_transcript
+from ..core.fileio import STDIN, STDOUT, display_name, output_file, read_text, replace_unchanged
+from ..formats import WRITABLE_FORMATS, Dropped, Transcript, claude_code, dumps_report, loads, write_transcript
 from ..formats.claude_code_projects import (Target, content_hash, file_hash, new_session_id, projects_target,
                                             write_target)
 from ..formats.claude_code_projects import session_id as claude_projects_session_id
@@ -22,7 +22,7 @@ from ..core.usage import find_usage, usage_report
 from ..core.view import live_slice
 from ..probes.cut import cut, cut_transcript
 from ..session import homes
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, STRICT_HELP, app, fail
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -38,6 +38,7 @@ def compact(
     in_place: bool = typer.Option(False, "--in-place",
                                   help="Replace the input file with the compacted transcript (atomically)."),
     format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Compact the transcript as it stood at a point: 'boundary' (just "
                                           "before its first compaction marker) or a number of messages."),
@@ -80,7 +81,7 @@ def compact(
     try:
         text = read_text(path, "transcript")
         read_hash = content_hash(text)  # what was compacted: a session file must still be this when replaced
-        transcript = loads(text, format.value, display_name(path))
+        transcript = loads(text, format.value, display_name(path), strict=strict)
         if at is not None:
             before = cut_transcript(transcript, cut(transcript.messages, at).before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
@@ -91,12 +92,16 @@ def compact(
             transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
         if in_place and out is None:
             out = path
+        if in_place and str(path) == STDIN:
+            raise fail("--in-place needs a file, not standard input")
         if str(path) == STDIN and out is None and claude_projects is None:
-            raise fail("reading standard input: give the output file with -o")
-        if claude_projects is None and (out is not None or not as_new_session):
+            raise fail("reading standard input: give the output file with -o (- for standard output)")
+        to_stdout = out is not None and str(out) == STDOUT and not in_place
+        if to_stdout and (claude_projects is not None or as_new_session):
+            raise fail("-o - (standard output) cannot be combined with --claude-projects or --as-new-session")
+        if claude_projects is None and not to_stdout and (out is not None or not as_new_session):
             # Refused before any work: nothing is computed only to fail at the write.
-            check_output_path(out or _default_destination(path, fmt, transcript.format), inputs=[path],
-                              in_place=in_place)
+            output_file(out or _default_destination(path, fmt, transcript.format), inputs=[path], in_place=in_place)
         if (claude_projects or as_new_session) and fmt != claude_code.NAME:
             raise fail(f"--claude-projects and --as-new-session write Claude Code sessions, not {fmt}")
         new_id = None
@@ -117,7 +122,7 @@ def compact(
             goal = Target(destination, new_id, file_hash(destination), path)
         else:
             destination = out or _default_destination(path, fmt, transcript.format)
-        if not no_session:
+        if not no_session and not (to_stdout and session_dir is None):  # standard output: --session only
             home = session_dir
             if home is None:
                 home = (homes.claude_session_folder(destination) if goal is not None
@@ -132,10 +137,18 @@ def compact(
             artifacts = len(session.store.artifact_ids())
         if not prepared.messages:
             raise fail(f"{path}: nothing to write (the transcript has no messages)")
+        text_out = ""
         if goal is not None:
             dropped = write_target(transcript, prepared.messages, goal)
+        elif to_stdout:
+            text_out, dropped = dumps_report(transcript, prepared.messages, fmt)
+        elif in_place and destination.resolve() == path.resolve():
+            text_out, dropped = dumps_report(transcript, prepared.messages, fmt)
+            # Replaced only if it still holds what was compacted: records a harness appended meanwhile
+            # are never dropped (core.fileio.replace_unchanged).
+            replace_unchanged(path, text_out, read_hash, inputs=[path])
         else:
-            dropped = write_transcript(transcript, destination, prepared.messages, fmt)
+            dropped = write_transcript(transcript, destination, prepared.messages, fmt, inputs=[path])
     except WorksurfaceError as exc:
         _discard(home if created else None)
         raise fail(str(exc)) from None
@@ -144,6 +157,11 @@ def compact(
         raise
     kept = _say_where(home, destination, artifacts)
     report = prepared.report
+    if to_stdout:
+        typer.echo(text_out, nl=False)
+        Console(stderr=True).print(f"compacted {report.tokens_before:,} -> {report.tokens_after:,} tokens "
+                                   f"({fmt}, to standard output)", highlight=False)
+        return
     if as_json:
         typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt,
                                "conversion": dropped.to_json(), "usage": sizes, "artifacts": kept,

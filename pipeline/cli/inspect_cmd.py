@@ -15,7 +15,7 @@ from rich.text import Text
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..offline.inspect import BoundedCounter, inspect_transcript
-from .app import InputFormat, app, fail
+from .app import InputFormat, app, fail, STRICT_HELP
 
 CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue": "dialogue (text, thinking)",
                    "tool_calls": "tool calls", "observations": "observations (tool results)",
@@ -26,6 +26,7 @@ CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue"
 def inspect(
     path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     format: InputFormat = typer.Option("auto", "--format", "-f", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (keys below)."),
 ) -> None:
     """Show tokens by role, category and tool, the largest tool results and the compactions in it.
@@ -47,7 +48,13 @@ def inspect(
     (tokens given at the first call after it), reported_after (that call's recorded usage),
     summary_id}, compact_summaries: list of message ids, worksurface: origin -> count}
 
-    live: {from_message, messages, tokens}, from the last compact boundary on
+    live: {from_message, messages, tokens}, from the last compact boundary on, after the harness's own
+    clearings
+
+    harness_clearings: list of {message_id, index, trigger, pre_tokens, tokens_saved, cleared_results,
+    tokens_cleared} (Claude Code's microcompact)
+
+    damaged_lines: list of {line, problem, cut}: lines that are not records, read around (see --strict)
 
     unanswered_calls, orphan_results, queued_inputs: counts
 
@@ -56,7 +63,7 @@ def inspect(
     unlinked: sidechain files no call launched (agent-acompact-* are Claude Code's compaction calls)}
     """
     try:
-        report = inspect_transcript(read_transcript(path, format.value), BoundedCounter())
+        report = inspect_transcript(read_transcript(path, format.value, strict=strict), BoundedCounter())
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:
@@ -138,6 +145,16 @@ def _print(report: dict[str, Any], console: Console) -> None:
         console.print(escape(f"compact summaries: {', '.join(comp['compact_summaries'])}"))
     if comp["worksurface"]:
         console.print("worksurface messages: " + ", ".join(f"{k} {v}" for k, v in comp["worksurface"].items()))
+    for c in report["harness_clearings"]:
+        console.print(escape(f"harness clearing after message {c['index']} [{c['message_id']}], trigger "
+                             f"{c['trigger'] or '?'}: {c['cleared_results']} tool results cleared, "
+                             f"{c['tokens_cleared']:,} tokens counted"
+                             + (f" ({c['tokens_saved']:,} by the harness's figure)"
+                                if isinstance(c["tokens_saved"], int) else "")))
+    damaged = report["damaged_lines"]
+    if damaged:
+        console.print(escape(f"{len(damaged)} damaged line(s) read around and kept in the file: "
+                             + "; ".join(f"line {d['line']}: {d['problem']}" for d in damaged)))
     notes = [f"{report[k]} {k.replace('_', ' ')}" for k in ("unanswered_calls", "orphan_results", "queued_inputs")
              if report[k]]
     if notes:

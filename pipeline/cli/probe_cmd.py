@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.errors import WorksurfaceError
-from ..core.fileio import check_output_path, display_name
+from ..core.fileio import display_name, output_file
 from ..formats import read_transcript
 from ..probes.check import DEFAULT_BASELINES, CheckResult, check
 from ..probes.curve import CurvePoint, curve
@@ -20,7 +20,7 @@ from ..probes.cut import cut
 from ..probes.derivation import derive
 from ..probes.match import Score
 from ..probes.model import CATEGORIES, ProbeSet
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, app, fail, STRICT_HELP
 
 probe_app = typer.Typer(help="Forgetting probes: derive them, check a compaction, replay a curve.",
                         no_args_is_help=True)
@@ -45,17 +45,17 @@ def derive_cmd(
     at: Optional[str] = typer.Option(None, "--at", help=_AT_HELP),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here (default: stdout)."),
     format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Derive probes mechanically from a transcript up to the cut."""
     with _errors():
-        if output is not None:
-            check_output_path(output, inputs=[path])
-        transcript = read_transcript(path, format.value)
+        destination = output_file(output, inputs=[path], stdout=True)  # None: standard output
+        transcript = read_transcript(path, format.value, strict=strict)
         probes = derive(cut(transcript.messages, at).before, display_name(path), transcript.queued_inputs)
-        if output is None:
+        if destination is None:
             typer.echo(probes.dumps(), nl=False)
         else:
-            probes.save(output)
+            probes.save(destination, inputs=[path])
             Console(stderr=True).print(f"{len(probes)} probes written to {output}", highlight=False)
 
 
@@ -71,13 +71,14 @@ def check_cmd(
                                  help="Comma-separated baselines to compare against."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default the size is "
                                   "anchored on the input tokens the transcript records."),
 ) -> None:
     """Compact at the cut and score worksurface's view against baselines of the same size."""
     with _errors():
         names = [b.strip() for b in baseline.split(",") if b.strip()]
-        result = check(read_transcript(path, format.value), ProbeSet.load(probes), at=at, window=window,
+        result = check(read_transcript(path, format.value, strict=strict), ProbeSet.load(probes), at=at, window=window,
                        target=target, baselines=names, use_usage=not no_usage)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
@@ -99,13 +100,14 @@ def curve_cmd(
                                        "(what the repeated compactions should keep up with)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     format: InputFormat = typer.Option("auto", "--format", help="Transcript format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Replay the whole transcript and report retention after each compaction (a compaction that
     overflows is marked and the replay goes on)."""
     with _errors():
         given = {"post_compact_target_tokens": target, "max_output": max_output, "autocompact_buffer": buffer}
         overrides = {k: v for k, v in given.items() if v is not None}
-        points = curve(read_transcript(path, format.value), ProbeSet.load(probes), window=window,
+        points = curve(read_transcript(path, format.value, strict=strict), ProbeSet.load(probes), window=window,
                        one_shot=one_shot, **overrides)
     if not points:
         from ..core.config import Config

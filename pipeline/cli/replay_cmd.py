@@ -14,7 +14,7 @@ from rich.table import Table
 from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail, STRICT_HELP
 
 
 @app.command("replay")
@@ -23,6 +23,7 @@ def replay_command(
     session_dir: Optional[Path] = typer.Option(None, "--session",
                                                help="Session directory (default: a fresh temporary one)."),
     format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
@@ -50,7 +51,7 @@ def replay_command(
     from ..session.session import Session
 
     try:
-        transcript = read_transcript(path, format)
+        transcript = read_transcript(path, format, strict=strict)
         config = Config.load().with_overrides(window=window, status_strategy=strategy, max_output=max_output,
                                               autocompact_buffer=buffer)
         prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,

@@ -10,9 +10,9 @@ import typer
 
 from ..core.config import Config
 from ..core.errors import WorksurfaceError
-from ..core.fileio import atomic_write
+from ..core.fileio import STDOUT, atomic_write, output_file
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail, STRICT_HELP
 
 
 @app.command("report")
@@ -22,6 +22,7 @@ def report_command(
                                        help="Where to write the page (default: <name>.report.html in the "
                                             "current directory)."),
     format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Report the transcript as it stood at a point: 'boundary' (just before "
                                           "its first compaction marker) or a number of messages."),
@@ -58,16 +59,23 @@ def report_command(
     from ..probes.model import ProbeSet
     from ..report import build_report, render_html
 
-    destination = out or Path.cwd() / f"{path.stem}.report.html"
+    inputs = [path] + ([probes] if probes is not None else [])
     try:
-        transcript = read_transcript(path, format)
+        to_stdout = out is not None and output_file(out, inputs=inputs, stdout=True) is None
+        destination = Path(STDOUT) if to_stdout else out or Path.cwd() / f"{path.stem}.report.html"
+        if out is None:
+            output_file(destination, inputs=inputs)  # refused before any work, as every output path is
+        transcript = read_transcript(path, format, strict=strict)
         probe_set = ProbeSet.load(probes) if probes is not None else None
         config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
                                               max_output=max_output, autocompact_buffer=buffer)
         data = build_report(transcript, source=path.name, at=at, config=config, force=force, replay=replay,
                             probes=probe_set, session_dir=session_dir)
         page = render_html(data)
-        atomic_write(destination, page)
+        if to_stdout:
+            typer.echo(page, nl=False)
+            return
+        atomic_write(destination, page, inputs=inputs)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:

@@ -19,7 +19,7 @@ from ..status.display import display
 from ..status.publish import DEFAULT_STRATEGY, STRATEGIES
 from ..status.render import render
 from ..status.replay import Replay, replay
-from .app import InputFormat, app, choices, fail
+from .app import InputFormat, app, choices, fail, STRICT_HELP
 
 # Message ids are UUIDs in Claude Code; the first characters are enough to find one.
 SHORT_ID = 8
@@ -34,13 +34,14 @@ def status(
     path: Path = typer.Argument(..., help="Transcript file (any supported format), or - for standard input."),
     strategy: Strategy = typer.Option(DEFAULT_STRATEGY, "--strategy", help="Publish strategy to replay."),
     format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the snapshot (fields with source and "
                                                        "freshness, signals) and the replay as JSON."),
 ) -> None:
     """Derive the status bar from a saved transcript, replaying its publication under a strategy."""
     try:
-        transcript = read_transcript(path, format.value)
+        transcript = read_transcript(path, format.value, strict=strict)
         result = replay(transcript.messages, strategy=strategy.value, window=window or Config.load().window)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None

@@ -7,10 +7,11 @@ it to a file the model can open. A memory-only session has no file, so its marke
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal, NamedTuple, Protocol
 
-from .errors import ArtifactNotFoundError
+from .errors import ArtifactNotFoundError, WorksurfaceError
 
 FETCH_TOOL_NAME = "fetch_artifact"
 FETCH_TOOL_DESCRIPTION = ("Fetch the full original content that the context manager replaced with a marker "
@@ -68,30 +69,37 @@ class Fetched(NamedTuple):
     is_error: bool
 
 
-def fetch(session: ArtifactSource, arguments: dict[str, Any]) -> str:
+def fetch(session: ArtifactSource, arguments: Any) -> str:
     """Answer a `fetch_artifact` call: the content (or the asked line range), or a one-line error the
-    model can act on (starting `error:`). Never raises for a bad id or range: the answer goes back as a
-    tool result."""
+    model can act on (starting `error:`). Never raises, whatever the model sent: the answer goes back
+    as a tool result."""
     return answer_fetch(session, arguments).text
 
 
-def answer_fetch(session: ArtifactSource, arguments: dict[str, Any]) -> Fetched:
-    """`fetch`, saying whether the answer is an error (for protocols that flag it, as MCP does)."""
+def answer_fetch(session: ArtifactSource, arguments: Any) -> Fetched:
+    """`fetch`, saying whether the answer is an error (for protocols that flag it, as MCP does). No
+    arguments, a list, a line number that is text, a float, infinity, NaN or a store that cannot be
+    read each give an error answer, never an exception."""
+    if not isinstance(arguments, dict):
+        return Fetched(f"error: {FETCH_TOOL_NAME} takes an object with 'id' (and optional 'start_line', "
+                       "'end_line')", True)
     artifact_id = arguments.get("id")
     if not isinstance(artifact_id, str) or not artifact_id:
         return Fetched(f"error: {FETCH_TOOL_NAME} needs an 'id' (the artifact id the marker names)", True)
+    first, problem = _line_number(arguments, "start_line")
+    last, problem = (None, problem) if problem else _line_number(arguments, "end_line")
+    if problem:
+        return Fetched(problem, True)
     try:
         content = session.artifact(artifact_id)
     except ArtifactNotFoundError:
-        return Fetched(f"error: no artifact {artifact_id!r} in this session", True)
-    start, end = arguments.get("start_line"), arguments.get("end_line")
-    if start is not None or end is not None:
+        return Fetched(f"error: no artifact {artifact_id[:200]!r} in this session", True)
+    except (WorksurfaceError, OSError, ValueError) as exc:  # a damaged or vanished store: say so, as a result
+        return Fetched(f"error: artifact {artifact_id[:200]!r} cannot be read: {exc}", True)
+    if first is not None or last is not None:
         lines = content.splitlines()
-        try:
-            first = int(start or 1)
-            last = int(end or len(lines))
-        except (TypeError, ValueError):
-            return Fetched(f"error: start_line and end_line must be integers, not {start!r} and {end!r}", True)
+        first = first if first is not None else 1
+        last = last if last is not None else len(lines)
         if first < 1 or last < first:
             return Fetched(f"error: bad line range {first}-{last} (the artifact has {len(lines)} lines)", True)
         content = "\n".join(lines[first - 1:last])
@@ -100,3 +108,22 @@ def answer_fetch(session: ArtifactSource, arguments: dict[str, Any]) -> Fetched:
         content = (content[:MAX_FETCH_CHARS] + f"\n[... cut at {MAX_FETCH_CHARS} characters of {len(content)}; "
                    f"ask for a line range (the artifact has {total} lines)]")
     return Fetched(content, False)
+
+
+def _line_number(arguments: dict[str, Any], key: str) -> tuple[int | None, str | None]:
+    """(the line number given under `key`, None) or (None, an error answer). A whole number, or text or
+    a float that is one ("12", 12.0); nothing else."""
+    value = arguments.get(key)
+    if value is None:
+        return None, None
+    if isinstance(value, bool):
+        value = None
+    elif isinstance(value, float):
+        value = int(value) if math.isfinite(value) and value.is_integer() else None
+    elif isinstance(value, str):
+        text = value.strip()
+        value = int(text) if text.isascii() and text.lstrip("+-").isdigit() and len(text) <= 18 else None
+    if isinstance(value, int) and abs(value) < 10**18:
+        return value, None
+    shown = repr(arguments.get(key))
+    return None, f"error: {key} must be a whole number of 1 or more, not {shown[:60]}"

@@ -40,6 +40,15 @@ class OutputPathError(WorksurfaceError):
         super().__init__(f"{path}: {problem}")
 
 
+class SourceChangedError(OutputPathError):
+    """The file to replace changed after it was read (a harness still appending to it): nothing of it
+    is lost; `saved` names the file that holds what arrived during the write, when anything did."""
+
+    def __init__(self, problem: str, *, path: str, saved: str | None = None) -> None:
+        self.saved = saved
+        super().__init__(problem, path=path)
+
+
 class WorkspaceReadError(WorksurfaceError):
     """A workspace file that was not read: outside the root, not a regular file, swapped for a symlink
     while being opened, too large, ... `reason` says which, in words for a report."""

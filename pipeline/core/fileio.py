@@ -10,21 +10,27 @@ command refuses a bad `-o` before it does any work.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterable
 
-from .errors import FormatError, OutputPathError, WorkspaceReadError
+from .errors import FormatError, OutputPathError, SourceChangedError, WorkspaceReadError
 
-# mkstemp creates the temp file private (0600); what we write is an ordinary readable file, unless it
-# holds session data (artifacts: what a transcript's tool results held, secrets included).
+# mkstemp creates the temp file private (0600); what we write from no input is an ordinary readable
+# file, unless it holds session data (artifacts: what a transcript's tool results held, secrets
+# included); what we write from inputs is never readable by more people than every input is.
 WRITTEN_FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
-# The conventional name for standard input on a command line.
+# The conventional name for standard input (and, for an output, standard output) on a command line.
 STDIN = "-"
+STDOUT = "-"
+# How long a writer waits for another worksurface process that holds the lock on a file it replaces.
+REPLACE_LOCK_TIMEOUT = 10.0
 # How `path` names standard input in error messages.
 STDIN_NAME = "<stdin>"
 # Opening with O_NONBLOCK makes open() of a FIFO return at once instead of waiting for a writer,
@@ -36,9 +42,12 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int = WRITTEN_FILE_MODE) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | None = None, *,
+                 inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
     """Write to a temp file in the same directory, fsync, then rename over `path` (creating parent
-    directories): a reader, or a crash, never sees a partial file. The file gets `mode`.
+    directories): a reader, or a crash, never sees a partial file. The file gets `mode` when given,
+    else `output_mode`: a transcript's secrets stay as private as the transcript they came from (0600
+    stays 0600).
 
     Text is written as valid UTF-8: a lone surrogate (a JSON `\\ud83d` escape read from a transcript
     whose emoji was cut in half) becomes the same `\\ud83d` escape again, which reads back as the
@@ -46,18 +55,141 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int = WR
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _write_temp(target, data, output_mode(target, inputs) if mode is None else mode)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_temp(target: Path, data: bytes | str, mode: int) -> str:
+    """A fsynced temp file beside `target` holding `data`, with `mode`; its path."""
     raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
             os.fchmod(fh.fileno(), mode)
-        os.replace(tmp, target)
+            os.fsync(fh.fileno())
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def output_mode(target: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()) -> int:
+    """The permission bits for a file written from `inputs`: no wider than any regular-file input's nor
+    than the file it replaces (a 0600 session file gives a 0600 compacted copy or report);
+    WRITTEN_FILE_MODE when there is neither."""
+    mode = WRITTEN_FILE_MODE
+    for source in (*inputs, target):
+        if str(source) == STDIN and source is not target:
+            continue
+        try:
+            st = os.stat(source)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            mode &= stat.S_IMODE(st.st_mode)
+    return mode
+
+
+def replace_unchanged(path: str | os.PathLike[str], data: bytes | str, expected_sha256: str | None, *,
+                      inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Replace `path` with `data` only if it still holds what was read (its SHA-256 is
+    `expected_sha256`; None: it must not exist), so a harness appending to it while worksurface worked
+    never loses a record.
+
+    The file is locked (flock, where the platform has it) against other worksurface writers, checked
+    again right before the atomic rename, and watched through the rename: anything appended to it in
+    that last moment (a writer that does not lock) is saved beside it and reported, never dropped."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd: int | None = os.open(target, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        fd = None
+    try:
+        if fd is not None:
+            _lock(fd, str(target))
+        tmp = _write_temp(target, data, output_mode(target, inputs))
+        try:
+            held = _held(fd)
+            if (None if held is None else hashlib.sha256(held).hexdigest()) != expected_sha256:
+                raise SourceChangedError(
+                    "it changed after it was read (is a harness still writing to it?); nothing was written. "
+                    "Run again once it is idle", path=str(target))
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        if fd is not None and held is not None and os.fstat(fd).st_size > len(held):
+            _save_late_records(fd, len(held), target)
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing drops the lock
+
+
+def _lock(fd: int, name: str) -> None:
+    """An exclusive advisory lock on `fd`, waiting up to REPLACE_LOCK_TIMEOUT for another holder."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this platform: the content checks still hold
+        return
+    deadline = time.monotonic() + REPLACE_LOCK_TIMEOUT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise SourceChangedError(f"another process has held a lock on it for {REPLACE_LOCK_TIMEOUT:.0f} s; "
+                                         "nothing was written", path=name) from None
+            time.sleep(0.05)
+        except OSError:
+            return  # a file system without locks: the content checks still hold
+
+
+def _held(fd: int | None) -> bytes | None:
+    """Everything the file open as `fd` holds now (None: there was no file)."""
+    if fd is None:
+        return None
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _save_late_records(fd: int, offset: int, target: Path) -> None:
+    """What a writer appended to the replaced file during the rename, saved beside it; raises to say so."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    late = b""
+    while chunk := os.read(fd, 1 << 20):
+        late += chunk
+    saved = target.with_name(f"{target.name}.appended-{int(time.time())}")
+    atomic_write(saved, late, inputs=[target])
+    raise SourceChangedError(f"{len(late)} bytes were appended to it while it was being replaced; they are saved "
+                             f"in {saved}: append them to the file (or compact again once the harness is idle)",
+                             path=str(target), saved=str(saved))
+
+
+def output_file(path: str | os.PathLike[str] | None, *, inputs: Iterable[str | os.PathLike[str]] = (),
+                in_place: bool = False, stdout: bool = False) -> Path | None:
+    """The one output-path policy of every command that writes: `-` is standard output where the
+    command can print its result (None is returned) and refused where it cannot (a file named `-`
+    is never written); any other path must pass `check_output_path`."""
+    if path is None:
+        return None
+    if str(path) == STDOUT:
+        if stdout:
+            return None
+        raise OutputPathError("`-` means standard output, which this command cannot write to; give a file "
+                              "name", path=STDOUT)
+    check_output_path(path, inputs=inputs, in_place=in_place)
+    return Path(path)
 
 
 def _kind(mode: int) -> str:
@@ -131,6 +263,8 @@ def check_output_path(path: str | os.PathLike[str], *, inputs: Iterable[str | os
     name = str(path)
     if "\0" in name:
         raise OutputPathError("the path contains a NUL byte", path=name.replace("\0", "\\0"))
+    if name == STDOUT:
+        raise OutputPathError("`-` names standard output, never a file: give a file name", path=name)
     target = Path(name)
     try:
         st: os.stat_result | None = os.lstat(target)
@@ -238,3 +372,20 @@ def _open_components(base: Path, parts: tuple[str, ...], path: str) -> int:
     finally:
         if dir_fd >= 0:
             os.close(dir_fd)
+
+
+def output_folder(path: str | os.PathLike[str]) -> Path:
+    """The same policy for a command that writes a folder of results: never `-`, never a file, FIFO or
+    symbolic link in its place, and a place where files can be created."""
+    name = str(path)
+    if name == STDOUT or "\0" in name:
+        raise OutputPathError("a results folder cannot be standard output (`-`) or hold a NUL byte: give a "
+                              "folder name", path=name.replace("\0", "\\0"))
+    target = Path(name)
+    if target.is_symlink():
+        raise OutputPathError("is a symbolic link: refusing to write results through it (give the folder it "
+                              "points to)", path=name)
+    if target.exists() and not target.is_dir():
+        raise OutputPathError("is not a folder: give a folder for the results", path=name)
+    check_output_path(target / ".results-probe")  # the parent chain and that files can be made there
+    return target

@@ -65,6 +65,19 @@ def turn_start(view: Sequence[Message], index: int) -> int:
     return i
 
 
+def insertion_point(view: Sequence[Message]) -> int:
+    """Where context worksurface adds at the end of the view goes: the end, or, when the last
+    assistant turn has a tool call with no result yet (a cut made while a call ran, results still
+    arriving), right before that turn, so nothing ever sits between a call and its result."""
+    end = len(view)
+    while end > 0 and view[end - 1].role != "assistant":
+        end -= 1
+    start = turn_start(view, end)
+    answered = {r.call_id for m in view[start:] for r in m.tool_results}
+    pending = any(c.id not in answered for m in view[start:end] for c in m.tool_calls)
+    return start if pending and start > 0 else len(view)
+
+
 def is_safe_cut(view: Sequence[Message], index: int) -> bool:
     """True when starting a slice at `index` splits no tool call from its result."""
     if index <= 0 or index >= len(view):
@@ -113,7 +126,8 @@ def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floo
     """Index where the kept tail starts: the newest messages within `budget` tokens, but always the
     last assistant turn and what follows it (they are never reduced), never splitting a call from its result,
     starting on a transcript message (edits refer to it by id), and moved back to a user turn when
-    one is close (within half the budget again). Never earlier than `floor` (the stable prefix)."""
+    one is close (within half the budget again), never inside one model response. Never earlier
+    than `floor` (the stable prefix)."""
     n = len(view)
     total, idx = 0, n
     while idx > floor:
@@ -126,7 +140,8 @@ def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floo
     while last_turn > floor and view[last_turn - 1].role == "assistant":
         last_turn -= 1  # Claude Code splits one turn into several assistant records
     idx = min(idx, last_turn)
-    while idx > floor and not (is_safe_cut(view, idx) and (idx == n or view[idx].origin is Origin.CONVERSATION)):
+    while idx > floor and not (is_safe_cut(view, idx) and not splits_response(view, idx)
+                               and (idx == n or view[idx].origin is Origin.CONVERSATION)):
         idx -= 1
     extra, j = 0, idx
     while j > floor and extra <= budget // 2:
@@ -135,6 +150,27 @@ def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floo
         if is_user_turn(view[j]) and extra <= budget // 2 and is_safe_cut(view, j):
             return j
     return idx
+
+
+# Meta of a message the format knows to be the harness's standing instructions for the session
+# (Codex's developer and permissions messages, AGENTS.md, environment context), not one event.
+STANDING = "standing"
+
+
+def standing_context(messages: Sequence[Message]) -> list[Message]:
+    """The harness's standing instructions among `messages` (meta STANDING): a compaction carries
+    them verbatim instead of summarizing them; of identical copies only the newest, in order."""
+    standing = [m for m in messages if m.meta.get(STANDING) and m.origin is Origin.CONVERSATION
+                and not m.meta.get("compact_boundary")]
+    newest = {m.digest: m.id for m in standing}
+    return [m for m in standing if newest[m.digest] == m.id]
+
+
+def splits_response(view: Sequence[Message], index: int) -> bool:
+    """True when `index` falls inside one model response: between two assistant messages (Claude
+    Code's records of one API message, a Codex response's reasoning and the calls it led to), which
+    a kept tail must hold together (a provider refuses a call turn whose reasoning was cut away)."""
+    return 0 < index < len(view) and view[index - 1].role == "assistant" and view[index].role == "assistant"
 
 
 def check_pairing(view: Sequence[Message]) -> list[str]:

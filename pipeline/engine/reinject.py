@@ -8,7 +8,6 @@ A reinjector (`worksurface.engine.state.Reinjector`) is a module with `NAME` and
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any, Iterator, Sequence
 
 from ..core.edits import edited_stage
@@ -58,12 +57,14 @@ def uncleared_results(messages: Sequence[Message]) -> Iterator[tuple[Message, To
                 yield m, r
 
 
-def reinjected(name: str, key: str, text: str, **meta: Any) -> Message:
-    """A reinjected message. Its id carries a digest of its text, so ids stay unique across
-    compactions (an identical text is never reinjected twice: the view would already show it)."""
+def reinjected(ctx: StageContext, name: str, key: str, text: str, **meta: Any) -> Message:
+    """A reinjected message of the compaction this call makes (epoch `ctx.epoch + 1`). Its id names
+    that epoch and carries a digest of its text, so ids stay unique across compactions even when a
+    later one restores the very same text (a second manual compaction, a call repeated after a crash)."""
+    epoch = ctx.epoch + 1
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
-    return Message(f"reinject-{name}-{key}-{digest}", "user", (Text(text),), Origin.REINJECTION,
-                   {"reinjector": name, **meta})
+    return Message(f"reinject-{epoch}-{name}-{key}-{digest}", "user", (Text(text),), Origin.REINJECTION,
+                   {"reinjector": name, "epoch": epoch, **meta})
 
 
 def report(name: str, before: int, added: int, restored: list, skipped: list, dropped: list,
@@ -72,26 +73,3 @@ def report(name: str, before: int, added: int, restored: list, skipped: list, dr
                        skipped=None if restored else why_empty,
                        details={"restored": restored, "skipped_visible": skipped, "dropped_budget": dropped,
                                 "tokens": added})
-
-
-# The wrappers worksurface emits around restored content. Text inside one of them (a workspace file,
-# a skill body, a rule quoted from a tool's output) must never close it or open another.
-WRAPPER_TAGS = ("file", "skill", "plan", "standing-constraints", "tools-available", "agent-status",
-                "task-spec", "findings", "working-state")
-_WRAPPER_TAG_RE = re.compile(r"<(\s*/?\s*(?:%s)\b)" % "|".join(re.escape(t) for t in WRAPPER_TAGS), re.I)
-
-
-def escape_wrapped(text: str, tag: str | None = None) -> str:
-    """`text` made safe to put inside a worksurface wrapper: the `<` of any opening or closing tag of
-    worksurface's own wrappers (and of `tag`) becomes `&lt;`, so the content can neither end its
-    wrapper nor fake another one. Everything else stays byte for byte (a file reads as written)."""
-    pattern = _WRAPPER_TAG_RE
-    if tag and tag.lower() not in WRAPPER_TAGS:
-        pattern = re.compile(r"<(\s*/?\s*(?:%s|%s)\b)" % (
-            "|".join(re.escape(t) for t in WRAPPER_TAGS), re.escape(tag)), re.I)
-    return pattern.sub(r"&lt;\1", text)
-
-
-def escape_attr(value: str) -> str:
-    """An attribute value for a wrapper written with double quotes: only `&`, `<`, `>` and `"`."""
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from ..core.model import Message, is_user_turn
 from ..core.toolkinds import call_path, normalize_name, tool_kind
@@ -22,7 +22,8 @@ from .calls import CallRecord, tool_calls, tool_label
 from .errors import is_transient, tool_errors
 from .files import added_lines, numbered_lines
 from .findings import COMPLAINT, findings
-from .provenance import converted_outputs, from_other_harness, harness_reminders
+from .meta import message_cwd, normalize_path
+from .provenance import UserNamed, converted_outputs, from_other_harness, harness_reminders, harness_tool
 from .requests import is_user_message
 from .shell import first_line, simple_commands
 from .text import one_line, strip_reminders, trim, units
@@ -52,12 +53,19 @@ TASK_COMMAND_RE = re.compile(
     r"|\bjira\s+(?:issue\s+)?view\b|\blinear\s+issue\b")
 # MCP or custom tools that fetch an issue or ticket.
 TASK_TOOL_RE = re.compile(r"(?i)(?:get|view|read|fetch|show)_?(?:issue|ticket|task|story)|issue_read")
-# Files that hold a task description.
-TASK_FILE_RE = re.compile(r"(?i)^(?:task|issue|ticket|spec|requirements?|prd|todo)[\w.-]*\.(?:md|txt|rst)$")
+# The argument of such a tool that names the issue (what the user's words must name too).
+ISSUE_KEYS = ("issue_number", "number", "issue_id", "issue", "id", "key", "identifier", "ticket", "url")
+# Files that hold a task description (a pip requirements file is a dependency list, not a task).
+TASK_FILE_RE = re.compile(r"(?i)^(?!requirements[\w.-]*\.txt$)(?:task|issue|ticket|spec|requirements?|prd|todo)"
+                          r"[\w.-]*\.(?:md|txt|rst)$")
 # Project rules files (source named by the file).
 RULES_FILES = {"agents.md", "claude.md", "claude.local.md", "gemini.md", ".cursorrules", ".windsurfrules",
                ".clinerules", "conventions.md", "copilot-instructions.md"}
 RULES_DIRS = ("/.cursor/rules/", "/.claude/rules/")
+# Folders whose rules file is the rules of the folder above (`.github/copilot-instructions.md`).
+CONFIG_FOLDERS = (".github",)
+# Rules files a harness loads from the user's home whatever the working directory.
+HOME_RULES = ("~/.claude/CLAUDE.md", "~/.codex/AGENTS.md", "~/.gemini/GEMINI.md")
 # Claude Code's injected memory: "Contents of /path/CLAUDE.md (project instructions, ...):".
 CONTENTS_OF_RE = re.compile(r"Contents of (\S+) \([^)]*\):\s*\n")
 # Harness boilerplate in reminders: not the project's rules.
@@ -135,28 +143,73 @@ def rules_in(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def rules_source(path: str) -> str | None:
-    """The source name for a project rules file, or None when the path is not one."""
-    base = posixpath.basename(path).lower()
-    if base in RULES_FILES or any(d in path for d in RULES_DIRS):
+def rules_source(path: str, cwd: str | None) -> str | None:
+    """The source name for a project rules file the harness itself would load, or None.
+
+    A harness loads its rules files from the session's working directory and the folders above it
+    (Claude Code's CLAUDE.md chain, Codex's AGENTS.md chain) and from the user's home; the same name
+    anywhere else (a dependency's `node_modules/x/CLAUDE.md`, a download in /tmp) is a file the agent
+    read, not the project's rules. Without a known working directory only the home ones are."""
+    if path in HOME_RULES:
         return posixpath.basename(path)
+    if not cwd:
+        return None
+    full = normalize_path(path, cwd)
+    folder = posixpath.dirname(full)
+    if posixpath.basename(full).lower() in RULES_FILES:
+        if posixpath.basename(folder) in CONFIG_FOLDERS:
+            folder = posixpath.dirname(folder)
+    else:
+        at = next((i for i in ((folder + "/").rfind(d) for d in RULES_DIRS) if i >= 0), -1)
+        if at < 0:
+            return None
+        folder = folder[:at] or "/"  # the project a rules folder belongs to
+    root = posixpath.normpath(cwd)
+    if folder == root or root.startswith(folder.rstrip("/") + "/"):
+        return posixpath.basename(full)
     return None
 
 
-def task_spec_origin(rec: CallRecord) -> str | None:
-    """The command, tool or file that makes this call's output task text, or None."""
+def task_spec_origin(rec: CallRecord, named: UserNamed | None = None) -> str | None:
+    """The command, tool or file that makes this call's output task text, or None.
+
+    By who produced the text: the project's tracker run in the harness's own shell (`bd show`,
+    `gh issue view` ...), or a page, issue tool or task file the user's own words pointed at
+    (`named`). A page, an MCP server's issue or a file nobody asked for is what it says, not a task."""
     if rec.result is None or rec.failed:
         return None
-    if tool_kind(rec.call) == "shell" and rec.command and TASK_COMMAND_RE.search(rec.command):
+    if tool_kind(rec.call) == "shell" and rec.command and harness_tool(rec.call) \
+            and TASK_COMMAND_RE.search(rec.command):
         return one_line(first_line(rec.command), 120)
+    if named is None:
+        return None
     if TASK_TOOL_RE.search(normalize_name(rec.name)):
-        return one_line(tool_label(rec), 120)
+        keys = [str(rec.call.input[k]) for k in ISSUE_KEYS if isinstance(rec.call.input.get(k), (str, int))
+                and not isinstance(rec.call.input.get(k), bool)]
+        return one_line(tool_label(rec), 120) if any(named(_bare_url(k)) for k in keys) else None
     path = call_path(rec.call)
     if path and rec.kind == "read" and TASK_FILE_RE.match(posixpath.basename(path)):
-        return path
-    if rec.kind == "fetch" and re.search(r"/(?:issues|pull|browse)/", rec.target):
+        return path if named(path) or named(posixpath.basename(path)) else None
+    if rec.kind == "fetch" and re.search(r"/(?:issues|pull|browse)/", rec.target) and named(_bare_url(rec.target)):
         return rec.target
     return None
+
+
+def _bare_url(value: str) -> str:
+    """A URL without its scheme and trailing slash (how a user pastes or types it)."""
+    return re.sub(r"^[a-z][a-z0-9+.-]*://", "", value.strip(), flags=re.I).rstrip("/")
+
+
+def user_named(messages: Sequence[Message], queued_inputs: Sequence[tuple[str | None, str]] = (),
+               earlier: Iterable[str] = ()) -> UserNamed:
+    """What the user said, by message index (`earlier`: said before `messages`), to ask whether
+    the user named a source before a call (`task_spec_origin`)."""
+    def said() -> Iterator[tuple[int, str]]:
+        index = {m.id: i for i, m in enumerate(messages)}
+        yield from ((-1, t) for t in earlier)
+        yield from ((i, strip_reminders(m.text)) for i, m in enumerate(messages) if is_user_message(m))
+        yield from ((index[after], text) for after, text in queued_inputs if after in index)
+    return UserNamed(said())
 
 
 # Headings whose items say what done looks like, even when none is worded as a rule.
@@ -213,13 +266,16 @@ def task_criteria(text: str) -> tuple[str, ...]:
     return tuple(t for _, _, t in sorted(out)[:MAX_CRITERIA])
 
 
-def task_specs(messages: Sequence[Message]) -> list[TaskSpec]:
-    """Task texts read (issue tracker output, task files), newest first, one per origin; an output
-    that shows several issues (`bd show a; bd show b`) gives one text per issue, so each keeps its
-    whole text and can be told apart from the others (open or closed)."""
+def task_specs(messages: Sequence[Message], queued_inputs: Sequence[tuple[str | None, str]] = (),
+               earlier_user_words: Iterable[str] = ()) -> list[TaskSpec]:
+    """Task texts read (issue tracker output, task files the user named), newest first, one per
+    origin; an output that shows several issues (`bd show a; bd show b`) gives one text per issue, so
+    each keeps its whole text and can be told apart from the others (open or closed).
+    `earlier_user_words`: what the user said before `messages` (a ledger folds in windows)."""
     found: dict[str, TaskSpec] = {}
+    named = user_named(messages, queued_inputs, earlier_user_words)
     for rec in tool_calls(messages):
-        origin = task_spec_origin(rec)
+        origin = task_spec_origin(rec, named.at(rec.index))
         if origin is None:
             continue
         lines = numbered_lines(rec.output) if rec.kind == "read" else None
@@ -263,8 +319,10 @@ def _hook_texts(bodies: Iterable[str]) -> Iterable[tuple[str, str]]:
 
 
 def standing_constraints(messages: Sequence[Message],
-                         queued_inputs: Sequence[tuple[str | None, str]] = ()) -> list[Constraint]:
-    """Every rule found, in order of first appearance, each text once."""
+                         queued_inputs: Sequence[tuple[str | None, str]] = (),
+                         earlier_user_words: Iterable[str] = ()) -> list[Constraint]:
+    """Every rule found, in order of first appearance, each text once. `earlier_user_words`: what
+    the user said before `messages` (see task_specs)."""
     found: list[Constraint] = []
     seen: set[str] = set()
 
@@ -276,6 +334,7 @@ def standing_constraints(messages: Sequence[Message],
                 found.append(Constraint(rule, source, m_id, index, origin, only or strength))
 
     records = {(r.result_index, r.call.id): r for r in tool_calls(messages) if r.result_index is not None}
+    named = user_named(messages, queued_inputs, earlier_user_words)
     queued_after = _queued_positions(messages, queued_inputs)
     outputs = converted_outputs(messages)
     for i, m in enumerate(messages):
@@ -292,9 +351,10 @@ def standing_constraints(messages: Sequence[Message],
             rec = records.get((i, r.call_id))
             if rec is None:
                 continue
-            origin = task_spec_origin(rec)
+            origin = task_spec_origin(rec, named.at(rec.index))
             path = call_path(rec.call)
-            rules = rules_source(path) if path and rec.kind == "read" and rec.succeeded else None
+            cwd = message_cwd(m) or message_cwd(messages[rec.index])
+            rules = rules_source(path, cwd) if path and rec.kind == "read" and rec.succeeded else None
             if rules or origin:
                 lines = numbered_lines(r.content) if rec.kind == "read" else None
                 body = "\n".join(lines[n] for n in sorted(lines)) if lines else r.content

@@ -15,7 +15,7 @@ from ..core.toolkinds import normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .meta import message_branch
 from .testsummary import TestRunWatcher, parse_test_output
-from .provenance import converted_outputs, harness_reminders
+from .provenance import converted_outputs, harness_reminders, harness_tool
 from .text import one_line
 from .todos import TodoItem, TodoReplayer
 from .tracker import TRACKER_UPDATE_RE, TrackerUpdate, tracker_updates
@@ -166,7 +166,7 @@ def commits(messages: Sequence[Message]) -> list[Commit]:
     made: list[Commit] = []
     pushes: list[tuple[int, str | None, str]] = []  # (index, pushed head hash or None = whole branch, branch)
     for rec in tool_calls(messages):
-        if rec.result is None or rec.failed or tool_kind(rec.call) != "shell":
+        if rec.result is None or rec.failed or (tool_kind(rec.call) != "shell" or not harness_tool(rec.call)):
             continue
         branch = message_branch(messages[rec.index])
         for m in COMMIT_RE.finditer(rec.output):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
-from ..core.model import Message, Opaque, Origin, Text, ToolResult
+from ..core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
 from .text import reminders
 
 # Claude Code's `toolUseResult` for a call the user rejected in the permission prompt.
@@ -39,6 +39,50 @@ RAW_SUFFIX = ".raw"
 AIDER_OUTPUT_COMMANDS = ("/run", "/test", "/lint", "/git", "/shell", "!")
 # How a tool call from another format is written into aider's chat (see formats/convert.py).
 CONVERTED_CALL = "[tool call] "
+
+
+# How harnesses name the tools another program (an MCP server) provides: `mcp__<server>__<tool>`. The
+# harness puts the prefix there itself; what such a tool returns is that server's text.
+MCP_PREFIX = "mcp__"
+
+
+def harness_tool(call: ToolCall) -> bool:
+    """Whether the harness itself runs this tool (its own Bash, Read, ...), not another program it
+    connects to (an MCP server, whatever the tool calls itself): only the harness's own shell makes
+    a test run a verification result or a tracker command a task text."""
+    return not call.name.strip().lower().startswith(MCP_PREFIX)
+
+
+class UserNamed:
+    """Whether the user's own words named a source (a URL, an issue number, a file) before a point
+    of the transcript: text read from a source the user pointed at is the task the user set, text
+    from anywhere else is what a page, a server or a file says. Whole words, any case. The words
+    are read only when first asked about (most sessions never ask)."""
+
+    def __init__(self, said: Iterable[tuple[int, str]] = (), before: int | None = None,
+                 parent: "UserNamed | None" = None) -> None:
+        self._source: Iterable[tuple[int, str]] | None = said
+        self._said: list[tuple[int, str]] | None = None
+        self._before = before
+        self._parent = parent
+
+    def at(self, index: int) -> "UserNamed":
+        """The same words, only those said before message `index`."""
+        return UserNamed(before=index, parent=self._parent or self)
+
+    def _words(self) -> list[tuple[int, str]]:
+        if self._parent is not None:
+            return self._parent._words()
+        if self._said is None:
+            self._said = [(i, t.casefold()) for i, t in self._source or () if t]
+        return self._said
+
+    def __call__(self, needle: str) -> bool:
+        n = needle.strip().casefold()
+        if not n:
+            return False
+        pattern = re.compile(r"(?<![\w.-])#?" + re.escape(n) + r"(?![\w-])")
+        return any(pattern.search(t) for i, t in self._words() if self._before is None or i < self._before)
 
 
 def claude_record(message: Message) -> dict[str, Any] | None:
@@ -87,23 +131,63 @@ def harness_reminders(message: Message) -> list[str]:
     """`<system-reminder>` bodies the harness wrote into this message.
 
     In a user turn or a meta/attachment record (text blocks of a user-role conversation message) they
-    are the harness's. Inside a tool result they count only when the adapter kept Claude Code's
-    record and the reminder is not part of the tool's own output (`toolUseResult`): Claude Code
-    appends its notes after the output. Reminders printed by a command, a web page or a file are
-    the world's text and are never returned."""
+    are the harness's, except the notes in which the harness quotes the world (a changed file's lines,
+    a file read for an @-mention: QUOTING_NOTES). Inside a tool result only what Claude Code appends
+    after the tool's output counts, and only when its record shows where that output ends
+    (`appended_reminders`). Reminders printed by a command, a web page or a file are the world's
+    text and are never returned."""
     if message.role != "user" or message.origin is not Origin.CONVERSATION:
         return []  # worksurface's own messages (a reinjected file, a summary) are not the harness's
     if message.meta.get("kind") == "tool_output":
         return []  # aider's `>` block: program output and notices, never a hook
     out: list[str] = []
     for block_text in _text_blocks(message):
-        out += reminders(block_text)
+        out += [body for body in reminders(block_text) if not quotes_the_world(body)]
     record = claude_record(message)
     if record is not None and "toolUseResult" in record:
         own_output = _flatten(record["toolUseResult"])
         for r in message.tool_results:
-            out += [body for body in reminders(r.content) if body not in own_output]
+            out += appended_reminders(r.content, own_output)
     return out
+
+
+# Notes the harness writes to quote the world's text: their lines are a file's or a tool's, never a rule.
+QUOTING_NOTES = ("was modified, either by the user or by a linter", "result of calling the ",
+                 "called the read tool with the following input")
+# A `<system-reminder>` block at the very end of a text, opening at the start of a line (what Claude
+# Code appends after a tool's output; a file's lines are prefixed with their numbers, so never there).
+_TRAILING_REMINDER_RE = re.compile(r"(?:^|\n)<system-reminder>((?:(?!<system-reminder>)[\s\S])*?)</system-reminder>\s*$")
+# The harness's notes are short: only this many characters at the end of a result are looked at.
+APPENDED_WINDOW = 65_536
+# The line-number prefix Claude Code's Read puts before every line it returns (`   12→`, or a tab).
+_LINE_NUMBER_RE = re.compile(r"(?m)^ *\d+(?:→|\t)")
+
+
+def quotes_the_world(body: str) -> bool:
+    """A harness note whose content is a quote of a file or a tool's output (QUOTING_NOTES)."""
+    low = body.lower()
+    return any(q in low for q in QUOTING_NOTES)
+
+
+def appended_reminders(content: str, own_output: str) -> list[str]:
+    """The reminders Claude Code appended to a tool result after the tool's output: the run of
+    `<system-reminder>` blocks that ends the content, each opening on a line of its own, when the
+    record's `toolUseResult` (`own_output`, flattened) echoes the output before them, so the output
+    provably ends there, and none of them is itself part of that output. A result whose record
+    does not echo its output (a web search's summary) holds no reminder of the harness's."""
+    found: list[str] = []
+    head, rest = content[:-APPENDED_WINDOW], content[-APPENDED_WINDOW:]
+    while (m := _TRAILING_REMINDER_RE.search(rest)) is not None:
+        found.append(m.group(1))
+        rest = rest[: m.start()]
+    if not found:
+        return []
+    rest = head + rest
+    output = _LINE_NUMBER_RE.sub("", rest).strip()
+    if output and output not in own_output and rest.strip() not in own_output:
+        return []  # where the tool's output ends is not known: all of it is the world's
+    bodies = [b.strip() for b in reversed(found)]
+    return [b for b in bodies if b and b not in own_output and not quotes_the_world(b)]
 
 
 def _text_blocks(message: Message) -> Iterator[str]:

@@ -20,6 +20,7 @@ from typing import Callable
 from ..core.model import ToolCall
 from ..core.toolkinds import call_path, normalize_name, shell_command, tool_kind
 from .files import numbered_lines
+from .provenance import harness_tool
 from .shell import simple_commands
 
 # Failing test names carried per run: enough to say what to fix next.
@@ -329,7 +330,10 @@ class TestRunWatcher:
         """(test command, summary) when this call's output shows a test run, else None."""
         kind = tool_kind(call)
         name = normalize_name(call.name)
-        command = shell_command(call) if kind == "shell" else None
+        # Only a run of the harness's own tools is a verification result: an MCP server's `bash` or
+        # `run_tests` prints what that server says (provenance.harness_tool).
+        own = harness_tool(call)
+        command = shell_command(call) if kind == "shell" and own else None
         source: str | None = None
         if command is not None and name not in TASK_OUTPUT_TOOLS:
             line = _command_line(command)
@@ -351,8 +355,8 @@ class TestRunWatcher:
             lines = numbered_lines(output) if source else None
             if lines:  # a line-numbered read (Claude Code Read, cat -n): the file's own lines
                 output = "\n".join(lines[n] for n in sorted(lines))
-        elif kind == "other" and "test" in name:
-            source = call.name  # a test-running tool (an MCP `run_tests`)
+        elif kind == "other" and "test" in name and own:
+            source = call.name  # a test-running tool of the harness's own (a `run_tests` function)
         if source is None:
             return None
         summary = parse_test_output(output)

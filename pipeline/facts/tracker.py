@@ -18,6 +18,7 @@ from typing import Sequence
 from ..core.model import Message
 from ..core.toolkinds import tool_kind
 from .calls import tool_calls
+from .provenance import harness_tool
 from .text import one_line
 
 # Issue tracker commands that change an issue's state (beads, GitHub, GitLab, Jira, Linear).
@@ -86,21 +87,30 @@ def issue_changes(command: str, output: str) -> list[IssueChange]:
     return [u for _, u in sorted(found, key=lambda p: p[0])]
 
 
+def _command_parts(command: str) -> list[str]:
+    """The simple commands of a command line (split at newlines, `&&`, `;` and `||`)."""
+    return [part for line in command.splitlines() for part in re.split(r"\s*(?:&&|;|\|\|)\s*", line.strip())]
+
+
+def updates_tracker(command: str) -> bool:
+    """True when the command line changes an issue (claim, close, create, ...), not only reads one."""
+    return any(TRACKER_UPDATE_RE.match(part) for part in _command_parts(command))
+
+
 def tracker_updates(messages: Sequence[Message]) -> list[TrackerUpdate]:
     """Successful issue state changes (claim, close, create...), oldest first."""
     out = []
     for rec in tool_calls(messages):
-        if rec.result is None or rec.failed or tool_kind(rec.call) != "shell" or not rec.command:
+        if rec.result is None or rec.failed or (tool_kind(rec.call) != "shell" or not harness_tool(rec.call)) or not rec.command:
             continue
         changes = issue_changes(rec.command, rec.output)
-        for line in rec.command.splitlines():
-            for part in re.split(r"\s*(?:&&|;|\|\|)\s*", line.strip()):
-                if TRACKER_UPDATE_RE.match(part):
-                    result = _result_line(part, rec.output)
-                    named = tuple(c for c in changes if re.search(rf"{re.escape(c.issue)}(?![\w.])", part)
-                                  or c.issue in result)
-                    out.append(TrackerUpdate(one_line(part, MAX_LINE_CHARS), one_line(result, MAX_LINE_CHARS),
-                                             rec.result_message_id or rec.message_id, rec.index, named))
+        for part in _command_parts(rec.command):
+            if TRACKER_UPDATE_RE.match(part):
+                result = _result_line(part, rec.output)
+                named = tuple(c for c in changes if re.search(rf"{re.escape(c.issue)}(?![\w.])", part)
+                              or c.issue in result)
+                out.append(TrackerUpdate(one_line(part, MAX_LINE_CHARS), one_line(result, MAX_LINE_CHARS),
+                                         rec.result_message_id or rec.message_id, rec.index, named))
     return out
 
 

@@ -6,6 +6,7 @@ to another format, every message is converted first (convert.py) and what did no
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Sequence
 
@@ -15,9 +16,12 @@ from ..core.model import Message
 from . import (aider, anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat, openai_responses, openhands,
                swe_agent)
 from .base import FormatAdapter, Transcript
+from .damaged import DamagedLine, StrictError, damaged_lines, notice, strict_error
 from .diagnose import unrecognised
 from .jsondoc import MAX_DEPTH
 from .convert import Dropped, convert
+
+log = logging.getLogger("worksurface")
 
 # Sniff order matters: the most specific shapes first (a Claude Code or Codex JSONL line is also
 # JSON; a Codex record needs `type` + object `payload` + `timestamp`, which no Claude Code record has).
@@ -48,18 +52,31 @@ def get_adapter(name: str) -> FormatAdapter:
         raise UnknownFormatError(f"unknown format {name!r} (known: {', '.join(FORMAT_NAMES)})") from None
 
 
-def loads(text: str, format: str = "auto", path: str | None = None) -> Transcript:
+# A byte order mark some editors put before UTF-8 text: not part of any format, so it is skipped.
+BOM = "\ufeff"
+
+
+def loads(text: str, format: str = "auto", path: str | None = None, *, strict: bool = False) -> Transcript:
+    """Parse a transcript. A session file's damaged lines (see damaged.py) are read around, with one
+    warning on the `worksurface` logger naming them; `strict` refuses such a file (StrictError)."""
+    text = text.removeprefix(BOM)
     name = detect_format(text, path) if format == "auto" else format
     adapter = get_adapter(name)
     try:
-        return adapter.read(text, path)
+        transcript = adapter.read(text, path)
     except RecursionError:      # a deep value the adapter's own parsing let through
         raise FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=path) from None
+    damaged = damaged_lines(transcript.extras)
+    if damaged:
+        if strict:
+            raise strict_error(path, damaged)
+        log.warning("%s", notice(path, damaged))
+    return transcript
 
 
-def read_transcript(path: str | os.PathLike[str], format: str = "auto") -> Transcript:
+def read_transcript(path: str | os.PathLike[str], format: str = "auto", *, strict: bool = False) -> Transcript:
     """Read a transcript file (`-`: standard input), detecting its format unless given."""
-    return loads(read_text(path), format, display_name(path))
+    return loads(read_text(path), format, display_name(path), strict=strict)
 
 
 def dumps(transcript: Transcript, messages: Sequence[Message] | None = None,
@@ -82,13 +99,15 @@ def dumps_report(transcript: Transcript, messages: Sequence[Message] | None = No
 
 
 def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
-                     messages: Sequence[Message] | None = None, format: str | None = None) -> Dropped:
-    """Serialize and write atomically (temp file in the same directory, then rename); returns what
-    the target format could not carry."""
+                     messages: Sequence[Message] | None = None, format: str | None = None, *,
+                     inputs: Sequence[str | os.PathLike[str]] = ()) -> Dropped:
+    """Serialize and write atomically (temp file in the same directory, then rename), no more readable
+    than `inputs` (the files it was made from); returns what the target format could not carry."""
     text, dropped = dumps_report(transcript, messages, format)
-    atomic_write(path, text)
+    atomic_write(path, text, inputs=inputs)
     return dropped
 
 
-__all__ = ["ADAPTERS", "FORMAT_NAMES", "WRITABLE_FORMATS", "Dropped", "Transcript",
+__all__ = ["ADAPTERS", "DamagedLine", "FORMAT_NAMES", "StrictError", "WRITABLE_FORMATS", "Dropped", "Transcript",
+           "damaged_lines",
            "convert", "detect_format", "dumps", "dumps_report", "get_adapter", "loads", "read_transcript", "write_transcript"]

@@ -16,16 +16,21 @@ prose around them goes to Transcript.extras. Ids are positions: "0", "1", ...
 Write: an unmodified transcript gives back the text it was read from; otherwise the chat is written
 as aider's own writer does (`#### ` input lines and `> ` notices ending in its hard break, replies as
 plain markdown, a `# aider chat started at` line per session, the prose and chat-transcript divs of
-a published example). A line `# worksurface: <origin> <role>` (aider's restore skips `# ` lines)
+a published example). A line `# worksurface: <origin> <role> <check>` (aider's restore skips `# ` lines)
 before a message marks one worksurface made, or a system message, which aider has no place for;
-a system message is written as a notice. Not held: tool calls (convert.py makes them text), a reply
+a system message is written as a notice. A model's reply is written verbatim, so it could hold such
+a line: a mark counts only when `check` (a digest of the mark's place among the file's marks, the
+origin, the role and the text of the message it marks) matches, which a line copied or typed into a
+reply does not; any other such line is text of the message it is in. Not held: tool calls (convert.py makes them text), a reply
 line that starts with `#### ` or `> ` outside a code block (it reads back as input or a notice).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..core.errors import FormatError
@@ -43,7 +48,7 @@ _CHAT_DIV = re.compile(r'^<div class="chat-transcript"')
 _FENCE = re.compile(r"^(`{3,}|~{3,})")   # at column 0: indented ones are code inside code
 _SNIFF_CHARS = 20_000       # aider markers appear near the top; published examples after a short intro
 _SNIFF = re.compile(r"^(# aider chat started at |#### )", re.MULTILINE)
-_MARK = "# worksurface: "   # + "<origin> <role>": the next message's origin and role
+_MARK = "# worksurface: "   # + "<origin> <role> <check>": the next message's origin and role
 # Transcript.meta: the text read and how many messages it made, written back when nothing changed
 # (a transcript cut at a point keeps the meta but not all the messages).
 SOURCE_TEXT = "_text"
@@ -59,7 +64,7 @@ def sniff(text: str, path: str | None) -> bool:
 
 
 class _Parser:
-    def __init__(self) -> None:
+    def __init__(self, honoured: frozenset[int] | None = None) -> None:
         self.messages: list[Message] = []
         self.extras: list[tuple[str | None, Any]] = []
         self.sessions: list[str] = []
@@ -68,9 +73,12 @@ class _Parser:
         self.fence: str | None = None       # the open fence's marker inside assistant text
         self.tool_continues = False         # a multi-line notice: only its first line has "> "
         self.session_start: str | None = None
-        self.mark: tuple[Origin, Role] | None = None     # from a `# worksurface:` line
+        self.mark: _Candidate | None = None  # from a `# worksurface:` line
+        # Line numbers of the mark lines to honour (None: every one that parses, to check them).
+        self.honoured = honoured
+        self.candidates: list[tuple[_Candidate, str]] = []   # each honoured mark and the text it marked
 
-    def feed(self, line: str) -> None:
+    def feed(self, line: str, number: int = 0) -> None:
         if self.fence is not None and _written_by_aider(line):
             self.fence = None               # a reply cut off (^C) inside a code block
         if self.fence is not None:
@@ -78,9 +86,10 @@ class _Parser:
         elif self.tool_continues and line.strip() and not (_is(line, _USER) or _is(line, _TOOL)):
             self.lines.append(_unbreak(line))
             self.tool_continues = not line.endswith(_HARD_BREAK)
-        elif line.startswith(_MARK) and _marked(line) is not None:
+        elif line.startswith(_MARK) and (mark := _marked(line, number)) is not None and (
+                self.honoured is None or number in self.honoured):
             self.flush()
-            self.mark = _marked(line)
+            self.mark = mark
         elif line.startswith(_SESSION):
             self.flush()
             self.session_start = line[len(_SESSION):].strip()
@@ -134,7 +143,8 @@ class _Parser:
         role: Role = "assistant" if self.kind == "assistant" else "user"
         origin = Origin.CONVERSATION
         if self.mark is not None:
-            (origin, role), self.mark = self.mark, None
+            self.candidates.append((self.mark, body))
+            origin, role, self.mark = self.mark.origin, self.mark.role, None
             meta.pop("kind", None)
         self.messages.append(Message(str(len(self.messages)), role, (Text(body),), origin, meta=meta))
         self.kind, self.lines, self.fence, self.tool_continues = None, [], None, False
@@ -145,12 +155,39 @@ class _Parser:
             self.extras.append((after, {"markdown": "\n".join(prose)}))
 
 
-def _marked(line: str) -> tuple[Origin, Role] | None:
-    """The (origin, role) of a `# worksurface: <origin> <role>` line; None if it is not one."""
+@dataclass(frozen=True)
+class _Candidate:
+    """A `# worksurface: <origin> <role> <check>` line: what it says, and where it is."""
+
+    origin: Origin
+    role: Role
+    check: str
+    line: int
+
+
+def _marked(line: str, number: int) -> _Candidate | None:
+    """The mark a `# worksurface:` line states (not yet checked); None if it is not one."""
     words = line[len(_MARK):].split()
-    if len(words) != 2 or words[0] not in {o.value for o in Origin} or words[1] not in ROLES:
+    if len(words) != 3 or words[0] not in {o.value for o in Origin} or words[1] not in ROLES:
         return None
-    return Origin(words[0]), words[1]  # type: ignore[return-value]
+    return _Candidate(Origin(words[0]), words[1], words[2], number)  # type: ignore[arg-type]
+
+
+def mark_check(ordinal: int, origin: Origin, role: str, text: str) -> str:
+    """The check of the `ordinal`-th mark of a file (0 first) on a message: binds the mark to its
+    place and to the message's text (whitespace aside: aider's layout changes it)."""
+    key = f"{ordinal}\0{origin.value}\0{role}\0{' '.join(text.split())}"
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _verified(candidates: list[tuple[_Candidate, str]]) -> frozenset[int]:
+    """The lines of the marks whose check holds, counted in file order (a failed one is text and takes
+    no place among the marks)."""
+    out: set[int] = set()
+    for mark, body in candidates:
+        if mark.check == mark_check(len(out), mark.origin, mark.role, body):
+            out.add(mark.line)
+    return frozenset(out)
 
 
 def _is(line: str, prefix: str) -> bool:
@@ -171,14 +208,13 @@ def read(text: str, path: str | None = None) -> Transcript:
     if text.lstrip()[:1] in ("[", "{") or "\x00" in text:
         raise FormatError("expected aider chat history markdown, found JSON or binary data", path=path,
                           line=1)
-    parser = _Parser()
     lines = text.splitlines()
-    if any(_CHAT_DIV.match(line) for line in lines):
-        _read_divs(parser, lines)
-    else:
-        for line in lines:
-            parser.feed(line)
-        parser.flush()
+    parser = _parse(lines, None)
+    honoured = _verified(parser.candidates)
+    if len(honoured) < len(parser.candidates):
+        # A mark line whose check fails is text: read again with only the marks that hold (a mark's
+        # message reads the same either way, so their checks still hold).
+        parser = _parse(lines, honoured)
     if not parser.messages:
         raise FormatError("no aider chat found (no '#### ' user lines or chat-transcript blocks)", path=path)
     if not any(m.role == "user" and m.meta.get("kind") != "tool_output" for m in parser.messages):
@@ -189,11 +225,22 @@ def read(text: str, path: str | None = None) -> Transcript:
                       meta={"sessions": parser.sessions, SOURCE_TEXT: text, READ_COUNT: len(parser.messages)})
 
 
+def _parse(lines: list[str], honoured: frozenset[int] | None) -> _Parser:
+    parser = _Parser(honoured)
+    if any(_CHAT_DIV.match(line) for line in lines):
+        _read_divs(parser, lines)
+    else:
+        for number, line in enumerate(lines):
+            parser.feed(line, number)
+        parser.flush()
+    return parser
+
+
 def _read_divs(parser: _Parser, lines: list[str]) -> None:
     """Published examples: the chat is inside chat-transcript divs, the rest is prose."""
     prose: list[str] = []
     inside = False
-    for line in lines:
+    for number, line in enumerate(lines):
         if not inside and _CHAT_DIV.match(line):
             parser.outside(prose)
             prose, inside = [], True
@@ -201,7 +248,7 @@ def _read_divs(parser: _Parser, lines: list[str]) -> None:
             parser.flush()
             inside = False
         elif inside:
-            parser.feed(line)
+            parser.feed(line, number)
         else:
             prose.append(line)
     parser.flush()
@@ -250,6 +297,7 @@ class _Writer:
         self.divs = divs            # a published example: chat inside chat-transcript divs
         self.inside = False
         self.after_command = False
+        self.marks = 0              # marks written so far (each one's check names its place)
 
     def prose(self, text: str) -> None:
         if self.inside:
@@ -272,7 +320,9 @@ class _Writer:
             self.lines.pop()        # aider prints a command's output right under it
         self.after_command = kind == "command"
         if m.is_worksurface or m.role == "system":
-            self.lines.append(f"{_MARK}{m.origin.value} {m.role}")
+            check = mark_check(self.marks, m.origin, m.role, text)
+            self.lines.append(f"{_MARK}{m.origin.value} {m.role} {check}")
+            self.marks += 1
         if as_input:
             self.lines += [f"{_USER} {line}{_HARD_BREAK}" for line in text.split("\n")]
         elif m.role == "assistant":

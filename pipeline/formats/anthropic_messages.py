@@ -29,11 +29,12 @@ from typing import Any, Sequence
 
 from ..core.errors import FormatError
 from ..core.model import Block, Image, Message, Opaque, Text, Thinking, ToolCall, ToolResult, block_key
+from . import ownmark
 from .base import Transcript
 from .jsondoc import as_messages, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
 from .reuse import Memo, Reuse, made, read_fresh
-from .validate import NO_RESULT, check_pairing
+from .validate import NO_RESULT, check_pairing, check_unique_ids
 
 NAME = "anthropic"
 WRITABLE = True
@@ -45,6 +46,7 @@ SHAPE = "_shape"                   # Transcript.meta: "list" or "request"
 _EXTRA = f"{NAME}.extra"           # unmodeled message keys
 _FORM = f"{NAME}.content"          # "string" or "list": how content (or system) was given
 _RAW = raw_meta_key(NAME)
+_TURN = f"{NAME}.turn"             # the API turn a message was split from at a worksurface mark
 IN_MESSAGES = f"{NAME}.in_messages"  # a system message that sat in the `messages` list, not `system`
 # Block types only the Messages API uses: their presence tells an Anthropic request from an OpenAI one.
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document",
@@ -101,10 +103,12 @@ def read_doc(doc: Any, path: str | None = None, reuse: Reuse | None = None) -> T
         meta = {**{k: v for k, v in doc.items() if k not in ("system", "messages")}, SHAPE: "request"}
         if "system" in doc:
             system = doc["system"]
-            messages.append(one(SYSTEM_ID, system, lambda: _read_system(system, path), path))
+            messages += one(SYSTEM_ID, system, lambda: _read_system(system, path), path)
     else:
         raise FormatError(f"expected {_EXPECTED}, found {type(doc).__name__}", path=path)
-    messages += [one(i, m, functools.partial(_read_message, i, m, path), path) for i, m in enumerate(raw_msgs)]
+    for i, m in enumerate(raw_msgs):
+        messages += one(i, m, functools.partial(_read_message, i, m, path), path)
+    check_unique_ids(messages, path)
     check_pairing(messages, path)
     if reuse is not None:
         reuse.check_fields(meta, path)
@@ -142,7 +146,7 @@ def with_cache_control(message: Message, cache_control: Any | None) -> Message:
         last = next((b for b in reversed(message.blocks) if not isinstance(b, Thinking)), None)
         if last is not None:
             key = block_key(last)
-            options = raws.get(key) or [_block_json(last)]
+            options = raws.get(key) or [_text_maker(message, last)(last)]
             options[-1] = {**options[-1], "cache_control": cache_control}
             raws[key] = options
     meta = {k: v for k, v in message.meta.items() if k != _RAW}
@@ -161,18 +165,19 @@ def _without_cache_control(raw: Any) -> Any:
 
 # ---- read ------------------------------------------------------------------------------------
 
-def _read_system(value: Any, path: str | None) -> Message:
+def _read_system(value: Any, path: str | None) -> list[Message]:
     if isinstance(value, str):
-        return Message(SYSTEM_ID, "system", (Text(value),), meta={_FORM: "string"})
-    if not isinstance(value, list):
+        value_blocks: list[Any] = [value]
+        form = "string"
+    elif isinstance(value, list):
+        value_blocks, form = value, "list"
+    else:
         raise FormatError(f"system must be a string or a list of blocks, not {type(value).__name__}",
                           path=path, record="system")
-    raws: dict[str, list[Any]] = {}
-    blocks = [_block(b, raws, path, f"system[{j}]") for j, b in enumerate(value)]
-    return Message(SYSTEM_ID, "system", tuple(blocks), meta={_FORM: "list", **({_RAW: raws} if raws else {})})
+    return _split_marked(SYSTEM_ID, "system", value_blocks, form, {}, path, "system")
 
 
-def _read_message(i: int, raw: Any, path: str | None) -> Message:
+def _read_message(i: int, raw: Any, path: str | None) -> list[Message]:
     record = f"messages[{i}]"
     if not isinstance(raw, dict):
         raise FormatError(f"expected a message object, found {type(raw).__name__}", path=path, record=record)
@@ -180,25 +185,86 @@ def _read_message(i: int, raw: Any, path: str | None) -> Message:
     if role not in _ROLES:
         raise FormatError(f"role must be user, assistant or system, not {role!r}", path=path, record=record)
     content = raw.get("content")
-    raws: dict[str, list[Any]] = {}
-    meta: dict[str, Any] = {}
     if isinstance(content, str):
-        blocks: list[Block] = [Text(content)]
-        meta[_FORM] = "string"
+        raw_blocks: list[Any] = [content]
+        form = "string"
     elif isinstance(content, list):
-        blocks = [_block(b, raws, path, f"{record}.content[{j}]") for j, b in enumerate(content)]
-        meta[_FORM] = "list"
+        raw_blocks, form = content, "list"
     else:
         raise FormatError(f"content must be a string or a list of blocks, not {type(content).__name__}",
                           path=path, record=record)
     extra = {k: v for k, v in raw.items() if k not in ("role", "content")}
-    if extra:
-        meta[_EXTRA] = extra
-    if raws:
-        meta[_RAW] = raws
-    if role == "system":
-        meta[IN_MESSAGES] = True
-    return Message(str(i), role, tuple(blocks), meta=meta)
+    # A system message read from the list is written back there (IN_MESSAGES), not into `system`.
+    in_list = {IN_MESSAGES: True} if role == "system" else {}
+    return _split_marked(str(i), role, raw_blocks, form, extra, path, f"{record}.content", in_list)
+
+
+def _split_marked(mid: str, role: str, raw_blocks: list[Any], form: str, extra: dict[str, Any],
+                  path: str | None, record: str, conversation_meta: dict[str, Any] | None = None) -> list[Message]:
+    """The message(s) of one API turn (or of `system`): in a user turn or `system`, a text block whose
+    first line is worksurface's mark (see ownmark) is a message of its own, with the origin, role and
+    id the mark gives; the blocks around it are the turn's conversation messages (`<id>.<block>`)."""
+    groups: list[tuple[ownmark.Mark | None, list[Block], dict[str, list[Any]], int]] = []
+    for j, b in enumerate(raw_blocks):
+        where = record if form == "string" else f"{record}[{j}]"
+        text_block = isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"
+                                            and isinstance(b.get("text"), str))
+        mark: ownmark.Mark | None = None
+        if text_block and role != "assistant":
+            raw_text = b if isinstance(b, str) else b["text"]
+            mark, text = ownmark.read_text(raw_text)
+            block: Block = Text(text)
+            raws: dict[str, list[Any]] = {}
+            if mark is not None:
+                # A marked block is given back as it was while unchanged (its mark names no id, say).
+                raws[block_key(block)] = [b if isinstance(b, dict) else {"type": "text", "text": b}]
+            elif not isinstance(b, str):
+                remember(raws, block, b, _user_text_json)
+        else:
+            if isinstance(b, str):
+                block, raws = Text(b), {}
+            else:
+                raws = {}
+                block = _block(b, raws, path, where)
+        if mark is not None or not groups or groups[-1][0] is not None:
+            groups.append((mark, [], {}, j))
+        groups[-1][1].append(block)
+        for key, values in raws.items():
+            groups[-1][2].setdefault(key, []).extend(values)
+    if not groups:
+        groups.append((None, [], {}, 0))
+    out: list[Message] = []
+    used: set[str] = set()
+    for n, (mark, blocks, raws, j) in enumerate(groups):
+        meta: dict[str, Any] = {_FORM: form}
+        if n == 0 and extra:
+            meta[_EXTRA] = extra
+        if raws:
+            meta[_RAW] = raws
+        if len(groups) > 1:
+            meta[_TURN] = mid  # written back as the one turn it was read from
+        gid = mid if n == 0 else f"{mid}.{j}"
+        if mark is None:
+            meta.update(conversation_meta or {})
+            out.append(Message(gid, role, tuple(blocks), meta=meta))  # type: ignore[arg-type]
+        else:
+            own_id = mark.id if mark.id and mark.id not in used else gid
+            out.append(Message(own_id, mark.role, tuple(blocks), mark.origin, {**meta, **mark.meta()}))
+        used.add(out[-1].id)
+    return out
+
+
+def _own_json(block: Block, mark: ownmark.Mark) -> Any:
+    """The API JSON of the text block of a message worksurface made (`mark` says which)."""
+    assert isinstance(block, Text)
+    return {"type": "text", "text": ownmark.marked_text(mark, block.text)}
+
+
+def _user_text_json(block: Block) -> Any:
+    """The API JSON of a conversation text block in a user turn or `system`: escaped so that it can
+    never pass for worksurface's mark."""
+    assert isinstance(block, Text)
+    return {"type": "text", "text": ownmark.conversation_text(block.text)}
 
 
 def _block(b: Any, raws: dict[str, list[Any]], path: str | None, record: str) -> Block:
@@ -292,18 +358,29 @@ def _system_value(head: list[Message]) -> Any:
     only = head[0]
     if (len(head) == 1 and only.meta.get(_FORM) != "list" and len(only.blocks) == 1
             and isinstance(only.blocks[0], Text)):
-        return only.blocks[0].text
+        return Recall(only, NAME).get(only.blocks[0], _text_maker(only, only.blocks[0]))["text"]
     out = []
     for m in head:
         recall = Recall(m, NAME)
-        out += [recall.get(b, _block_json) for b in m.blocks]
+        out += [recall.get(b, _text_maker(m, b)) for b in m.blocks]
     return out
+
+
+def _text_maker(m: Message, b: Block) -> Any:
+    """How a block of a user turn or of `system` is written: text marked when worksurface made the
+    message (its only block), conversation text escaped so it cannot pass for a mark."""
+    if not isinstance(b, Text) or m.role == "assistant":
+        return _block_json
+    if m.is_worksurface and len(m.blocks) == 1:
+        mark = ownmark.mark_of(m)
+        return lambda block: _own_json(block, mark)
+    return _user_text_json
 
 
 def _blocks_json(m: Message) -> list[Any]:
     """The API JSON of each of the message's blocks (its own where it kept it)."""
     recall = Recall(m, NAME)
-    return [recall.get(b, _block_json) for b in m.blocks]
+    return [recall.get(b, _text_maker(m, b)) for b in m.blocks]
 
 
 def _items(rest: list[Message], path: str | None, memo: Memo | None = None) -> list[tuple[str, _Item]]:
@@ -385,13 +462,24 @@ def _turn_json(role: str, items: list[_Item], rest: list[Message]) -> dict[str, 
     first = items[0].src
     if first is not None:
         m = rest[first[0]]
-        if [item.src for item in items] == [(first[0], j) for j in range(len(m.blocks))]:
-            # The turn is exactly one source message: give back its own form and extra keys.
+        if [item.src for item in items] == _source_turn(rest, first[0]):
+            # The turn is exactly one source turn: give back its own form and extra keys.
             content: Any = blocks
-            if m.meta.get(_FORM) == "string" and len(m.blocks) == 1 and isinstance(m.blocks[0], Text):
-                content = m.blocks[0].text
+            if m.meta.get(_FORM) == "string" and len(blocks) == 1 and isinstance(blocks[0], dict) \
+                    and blocks[0].get("type") == "text" and set(blocks[0]) == {"type", "text"}:
+                content = blocks[0]["text"]
             return {"role": role, "content": content, **m.meta.get(_EXTRA, {})}
     return {"role": role, "content": blocks}
+
+
+def _source_turn(rest: list[Message], start: int) -> list[tuple[int, int] | None]:
+    """The (message, block) positions of the API turn message `start` was read from: its own blocks,
+    and those of the messages split from the same turn at worksurface's marks."""
+    turn = rest[start].meta.get(_TURN)
+    end = start + 1
+    while turn is not None and end < len(rest) and rest[end].meta.get(_TURN) == turn:
+        end += 1
+    return [(k, j) for k in range(start, end) for j in range(len(rest[k].blocks))]
 
 
 def _block_json(b: Block) -> Any:

@@ -22,10 +22,11 @@ import json
 import re
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
+from ..core.clearing import CLEARED_TEXT, HARNESS_CLEARING, cleared_only, clearing_of, harness_view
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
 from ..core.tokens import TokenCounter
@@ -33,6 +34,7 @@ from ..core.usage import Calibration, calibrate
 from ..core.view import live_slice
 from .base import Transcript
 from .claude_code_blocks import BlockError, decode_content, encode_content
+from .damaged import DamagedLine, first_record, lines, orphaned_by, parse_line
 from .validate import mark_unanswered
 
 NAME = "claude-code"
@@ -40,6 +42,10 @@ WRITABLE = True
 
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 BOUNDARY_SUBTYPE = "compact_boundary"
+# Claude Code's microcompact: it cleared old tool results (microcompactMetadata.compactedToolIds) and
+# sends each as CLEARED_RESULT from then on (the text is Claude Code's own, as its bundle holds it).
+CLEARING_SUBTYPE = "microcompact_boundary"
+CLEARED_RESULT = "[Old tool result content cleared]"
 # Records that are not messages but belong to a session file (the ones the sniffer recognises; any
 # other typed record is kept too: Claude Code 2.1.3xx writes attachment, cost-state, api-request,
 # last-prompt, mode, tools-used, atis-latch, ... and adds more with each release).
@@ -85,28 +91,14 @@ class _RecordError(ValueError):
 
 
 def sniff(text: str, path: str | None) -> bool:
-    """The first non-empty line is a Claude Code record (known type and an id key)."""
-    record = _first_record(text)
+    """The first record is a Claude Code one (known type and an id key); a damaged first line is
+    passed over."""
+    record = first_record(text)
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return False
     if not any(k in record for k in SNIFF_KEYS):
         return False
     return record["type"] in RECORD_TYPES or (path or "").endswith(".jsonl")
-
-
-def _first_record(text: str) -> Any:
-    start = 0
-    while start < len(text):
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end
-        line = text[start:end]
-        if line.strip():
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-        start = end + 1
-    return None
 
 
 # ------------------------------------------------------------------------------------------ read
@@ -122,12 +114,20 @@ def read(text: str, path: str | None = None) -> Transcript:
     results: list[tuple[str, int, str | None]] = []  # (call id, line, record uuid)
     last_id: str | None = None
     count = 0
-    # Split on "\n" only: JSON strings may hold a raw U+2028, which str.splitlines would break at.
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        record = parse_record(line, path, number)
+    parsed = [(number, line, parse_line(line, number, last)) for number, line, last in lines(text)]
+    damaged = [r for _, _, r in parsed if isinstance(r, DamagedLine)]
+    readable_calls = _tool_use_ids(r for _, _, r in parsed if isinstance(r, dict)) if damaged else set()
+    for number, line, record in parsed:
         count += 1
+        if isinstance(record, DamagedLine):
+            extras.append((last_id, record))  # skipped, and written back as it was
+            continue
+        lost = _lost_call(record, readable_calls, damaged) if damaged else None
+        if lost is not None:
+            # Its call is on a damaged line: shown, it would answer nothing. Kept in the file as read.
+            extras.append((last_id, DamagedLine(number, line, f"answers tool call {lost[0]!r}, whose record "
+                                                              f"(line {lost[1].line}) is damaged")))
+            continue
         try:
             _check_uuid(record, uuids, number)
             if _is_message_record(record):
@@ -152,6 +152,8 @@ def read(text: str, path: str | None = None) -> Transcript:
                 extras.append((last_id, record))
                 if record["type"] == "queue-operation" and record.get("operation") == QUEUE_ENQUEUE:
                     queued.append((last_id, _queued_text(record.get("content"))))
+                elif _is_clearing_record(record) and messages:
+                    _note_clearing(messages, record)
             else:
                 kind = record.get("type")
                 raise _RecordError(f"record type must be a string, not {kind!r}" if kind is not None
@@ -173,17 +175,58 @@ def read(text: str, path: str | None = None) -> Transcript:
     return Transcript(mark_unanswered(messages), NAME, path, extras, {}, queued)
 
 
-def parse_record(line: str, path: str | None, number: int) -> dict[str, Any]:
-    """One JSONL line as a record object, or a FormatError naming the line."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path, line=number) from None
-    except RecursionError:
-        raise FormatError("JSON nested too deeply", path=path, line=number) from None
-    if not isinstance(record, dict):
-        raise FormatError(f"record is a JSON {type(record).__name__}, not an object", path=path, line=number)
-    return record
+def _tool_use_ids(records: Iterable[dict[str, Any]]) -> set[str]:
+    """The tool_use ids of these records (read before the messages, when some lines are damaged)."""
+    ids: set[str] = set()
+    for record in records:
+        body = record.get("message")
+        content = body.get("content") if isinstance(body, dict) else None
+        if record.get("type") == "assistant" and isinstance(content, list):
+            ids.update(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
+                       and isinstance(b.get("id"), str))
+    return ids
+
+
+def _lost_call(record: dict[str, Any], readable: set[str], damaged: Sequence[DamagedLine]) -> tuple[str, DamagedLine] | None:
+    """(call id, damaged line) when this user record answers a call that only a damaged line held."""
+    body = record.get("message")
+    content = body.get("content") if isinstance(body, dict) else None
+    if record.get("type") != "user" or not isinstance(content, list):
+        return None
+    for block in content:
+        call_id = block.get("tool_use_id") if isinstance(block, dict) and block.get("type") == "tool_result" else None
+        if isinstance(call_id, str) and call_id not in readable:
+            line = orphaned_by(call_id, damaged)
+            if line is not None:
+                return call_id, line
+    return None
+
+
+def _is_clearing_record(record: dict[str, Any]) -> bool:
+    return record.get("type") == "system" and record.get("subtype") == CLEARING_SUBTYPE
+
+
+def _note_clearing(messages: list[Message], record: dict[str, Any]) -> None:
+    """Mark Claude Code's microcompact on the message its record follows (see core/clearing.py): the
+    tool results it names are sent as CLEARED_RESULT from then on. Fields of a wrong type are left out."""
+    meta = record.get("microcompactMetadata")
+    meta = meta if isinstance(meta, dict) else {}
+    ids = meta.get("compactedToolIds")
+    cleared = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+    last = messages[-1]
+    mark = {"trigger": meta["trigger"] if isinstance(meta.get("trigger"), str) else None,
+            "pre_tokens": _tokens_or_none(meta.get("preTokens")),
+            "tokens_saved": _tokens_or_none(meta.get("tokensSaved")), "cleared_call_ids": cleared}
+    earlier = clearing_of(last)
+    if earlier is not None:  # two clearings after one message: one mark for both
+        saved = [n for n in (earlier.get("tokens_saved"), mark["tokens_saved"]) if isinstance(n, int)]
+        mark = {**mark, "tokens_saved": sum(saved) if saved else None,
+                "cleared_call_ids": list(dict.fromkeys([*earlier.get("cleared_call_ids", ()), *cleared]))}
+    messages[-1] = replace(last, meta={**last.meta, HARNESS_CLEARING: mark, CLEARED_TEXT: CLEARED_RESULT})
+
+
+def _tokens_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _check_uuid(record: dict[str, Any], seen: dict[str, int], number: int) -> None:
@@ -327,11 +370,13 @@ def write_session(transcript: Transcript, messages: Sequence[Message] | None = N
         live = _history(transcript, history + msgs)
     records = fit_usage(transcript, live)
     if session_id is not None:
-        records = [{**r, "sessionId": session_id} if "sessionId" in r else r for r in records]
+        records = [{**r, "sessionId": session_id} if isinstance(r, dict) and "sessionId" in r else r
+                   for r in records]
     return "".join(_dump(r) for r in records)
 
 
-Written = list[tuple[dict[str, Any], "Message | None"]]
+# Each line written: a record, or a damaged line of the source kept as it was read, and its message.
+Written = list[tuple["dict[str, Any] | DamagedLine", "Message | None"]]
 
 
 def _new_boundary(messages: Sequence[Message]) -> int | None:
@@ -352,15 +397,15 @@ def _live_start(messages: Sequence[Message]) -> int:
 def _history(transcript: Transcript, msgs: Sequence[Message]) -> Written:
     """`msgs` with the transcript's extras after the messages they followed (extras of a message
     that is not written are dropped with it), each record as it was unless its message changed."""
-    anchored: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    anchored: dict[str | None, list[dict[str, Any] | DamagedLine]] = defaultdict(list)
     for anchor, record in transcript.extras:
         anchored[anchor].append(record)
-    plan: list[Message | dict[str, Any]] = list(anchored.pop(None, []))
+    plan: list[Message | dict[str, Any] | DamagedLine] = list(anchored.pop(None, []))
     for message in msgs:
         plan.append(message)
         plan.extend(anchored.pop(message.id, []))
     originals = [r for r in (_own_raw(m) for m in transcript.messages) if r is not None]
-    originals += [r for _, r in transcript.extras]
+    originals += [r for _, r in transcript.extras if isinstance(r, dict)]
     written = {_uuid_of(item) for item in plan}
     chain = _Chain(dropped={r["uuid"] for r in originals if "uuid" in r} - written,
                    context=_context(next((r for r in originals if "cwd" in r), {}), {}),
@@ -368,7 +413,9 @@ def _history(transcript: Transcript, msgs: Sequence[Message]) -> Written:
     return [(chain.emit(item), item if isinstance(item, Message) else None) for item in plan]
 
 
-def _uuid_of(item: Message | dict[str, Any]) -> Any:
+def _uuid_of(item: Message | dict[str, Any] | DamagedLine) -> Any:
+    if isinstance(item, DamagedLine):
+        return item.uuid
     if isinstance(item, dict):
         return item.get("uuid")
     raw = _own_raw(item)
@@ -396,7 +443,9 @@ def _session_of(transcript: Transcript) -> str:
     return transcript.path or ""
 
 
-def _dump(record: dict[str, Any]) -> str:
+def _dump(record: dict[str, Any] | DamagedLine) -> str:
+    if isinstance(record, DamagedLine):
+        return record.text + "\n"  # as read; the newline lets the records after it start a line
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     if _SURROGATE.search(line):
         line = json.dumps(record, separators=(",", ":"))
@@ -435,10 +484,12 @@ class _Chain:
     fresh: bool = False             # a new chain: kept messages are copied under new uuids
     renamed: dict[str, str] = field(default_factory=dict)
 
-    def emit(self, item: Message | dict[str, Any]) -> dict[str, Any]:
+    def emit(self, item: Message | dict[str, Any] | DamagedLine) -> dict[str, Any] | DamagedLine:
+        if isinstance(item, DamagedLine):
+            return item
         if isinstance(item, Message):
             raw = _own_raw(item)
-            record = self._new(item) if raw is None else _kept(item, raw)
+            record = self._new(item) if raw is None else _kept(item, raw, harness_clears=not self.fresh)
             if record is None:  # a boundary message that is no longer one text: write it afresh
                 record = self._new(item)
             elif raw is not None and self.fresh:
@@ -522,8 +573,8 @@ class _Chain:
         return _mark(record, message)
 
 
-def _is_boundary_record(record: dict[str, Any]) -> bool:
-    return record.get("type") == "system" and record.get("subtype") == BOUNDARY_SUBTYPE
+def _is_boundary_record(record: dict[str, Any] | DamagedLine) -> bool:
+    return isinstance(record, dict) and record.get("type") == "system" and record.get("subtype") == BOUNDARY_SUBTYPE
 
 
 def _count(value: Any) -> int:
@@ -546,11 +597,14 @@ def _mark(record: dict[str, Any], message: Message) -> dict[str, Any]:
     return record
 
 
-def _kept(message: Message, raw: dict[str, Any]) -> dict[str, Any] | None:
+def _kept(message: Message, raw: dict[str, Any], harness_clears: bool = True) -> dict[str, Any] | None:
     """The source record, as it was if the message is unchanged, else with the new content.
-    None when the change does not fit the record (a boundary no longer one text)."""
+    None when the change does not fit the record (a boundary no longer one text). A result only
+    Claude Code's own clearing changed keeps its record where Claude Code clears it again itself
+    (`harness_clears`: in place, after its microcompact record), not in a chain of worksurface's."""
     role, origin, blocks = _message_parts(raw)
-    if (message.id, message.role, message.origin, message.blocks) == (record_id(raw), role, origin, blocks):
+    if (message.id, message.role, message.origin) == (record_id(raw), role, origin) and (
+            message.blocks == blocks or (harness_clears and cleared_only(message, blocks))):
         return raw
     record = dict(raw)
     record["uuid"] = message.id
@@ -575,7 +629,7 @@ def _kept(message: Message, raw: dict[str, Any]) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------------------- usage
 
 
-def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any]]:
+def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any] | DamagedLine]:
     """The written records, with the usage of each assistant record whose context is no longer the
     one the provider measured set to the view's size: Claude Code takes its context size from the
     last assistant record's usage (input + cache read + cache creation + output tokens) and would
@@ -584,9 +638,17 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any]]:
     schemas, and the tokenizer ratio). The boundary that starts the live part gets the view's
     size as `postTokens`."""
     records = [record for record, _ in written]
+
+    def at(index: int) -> dict[str, Any]:
+        record = records[index]
+        assert isinstance(record, dict)  # a message's line is a record, never a damaged line
+        return record
+
     start = next((i for i in range(len(written) - 1, -1, -1) if _is_boundary_record(written[i][0])), 0)
     live = [(i, m) for i, (_, m) in enumerate(written) if i >= start and m is not None]
     original = live_slice(transcript.messages)
+    # A message is still the transcript's as read, or as Claude Code sent it after its own clearing.
+    sent = harness_view(original)
     counter = TokenCounter()
     fitted = calibrate(original, counter) or Calibration(0, 1.0, 0)
     counted = 0
@@ -595,27 +657,27 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any]]:
     while n < len(live):
         index, message = live[n]
         group = [n]  # Claude Code writes one API message as several records sharing message.id
-        if records[index].get("type") == "assistant":
-            api_id = records[index]["message"].get("id")
-            while (n + len(group) < len(live) and records[live[n + len(group)][0]].get("type") == "assistant"
-                   and records[live[n + len(group)][0]]["message"].get("id") == api_id):
+        if at(index).get("type") == "assistant":
+            api_id = at(index)["message"].get("id")
+            while (n + len(group) < len(live) and at(live[n + len(group)][0]).get("type") == "assistant"
+                   and at(live[n + len(group)][0])["message"].get("id") == api_id):
                 group.append(n + len(group))
         for k in group:
-            same = same and k < len(original) and live[k][1] == original[k] and \
+            same = same and k < len(original) and live[k][1] in (original[k], sent[k]) and \
                 records[live[k][0]] is _own_raw(original[k])
         size = sum(counter.message(live[k][1]) for k in group)
-        if records[index].get("type") == "assistant" and not same:
+        if at(index).get("type") == "assistant" and not same:
             before = fitted.size(counted)
             output = fitted.size(counted + size) - before
             for k in group:
-                record = records[live[k][0]]
+                record = at(live[k][0])
                 records[live[k][0]] = {**record, "message": {
                     **record["message"], "usage": _usage(record["message"].get("usage"), before, output)}}
         counted += size
         n += len(group)
     if not same and records and _is_boundary_record(records[start]):
-        compact = records[start].get("compactMetadata")
-        records[start] = {**records[start], "compactMetadata": {**(compact if isinstance(compact, dict) else {}),
+        compact = at(start).get("compactMetadata")
+        records[start] = {**at(start), "compactMetadata": {**(compact if isinstance(compact, dict) else {}),
                                                                 "postTokens": fitted.size(counted)}}
     return records
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..core.errors import FormatError, WorksurfaceError
-from ..core.fileio import atomic_write, read_text
+from ..core.errors import FormatError, SourceChangedError
+from ..core.fileio import atomic_write, check_output_path, read_text, replace_unchanged
 from ..core.model import Message
 from . import claude_code
 from .base import Transcript
@@ -28,10 +28,15 @@ from .convert import Dropped, convert
 MAX_PROJECT_NAME = 200
 _NOT_ALNUM = re.compile(r"[^a-zA-Z0-9]")
 SUBAGENTS = "subagents"
+# A Claude Code session id: a UUID in its usual text form.
+UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
-class SessionChangedError(WorksurfaceError):
+class SessionChangedError(SourceChangedError):
     """The session file changed after it was read (Claude Code is still writing it)."""
+
+    def __init__(self, problem: str, *, path: str) -> None:
+        super().__init__(problem, path=path)
 
 
 def project_dir_name(cwd: str) -> str:
@@ -75,6 +80,15 @@ def file_hash(path: Path) -> str | None:
         raise
 
 
+def check_session_id(sid: str, source: str) -> str:
+    """`sid` when it is a session id as Claude Code makes them (a UUID), which is safe as a file name;
+    else a FormatError: an id like `../x` or `/tmp/x` would write outside the projects folder."""
+    if not UUID_RE.fullmatch(sid):
+        raise FormatError(f"sessionId {sid[:80]!r} is not a Claude Code session id (a UUID): refusing to use it "
+                          "as a file name", path=source)
+    return sid
+
+
 def session_id(transcript: Transcript) -> str | None:
     for m in transcript.messages:
         raw = m.meta.get("raw")
@@ -112,29 +126,33 @@ def projects_target(projects: Path, transcript: Transcript, source: Path, new_id
     if sid is None or cwd is None:
         raise FormatError("--claude-projects needs a Claude Code session (records with sessionId and cwd)",
                           path=str(source))
+    check_session_id(sid, str(source))
     folder = projects / project_dir_name(cwd)
     if source.resolve().parent.parent == projects.resolve() and source.stem == sid:
         folder = source.parent  # a session already in the projects folder is compacted where it is
-    path = folder / f"{new_id or sid}.jsonl"
+    path = folder / f"{check_session_id(new_id, str(source)) if new_id else sid}.jsonl"
+    check_output_path(path)  # refused before any work, as every output path is
     current = file_hash(path)
     if current is not None and current != read_hash:
         raise SessionChangedError(
-            f"refusing to overwrite {path}: it differs from the session that was compacted ({source}); "
-            "it holds records this compaction never saw. Compact that file, or use --as-new-session")
+            f"refusing to overwrite it: it differs from the session that was compacted ({source}); "
+            "it holds records this compaction never saw. Compact that file, or use --as-new-session", path=str(path))
     return Target(path, new_id, current, source)
 
 
 def write_target(transcript: Transcript, view: Sequence[Message], target: Target) -> Dropped:
     """Write the compacted session (and its sidechain files), unless the destination changed since
     the input was read."""
+    check_output_path(target.path)  # the rules of any output path (no symlink, directory, FIFO ...)
     fitted = convert(transcript, claude_code.NAME, view)
     text = claude_code.write_session(fitted.transcript, fitted.messages, session_id=target.session_id)
     if file_hash(target.path) != target.expected_hash:
         raise SessionChangedError(
-            f"refusing to overwrite {target.path}: it changed after it was read (is Claude Code still "
-            "running in that session?); nothing was written. Run the compaction again once it is idle")
+            "refusing to overwrite it: it changed after it was read (is Claude Code still running in that "
+            "session?); nothing was written. Run the compaction again once it is idle", path=str(target.path))
     _copy_subagents(target.source, target.path, target.session_id)
-    atomic_write(target.path, text)
+    # Checked again under the lock, right before the rename (Claude Code may have appended meanwhile).
+    replace_unchanged(target.path, text, target.expected_hash, inputs=[target.source])
     return fitted.dropped
 
 
@@ -149,7 +167,7 @@ def _copy_subagents(source: Path, destination: Path, new_id: str | None) -> None
         text = read_text(file, "sidechain file")
         if new_id is not None:
             text = "".join(_moved(line, new_id) + "\n" for line in text.split("\n") if line.strip())
-        atomic_write(target / file.name, text)
+        atomic_write(target / file.name, text, inputs=[file])
 
 
 def _moved(line: str, new_id: str) -> str:

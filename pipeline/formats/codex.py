@@ -32,12 +32,17 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
+from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
+from ..core.tokens import TokenCounter
+from ..core.usage import Calibration, calibrate
+from ..core.view import STANDING, live_slice
 from .base import Transcript
+from .damaged import DamagedLine, first_record, lines, orphaned_by, parse_line
 from .validate import mark_unanswered
 
 NAME = "codex"
@@ -59,10 +64,16 @@ CODEX_BOUNDARY_TEXT = "[Conversation compacted by Codex]"
 # which do not record kinds) it opens with one of these tags.
 HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
                     "<turn_aborted>", "<user_shell_command>", "<skills_instructions>")
+# Of those, the ones that report one event rather than stand for the session (not carried by a compaction).
+TRANSIENT_PREFIXES = ("<turn_aborted>", "<user_shell_command>")
 # Content kinds Codex marks as typed by the user (internal_chat_message_metadata_passthrough).
 USER_KIND_PREFIX = "user."
 # The shell tool's name when the model used the built-in local_shell_call item.
 LOCAL_SHELL = "local_shell"
+# A response's items share meta RESPONSE_META (as Claude Code's records of one API message share
+# `api_message_id`): this prefix and the id of its first item.
+RESPONSE_META = "api_message_id"
+RESPONSE_PREFIX = "response:"
 # Placeholder ordinal of a new record; the writer numbers records (or drops it for older files).
 NEW_ORDINAL = -1
 # Lone UTF-16 surrogates (truncated tool output) cannot be written as UTF-8; such lines are escaped.
@@ -78,19 +89,9 @@ class _RecordError(ValueError):
 
 def sniff(text: str, path: str | None) -> bool:
     """The first non-empty line is a rollout record: a known `type` with an object `payload`."""
-    record = _first_record(text)
+    record = first_record(text)
     return (isinstance(record, dict) and record.get("type") in SNIFF_TYPES
             and isinstance(record.get("payload"), dict) and "timestamp" in record)
-
-
-def _first_record(text: str) -> Any:
-    for line in text.split("\n"):
-        if line.strip():
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
 
 
 # ------------------------------------------------------------------------------------------ read
@@ -109,6 +110,7 @@ class _Reader:
     open_boundary: dict[str, Any] | None = None  # the newest Codex boundary still waiting for post_tokens
     last_usage_total: int | None = None
     cwd: str | None = None
+    measured: set[int] = field(default_factory=set)  # message counts at which a token_count ended a response
 
     @property
     def last_id(self) -> str | None:
@@ -162,6 +164,7 @@ class _Reader:
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             self.meta["model"] = payload["model"]
         elif kind == "event_msg" and payload.get("type") == "token_count":
+            self.measured.add(len(self.messages))  # a response was measured: it ended
             info = payload.get("info")
             if not isinstance(info, dict):
                 return
@@ -255,7 +258,7 @@ class _Reader:
             if _is_summary_item(item, summary):
                 # Codex writes the summary as a user message of its own making: it is the compact
                 # summary, not standing context, whatever its content kinds say.
-                meta = {k: v for k, v in message.meta.items() if k not in ("is_meta", "codex_role")}
+                meta = {k: v for k, v in message.meta.items() if k not in ("is_meta", "codex_role", STANDING)}
                 role = item_mark.get("role", "user")
                 message = Message(message.id, role, message.blocks, message.origin,
                                   {**meta, "is_compact_summary": True})
@@ -274,10 +277,12 @@ def item_parts(payload: dict[str, Any]) -> tuple[str, tuple[Block, ...], dict[st
             raise _RecordError("message item 'content' must be a list")
         blocks = tuple(_part(p) for p in content)
         if role == "developer" or role == "system":
-            return "system", blocks, {"codex_role": role}
+            return "system", blocks, {"codex_role": role, STANDING: True}
         if role == "user":
             if _harness_written(payload, blocks):
-                return "system", blocks, {"codex_role": "user", "is_meta": True}
+                first = next((b.text for b in blocks if isinstance(b, Text)), "").lstrip()
+                standing = not first.startswith(TRANSIENT_PREFIXES)
+                return "system", blocks, {"codex_role": "user", "is_meta": True, **({STANDING: True} if standing else {})}
             return "user", blocks, {}
         if role == "assistant":
             return "assistant", blocks, {}
@@ -332,7 +337,7 @@ def _call(payload: dict[str, Any]) -> ToolCall:
         if not isinstance(name, str) or not isinstance(arguments, str):
             raise _RecordError(f"function_call {call_id}: 'name' and 'arguments' must be strings")
         try:
-            args = json.loads(arguments) if arguments.strip() else {}
+            args = strictjson.loads(arguments) if arguments.strip() else {}
         except ValueError:
             args = None
         # Arguments that are not a JSON object (a model's malformed call) are kept as the text it sent.
@@ -412,6 +417,15 @@ def _role(value: Any) -> str:
     return str(value)
 
 
+def _call_id_of(record: dict[str, Any], kinds: frozenset[str]) -> str | None:
+    """The call id of a response_item record of one of these kinds (calls or outputs), if any."""
+    payload = record.get("payload")
+    if record.get("type") != "response_item" or not isinstance(payload, dict) or payload.get("type") not in kinds:
+        return None
+    call_id = payload.get("call_id") or payload.get("id")
+    return call_id if isinstance(call_id, str) else None
+
+
 def _summary_item(summary: str) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}
 
@@ -425,16 +439,21 @@ def _is_summary_item(item: dict[str, Any], summary: str) -> bool:
 
 def read(text: str, path: str | None = None) -> Transcript:
     reader = _Reader(path)
-    # Split on "\n" only: JSON strings may hold a raw U+2028, which str.splitlines would break at.
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
+    parsed = [(number, line, parse_line(line, number, last)) for number, line, last in lines(text)]
+    damaged = [r for _, _, r in parsed if isinstance(r, DamagedLine)]
+    readable_calls = {c for _, _, r in parsed if isinstance(r, dict) and (c := _call_id_of(r, CALL_TYPES))} \
+        if damaged else set()
+    for number, line, record in parsed:
+        if isinstance(record, DamagedLine):
+            reader.extras.append((reader.last_id, record))  # skipped, and written back as it was
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"broken JSON: {exc.msg} at column {exc.colno}", path=path, line=number) from None
-        if not isinstance(record, dict):
-            raise FormatError(f"record is a JSON {type(record).__name__}, not an object", path=path, line=number)
+        answered = _call_id_of(record, OUTPUT_TYPES) if damaged else None
+        lost = orphaned_by(answered, damaged) if answered and answered not in readable_calls else None
+        if lost is not None:
+            # Its call is on a damaged line: shown, it would answer nothing. Kept in the file as read.
+            reader.extras.append((reader.last_id, DamagedLine(
+                number, line, f"answers tool call {answered!r}, whose record (line {lost.line}) is damaged")))
+            continue
         try:
             reader.record(record, number)
         except _RecordError as exc:
@@ -446,7 +465,26 @@ def read(text: str, path: str | None = None) -> Transcript:
         if call_id not in reader.calls:
             raise FormatError(f"tool output for call id {call_id!r}, which never appears in the file",
                               path=path, line=number, record=mid)
-    return Transcript(mark_unanswered(reader.messages), NAME, path, reader.extras, reader.meta)
+    messages = group_responses(reader.messages, reader.measured)
+    return Transcript(mark_unanswered(messages), NAME, path, reader.extras, reader.meta)
+
+
+def group_responses(messages: Sequence[Message], ends: set[int] | frozenset[int] = frozenset()) -> list[Message]:
+    """Responses items (reasoning, text, calls) carry no response id: one model response is a run
+    of assistant items, up to the next other item (a tool output, a user turn) or an index in `ends`
+    (where a token_count measured it). Its items share meta RESPONSE_META, as Claude Code's records of
+    one API message share `api_message_id`, so its reasoning is known to lead to its calls."""
+    out: list[Message] = []
+    response: str | None = None
+    for i, m in enumerate(messages):
+        if i in ends or m.role != "assistant" or m.meta.get("compact_boundary"):
+            response = None
+        if m.role == "assistant" and not m.meta.get("compact_boundary"):
+            response = response or RESPONSE_PREFIX + m.id
+            if m.meta.get(RESPONSE_META) != response:
+                m = replace(m, meta={**m.meta, RESPONSE_META: response})
+        out.append(m)
+    return out
 
 
 # ----------------------------------------------------------------------------------------- write
@@ -454,11 +492,19 @@ def read(text: str, path: str | None = None) -> Transcript:
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
     """JSONL for `messages` (default: the transcript's), with the transcript's extras after the
-    messages they followed; extras whose message is not written are dropped with it."""
+    messages they followed; extras whose message is not written are dropped with it.
+
+    A view with a compaction of worksurface's is written as Codex writes its own: its `compacted`
+    record carries the standing context verbatim and is followed by the latest turn_context; the
+    token_count events, which measured the context before it, give way to one at the end that
+    measures the compacted view (so a resumed Codex does not compact it again)."""
     msgs = list(transcript.messages if messages is None else messages)
-    anchored: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    new = next((i for i in range(len(msgs) - 1, -1, -1)
+                if _is_boundary(msgs[i]) and _own_compacted(msgs[i]) is None), None)
+    anchored: dict[str | None, list[dict[str, Any] | DamagedLine]] = defaultdict(list)
     for anchor, record in transcript.extras:
-        anchored[anchor].append(record)
+        if new is None or not _is_token_count(record):
+            anchored[anchor].append(record)
     writer = _Writer(_uses_ordinals(transcript))
     for record in anchored.pop(None, []):
         writer.emit(record)
@@ -473,20 +519,76 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
                     j += 1
                 writer.emit(_kept_compacted(message, owned, msgs[i + 1:j]))
             else:
-                while j < len(msgs) and msgs[j].origin not in (Origin.CONVERSATION, Origin.BOUNDARY):
-                    j += 1  # worksurface's summary and reinjected messages
+                while j < len(msgs) and (msgs[j].origin not in (Origin.CONVERSATION, Origin.BOUNDARY)
+                                         or _is_standing(msgs[j])):
+                    j += 1  # worksurface's summary and reinjected messages, and the standing context
                 writer.emit(_new_compacted(message, _restated(msgs[:i]), msgs[i + 1:j], writer.last_timestamp))
+                context = _latest(transcript, _is_turn_context)
+                if context is not None and not any(r is context for m in msgs[i:] for r in anchored.get(m.id, ())):
+                    writer.emit(context)  # the turn settings Codex resumes with (model, cwd, policies)
             for m in msgs[i:j]:
                 for record in anchored.pop(m.id, []):
                     writer.emit(record)
             i = j
             continue
-        for record in _message_records(message, writer.last_timestamp):
+        for record in _message_records(message, writer.last_timestamp, writer.names):
             writer.emit(record)
         for record in anchored.pop(message.id, []):
             writer.emit(record)
         i += 1
+    if new is not None:
+        measured = _view_usage(transcript, _restated(msgs[:new]) + msgs[new:], writer.last_timestamp)
+        if measured is not None:
+            writer.emit(measured)
     return "".join(writer.lines)
+
+
+def _is_token_count(record: Any) -> bool:
+    if not isinstance(record, dict) or record.get("type") != "event_msg":
+        return False
+    payload = record.get("payload")
+    return isinstance(payload, dict) and payload.get("type") == "token_count"
+
+
+def _is_turn_context(record: Any) -> bool:
+    return isinstance(record, dict) and record.get("type") == "turn_context"
+
+
+def _latest(transcript: Transcript, kind: Any) -> dict[str, Any] | None:
+    """The newest extra of a kind as of the transcript's last message (a cut transcript keeps the
+    extras of the messages it cut off; they are not part of it)."""
+    ids = {m.id for m in transcript.messages}
+    found = [r for anchor, r in transcript.extras if (anchor is None or anchor in ids) and kind(r)]
+    return found[-1] if found else None
+
+
+def _is_standing(message: Message) -> bool:
+    """Standing context (developer and permissions messages, AGENTS.md, environment context): a
+    compaction carries it in its `compacted` record verbatim, as Codex's own does."""
+    return message.role == "system" and message.origin is Origin.CONVERSATION and not _is_boundary(message)
+
+
+def _view_usage(transcript: Transcript, sent: Sequence[Message], timestamp: str | None) -> dict[str, Any] | None:
+    """A token_count event for the compacted view: the rollout's newest one with `last_token_usage`
+    set to the view's size (worksurface's count plus what the rollout's usage says Codex adds, as
+    `usage.calibrate` fits it); the running totals and the window stay. None when the rollout has
+    no token_count to start from."""
+    base = _latest(transcript, _is_token_count)
+    info = base["payload"].get("info") if base is not None else None
+    if base is None or not isinstance(info, dict):
+        return None
+    counter = TokenCounter()
+    fitted = calibrate(live_slice(transcript.messages), counter) or Calibration(0, 1.0, 0)
+    size = fitted.size(counter.messages(sent))
+    last = info.get("last_token_usage")
+    usage = {k: 0 for k in last} if isinstance(last, dict) else {}
+    usage.update(input_tokens=size, cached_input_tokens=0, output_tokens=0, total_tokens=size)
+    record: dict[str, Any] = {"timestamp": timestamp or base.get("timestamp"), "ordinal": NEW_ORDINAL,
+                              "type": "event_msg", "payload": {**base["payload"], "info": {**info, "last_token_usage": usage}},
+                              MARK: {"estimated": True}}
+    if record["timestamp"] is None:
+        del record["timestamp"]
+    return record
 
 
 @dataclass
@@ -494,8 +596,12 @@ class _Writer:
     ordinals: bool
     lines: list[str] = field(default_factory=list)
     last_timestamp: str | None = None
+    names: "_Names" = field(default_factory=lambda: _Names())
 
-    def emit(self, record: dict[str, Any]) -> None:
+    def emit(self, record: dict[str, Any] | DamagedLine) -> None:
+        if isinstance(record, DamagedLine):
+            self.lines.append(record.text + "\n")  # as read; the newline lets the next record start a line
+            return
         if "ordinal" in record and self.ordinals and record["ordinal"] != len(self.lines):
             # Codex pages a rollout by ordinal: keep them consecutive when records were dropped.
             record = {**record, "ordinal": len(self.lines)}
@@ -537,14 +643,32 @@ def _stamp(message: Message, fallback: str | None) -> str | None:
     return stamp if isinstance(stamp, str) else fallback
 
 
-def _message_records(message: Message, timestamp: str | None) -> list[dict[str, Any]]:
+@dataclass
+class _Names:
+    """The ids reading the written records back gives them (`_Reader.unique` numbers repeated
+    items: `reasoning-<digest>~2`, ...), so a record names its message's id only where reading it
+    back would give another one (a copy before it was not written)."""
+
+    used: set[str] = field(default_factory=set)
+
+    def read_as(self, natural: str) -> str:
+        mid, n = natural, 1
+        while mid in self.used:
+            n += 1
+            mid = f"{natural}~{n}"
+        return mid
+
+
+def _message_records(message: Message, timestamp: str | None, names: _Names) -> list[dict[str, Any]]:
     """The response_item record(s) of a message outside a compaction."""
     raw = _own_raw(message)
     if raw is not None:
         payload = kept_payload(message, raw["payload"])
         if payload is not None:
             kept = raw if payload is raw["payload"] else {**raw, "payload": payload}
-            return [_mark_record(kept, message, _natural_id(payload))]
+            marked = _mark_record(kept, message, names.read_as(_natural_id(payload)))
+            names.used.add(message.id)  # read back under its own id: natural, or named in the mark
+            return [marked]
     payloads = encode_message(message)
     stamp = _stamp(message, timestamp)
     out = []
@@ -553,15 +677,18 @@ def _message_records(message: Message, timestamp: str | None) -> list[dict[str, 
                                   "payload": payload}
         if stamp is None:
             del record["timestamp"]
-        out.append(_mark_record(record, message, _natural_id(payload)) if n == 0 else record)
+        read_as = names.read_as(_natural_id(payload))
+        out.append(_mark_record(record, message, read_as) if n == 0 else record)
+        names.used.add(message.id if n == 0 else read_as)
     return out
 
 
-def _mark_record(record: dict[str, Any], message: Message, natural: str) -> dict[str, Any]:
-    """Add (or drop) the `worksurface` key: only what reading the record would not give back."""
+def _mark_record(record: dict[str, Any], message: Message, read_as: str) -> dict[str, Any]:
+    """Add (or drop) the `worksurface` key: only what reading the record would not give back
+    (`read_as`: the id reading it would give)."""
     role, _, _ = item_parts(record["payload"])
     mark: dict[str, Any] = {}
-    if message.id != natural and not message.id.startswith(natural + "~"):
+    if message.id != read_as:
         mark["id"] = message.id
     if message.origin is not Origin.CONVERSATION:
         mark["origin"] = message.origin.value
@@ -744,7 +871,7 @@ def _restated(before: Sequence[Message]) -> list[Message]:
         if _is_boundary(before[i]):
             start = i + 1
             break
-    return [m for m in before[start:] if m.role == "system"]
+    return [m for m in before[start:] if _is_standing(m)]
 
 
 def _new_compacted(boundary: Message, restated: Sequence[Message], head: Sequence[Message],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
+from ..core import strictjson
 from ..core.errors import FormatError, UnknownFormatError
 from .jsondoc import MAX_DEPTH, as_messages, too_deep
 
@@ -33,7 +34,9 @@ def unrecognised(text: str, path: str | None, readers: Mapping[str, Reader]) -> 
     if text.lstrip()[:1] not in ("[", "{"):
         return generic
     try:
-        doc = json.loads(text)
+        doc = strictjson.loads(text)
+    except strictjson.UnreadableNumber as exc:
+        return strictjson.number_error(exc, text, path)
     except RecursionError:
         return FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=path)
     except json.JSONDecodeError as exc:
@@ -72,7 +75,7 @@ def _jsonl_error(text: str, path: str | None, readers: Mapping[str, Reader]) -> 
     lines = text.splitlines()
     try:
         first = json.loads(lines[0]) if lines else None
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     if not isinstance(first, dict):
         return None
@@ -88,7 +91,9 @@ def _jsonl_error(text: str, path: str | None, readers: Mapping[str, Reader]) -> 
         if not line.strip():
             continue
         try:
-            json.loads(line)
+            strictjson.loads(line)
+        except strictjson.UnreadableNumber as exc:
+            return strictjson.number_error(exc, line, path, number)
         except json.JSONDecodeError as exc:
             return FormatError(f"invalid JSON Lines record ({exc.msg} at column {exc.colno})", path=path,
                                line=number)

@@ -6,6 +6,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from ..core import strictjson
 from ..core.errors import FormatError
 
 # detect_format asks several JSON adapters about the same text in a row; parsing it once for all of
@@ -21,10 +22,12 @@ def parse_json(text: str, path: str | None, expected: str) -> Any:
     """Parse a JSON document; a decode error becomes a FormatError with the decoder's line, and
     nesting deeper than MAX_DEPTH a FormatError too."""
     try:
-        doc = json.loads(text)
+        doc = strictjson.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(f"invalid JSON ({exc.msg} at column {exc.colno}); expected {expected}",
                           path=path, line=exc.lineno) from None
+    except strictjson.UnreadableNumber as exc:
+        raise strictjson.number_error(exc, text, path) from None
     except RecursionError:
         doc = None
         deep = True
@@ -63,7 +66,7 @@ def peek_json(text: str) -> Any:
         return None
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # broken JSON, or an integer too long for Python to read
         return None
 
 

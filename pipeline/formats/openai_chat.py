@@ -4,7 +4,8 @@ Read keeps every field it does not model (message `name`, `refusal`, an explicit
 `tools`, ...) so an unmodified transcript writes back as equal JSON; each part and tool call keeps its
 original JSON (see rawkeep), so an unchanged `arguments` string is reproduced byte for byte.
 Write makes the view valid for the API: `tool` messages right after the assistant message holding
-the calls; worksurface's own messages become `system` (if system) or `user` text; a tool result
+the calls; worksurface's own messages become `system` (if system) or `user` text named
+`worksurface_<origin>` (see ownmark: read gives them their origin back); a tool result
 found inside a non-tool message becomes its own `tool` message; a call left without a result while
 more messages follow gets a placeholder result (validate.NO_RESULT); `Thinking` blocks are not sent
 (the API takes no reasoning input); tool-result images follow the tool messages as one user message
@@ -19,9 +20,10 @@ import re
 from collections import defaultdict
 from typing import Any, Sequence
 
+from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
-from . import anthropic_messages, mini_swe_agent
+from . import anthropic_messages, mini_swe_agent, ownmark
 from .base import Transcript
 from .jsondoc import as_messages, content_text, expect, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
@@ -132,6 +134,13 @@ def _read_message(i: int, raw: Any, path: str | None) -> Message:
     if role == "developer":
         meta[ROLE_NAME] = "developer"
     mid = str(expect(raw["id"], (str, int), path, record, "id")) if raw.get("id") is not None else str(i)
+    mark = ownmark.from_name(raw.get("name"), role)
+    if mark is not None:
+        # A message worksurface wrote (its `name` says so): its origin back, the mark not kept as a field.
+        if extra.pop("name", None) is not None and not extra:
+            meta.pop(_EXTRA, None)
+        meta.pop(ROLE_NAME, None)
+        return Message(mid, mark.role, tuple(blocks), mark.origin, {**meta, **mark.meta()})
     return Message(mid, "system" if role == "developer" else role, tuple(blocks), meta=meta)
 
 
@@ -198,8 +207,8 @@ def _arguments(args: Any) -> dict[str, Any]:
         return args
     if isinstance(args, str):
         try:
-            value = json.loads(args)
-        except json.JSONDecodeError:
+            value = strictjson.loads(args)
+        except ValueError:  # broken JSON, or a number it would not write back
             return {"_raw": args}
         if isinstance(value, dict):
             return value
@@ -254,6 +263,8 @@ def _message_dict(m: Message, path: str | None) -> dict[str, Any] | None:
         role = "user"       # text left in a tool message without results: say it as the user
     recall = Recall(m, NAME)
     d: dict[str, Any] = {"role": role, **m.meta.get(_EXTRA, {})}
+    if m.origin is not Origin.CONVERSATION:
+        d["name"] = ownmark.name_for(m)  # so a later read knows worksurface made it
     content = _content(content_blocks, m.meta.get(_FORM), role, recall)
     if content is not _ABSENT:
         d["content"] = content

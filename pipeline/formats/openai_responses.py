@@ -9,7 +9,8 @@ given in the short form (`{"role": "user", "content": "text"}`, no `type`) keep 
 
 Write makes a valid request: leading system messages that came from `instructions` go back there;
 any other message is written as input items (worksurface's own system messages as `developer`
-messages); a tool call left without an output while more items follow is answered with
+messages; worksurface's own messages start with their mark, see ownmark, and conversation text that
+starts like one is escaped); a tool call left without an output while more items follow is answered with
 validate.NO_RESULT. Every request field worksurface does not model (`previous_response_id`, `store`,
 `tools`, `reasoning`, ...) is kept as given.
 """
@@ -22,11 +23,11 @@ from typing import Any, Sequence
 
 from ..core.errors import FormatError
 from ..core.model import Message, Text, ToolResult
-from . import codex
+from . import codex, ownmark
 from .base import Transcript
 from .jsondoc import parse_json, peek_json
 from .reuse import Memo, Reuse, made, read_fresh
-from .validate import NO_RESULT, check_pairing
+from .validate import NO_RESULT, check_pairing, check_unique_ids
 
 NAME = "openai-responses"
 WRITABLE = True
@@ -67,10 +68,17 @@ def read_doc(doc: Any, path: str | None = None, reuse: Reuse | None = None) -> T
     items = doc["input"]
     if isinstance(items, str):
         meta[_INPUT_FORM] = "string"
-        messages.append(Message("0", "user", (Text(items),), meta={_SHORT: True}))
+        messages.append(Message("0", "user", (Text(ownmark.read_text(items)[1]),), meta={_SHORT: True}))
     else:
         meta[_INPUT_FORM] = "list"
-        messages += [one(i, item, functools.partial(_read_item, i, item, path), path) for i, item in enumerate(items)]
+        read = [one(i, item, functools.partial(_read_item, i, item, path), path) for i, item in enumerate(items)]
+        grouped = codex.group_responses(read)
+        if reuse is not None:   # the next request reuses the grouped item (the same object again)
+            for i, (was, now) in enumerate(zip(read, grouped)):
+                if now is not was:
+                    reuse.keep(i, now)
+        messages += grouped
+    check_unique_ids(messages, path)
     check_pairing(messages, path)
     if reuse is not None:
         reuse.check_fields(meta, path)
@@ -91,7 +99,23 @@ def _read_item(i: int, item: Any, path: str | None) -> Message:
     meta: dict[str, Any] = {**extra, _RAW: item}
     if short:
         meta[_SHORT] = True
+    if role != "assistant" and blocks and isinstance(blocks[0], Text):
+        mark, first = ownmark.read_text(blocks[0].text)
+        if mark is not None and len(blocks) == 1:
+            # A message worksurface wrote: its origin (and id) back from the mark (see ownmark).
+            return Message(mark.id or str(i), mark.role, (Text(first),), mark.origin, {**meta, **mark.meta()})
+        blocks = tuple(Text(ownmark.read_text(b.text)[1]) if isinstance(b, Text) else b for b in blocks)
     return Message(str(i), role, blocks, meta=meta)  # type: ignore[arg-type]
+
+
+def _wire(m: Message) -> Message:
+    """`m` with its text as it travels in a request: a message worksurface made starts with its mark,
+    conversation text of a user or developer message is escaped so it can never pass for one."""
+    if m.role == "assistant" or not any(isinstance(b, Text) for b in m.blocks):
+        return m
+    if m.is_worksurface and len(m.blocks) == 1 and isinstance(m.blocks[0], Text):
+        return m.with_blocks([Text(ownmark.marked_text(ownmark.mark_of(m), m.blocks[0].text))])
+    return m.with_blocks([Text(ownmark.conversation_text(b.text)) if isinstance(b, Text) else b for b in m.blocks])
 
 
 def _long_form(item: dict[str, Any]) -> dict[str, Any]:
@@ -124,8 +148,9 @@ def document(transcript: Transcript, messages: Sequence[Message] | None = None,
         doc["instructions"] = "\n\n".join(instructions)
     rest = msgs[k:]
     if (own and transcript.meta.get(_INPUT_FORM) == "string" and len(rest) == 1 and rest[0].meta.get(_SHORT)
-            and rest[0].role == "user" and len(rest[0].blocks) == 1 and isinstance(rest[0].blocks[0], Text)):
-        doc["input"] = rest[0].blocks[0].text
+            and rest[0].role == "user" and len(rest[0].blocks) == 1 and isinstance(rest[0].blocks[0], Text)
+            and not rest[0].is_worksurface):
+        doc["input"] = ownmark.conversation_text(rest[0].blocks[0].text)
     else:
         doc["input"] = _items(rest, transcript.path, memo)
     ordered: dict[str, Any] = {key: doc[key] for key in ("model", "instructions", "input") if key in doc}
@@ -151,6 +176,7 @@ def _items(msgs: list[Message], path: str | None, memo: Memo | None = None) -> l
 
 def _message_items(m: Message) -> list[dict[str, Any]]:
     """The message's own item when its content is unchanged (its short form too), else new items."""
+    m = _wire(m)
     raw = m.meta.get(_RAW)
     if isinstance(raw, dict):
         source = _long_form(raw) if "type" not in raw else raw

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import Block, Image, Message, Origin, Role, Text, ToolCall, ToolResult
 from .base import Transcript
@@ -164,8 +165,8 @@ def _call(ev: dict[str, Any], tcm: dict[str, Any], path: str | None, i: int) -> 
         if isinstance(tc, dict) and tc.get("id") == cid:
             args = (tc.get("function") or {}).get("arguments")
             try:
-                value = json.loads(args) if isinstance(args, str) else args
-            except json.JSONDecodeError:
+                value = strictjson.loads(args) if isinstance(args, str) else args
+            except ValueError:  # broken JSON, or a number it would not write back
                 value = {"_raw": args}
             if isinstance(value, dict):
                 return ToolCall(cid, name, value)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable, TypeVar
 
 from ..core.errors import FormatError
-from ..core.model import Message
 from .jsondoc import MAX_DEPTH, too_deep
 
 T = TypeVar("T")
@@ -19,14 +18,16 @@ class Reuse:
     """The raw messages of the last request read whole, with the Messages read from them."""
 
     def __init__(self) -> None:
-        self._last: dict[Hashable, tuple[Any, Message]] = {}
-        self._next: dict[Hashable, tuple[Any, Message]] = {}
-        self.read_count = 0     # messages read anew (not reused) by the last request
+        self._last: dict[Hashable, tuple[Any, Any]] = {}
+        self._next: dict[Hashable, tuple[Any, Any]] = {}
+        self.read_count = 0     # raw messages read anew (not reused) by the last request
 
-    def message(self, key: Hashable, raw: Any, read: Callable[[], Message], path: str | None) -> Message:
-        """The message at `key` (its place in the request): the previous one when `raw` is equal to
-        what was there, else `read()` (after the depth check whole-document reads make)."""
+    def message(self, key: Hashable, raw: Any, read: Callable[[], T], path: str | None) -> T:
+        """What was read at `key` (its place in the request: a Message, or the Messages one API
+        turn splits into): the previous one when `raw` is equal to what was there, else `read()`
+        (after the depth check whole-document reads make)."""
         old = self._last.get(key)
+        message: T
         if old is not None and (old[0] is raw or old[0] == raw):
             message = old[1]
         else:
@@ -37,6 +38,11 @@ class Reuse:
             self.read_count += 1
         self._next[key] = (raw, message)
         return message
+
+    def keep(self, key: Hashable, value: Any) -> None:
+        """What the next request reuses at `key` is `value` (what reading made of the raw message
+        after the whole request was seen: a Responses item grouped with its response)."""
+        self._next[key] = (self._next[key][0], value)
 
     def check_fields(self, fields: Any, path: str | None) -> None:
         """The depth check of a whole-document read, for the request's other fields (tools ...)."""
@@ -51,7 +57,7 @@ class Reuse:
         self._last, self._next = self._next, {}
 
 
-def read_fresh(key: Hashable, raw: Any, read: Callable[[], Message], path: str | None) -> Message:
+def read_fresh(key: Hashable, raw: Any, read: Callable[[], T], path: str | None) -> T:
     """What `Reuse.message` does with nothing to reuse (a whole-document read has checked the depth)."""
     return read()
 
@@ -79,6 +85,3 @@ class Memo:
 def made(memo: Memo | None, kind: str, obj: Any, make: Callable[[Any], T]) -> T:
     """`make(obj)`, remembered in `memo` when there is one."""
     return make(obj) if memo is None else memo.get(kind, obj, make)
-
-
-Reader = Callable[[Hashable, Any, Callable[[], Message], "str | None"], Message]

@@ -21,6 +21,7 @@ import json
 import re
 from typing import Any, Sequence
 
+from ..core import strictjson
 from ..core.errors import FormatError
 from ..core.model import Block, Message, Text, ToolCall, ToolResult
 from .base import Transcript
@@ -139,8 +140,8 @@ def _arguments(args: Any) -> dict[str, Any]:
     if isinstance(args, dict):
         return args
     try:
-        value = json.loads(args) if isinstance(args, str) else None
-    except json.JSONDecodeError:
+        value = strictjson.loads(args) if isinstance(args, str) else None
+    except ValueError:  # broken JSON, or a number it would not write back
         value = None
     return value if isinstance(value, dict) else {"_raw": args}
 

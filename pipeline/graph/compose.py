@@ -23,6 +23,7 @@ from worksurface.stages import autocompact, budget, collapse, ingest, microcompa
 from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
 from ..core.model import Message
+from ..core.view import insertion_point
 from ..engine.state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
                     tokenizer_ratio, view_offset)
 
@@ -98,8 +99,10 @@ def run_reinjectors(view: list[Message], budget: int, ctx: StageContext) -> Rebu
         dry = status_last[0].run(view, ctx.config.reinject, ctx, int(cap / ratio))
         reserved = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + STATUS_SIZE_MARGIN)
     budget_left -= reserved
-    # A reinjected message's id is a digest of its text: one the view already holds (an earlier
-    # compaction's reinjection, kept in the tail of this one) is shown already, and is not added twice.
+    # A reinjected message's id names its epoch and a digest of its text: one the view already holds
+    # (the same rebuild met again) is shown already and is not added twice. An earlier compaction's
+    # reinjection kept in the tail has another epoch in its id; each reinjector skips what the view
+    # shows instead (files: `_reinjected_in_tail`).
     present = {m.id for m in view}
     for reinjector in [r for r in ctx.reinjectors if r.NAME != STATUS_REINJECTOR] + status_last:
         if reinjector.NAME == STATUS_REINJECTOR:
@@ -125,8 +128,11 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
     rebuilt = run_reinjectors(view, ctx.config.post_compact_target - tokens, ctx)
     if not rebuilt.messages:
         return {"reports": rebuilt.reports, "status_update": rebuilt.status}
-    anchor = view[-1].id if view else None
-    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages))
+    # After the view's last message, unless its last turn still waits for a tool result: then before
+    # that turn (the rewind rule stays: dropped with the newest message, as at the end).
+    point = insertion_point(view)
+    anchor = view[point - 1].id if point else None
+    edit = Insert(REINJECT, anchor, tuple(rebuilt.messages), view[-1].id if view and point < len(view) else None)
     new_view = apply_edits(view, [edit])
     return {"view": new_view, "tokens": ctx.counter.messages(new_view), "edits": [edit], "reports": rebuilt.reports,
             "status_update": rebuilt.status}

@@ -208,10 +208,12 @@ class Ledger:
         def at(i: int) -> int:
             return index[i] if 0 <= i < len(index) else i
 
+        # What the user said in earlier windows (searched only when a call's source must be one the user named).
+        earlier = tuple(u.text for u in r.requests.values())
         for u in facts.user_messages(messages, queued):
             u = dataclasses.replace(u, index=at(u.index))
             r.requests[f"{u.message_id}:{int(u.queued)}:{_fold_text(u.text)[:80]}"] = u
-        for c in facts.standing_constraints(messages, queued):
+        for c in facts.standing_constraints(messages, queued, earlier):
             key = _fold_text(c.text)
             if key not in r.constraints:
                 r.constraints[key] = dataclasses.replace(c, index=at(c.index))
@@ -223,7 +225,7 @@ class Ledger:
             key = f"{f.kind}:{_fold_text(f.text)}"
             if key not in r.findings:
                 r.findings[key] = dataclasses.replace(f, index=at(f.index))
-        for s in facts.task_specs(messages):
+        for s in facts.task_specs(messages, queued, earlier):
             r.specs[s.origin] = dataclasses.replace(s, index=at(s.index))
         records = facts.tool_calls(messages)
         for g2 in edit_gists(records):

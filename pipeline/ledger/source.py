@@ -94,7 +94,7 @@ class MessageFacts:
         return facts.findings(self.messages)
 
     def task_specs(self) -> list[TaskSpec]:
-        return facts.task_specs(self.messages)
+        return facts.task_specs(self.messages, self.queued)
 
     def tool_errors(self) -> list[ErrorFact]:
         return facts.tool_errors(self.messages)

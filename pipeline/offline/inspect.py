@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.clearing import clearing_edits, clearing_of, harness_view
 from ..core.edits import stable_prefix_length
 from ..formats.base import Transcript
+from ..formats.damaged import damaged_lines
 from ..core.model import ROLES, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 from ..core.toolkinds import call_target
@@ -62,7 +64,12 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
       it), reported_after (that call's recorded input usage, None when absent), summary_id}],
       compact_summaries: [message ids], worksurface: {origin: count}}
     - `live`: {from_message, messages, tokens}: what the model still sees, from the last compact
-      boundary on (the whole transcript when there is none)
+      boundary on (the whole transcript when there is none), after the harness's own clearings
+    - `harness_clearings`: [{message_id, index, trigger, pre_tokens, tokens_saved (the harness's
+      figures), cleared_results (results it cleared that the transcript holds), tokens_cleared (their
+      counted tokens before -> the placeholders')}] (Claude Code's microcompact)
+    - `damaged_lines`: [{line, problem, cut}]: lines of the file that are not records, read around
+      and kept as they are on write-back (see formats/damaged.py)
     - `unanswered_calls`, `orphan_results`, `queued_inputs` (counts)
     - `subagents`: {folder, agents: [{call_id, message_id, index, agent_type, description, goal (the
       prompt, in full), state, mode (foreground or background), task_id, result (capped), reported_tokens,
@@ -106,7 +113,7 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
             else:
                 categories["other"] += n
     total = sum(v["tokens"] for v in by_role.values())
-    live = live_slice(messages)
+    live = harness_view(live_slice(messages))
     unanswered, orphan_results = orphans(messages)
     report: dict[str, Any] = {
         "path": transcript.path,
@@ -121,6 +128,8 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
         "compaction": _compaction(messages, counter, transcript.format),
         "live": {"from_message": live[0].id if live and len(live) < len(messages) else None,
                  "messages": len(live), "tokens": counter.messages(live)},
+        "harness_clearings": _clearings(messages, counter),
+        "damaged_lines": [d.to_json() for d in damaged_lines(transcript.extras)],
         "unanswered_calls": len(unanswered),
         "orphan_results": len(orphan_results),
         "queued_inputs": len(transcript.queued_inputs),
@@ -130,6 +139,23 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
     if estimated:       # only then: figures are exact unless this key says otherwise
         report["estimated_texts"] = estimated
     return report
+
+
+def _clearings(messages: list[Message], counter: TokenCounter) -> list[dict[str, Any]]:
+    """The harness's own clearings: where, its figures, and what they cleared of this transcript."""
+    out = []
+    for index, message in enumerate(messages):
+        mark = clearing_of(message)
+        if mark is None:
+            continue
+        edits = clearing_edits(messages[:index + 1], index)
+        before = {r.call_id: counter.block(r) for m in messages[:index + 1] for r in m.tool_results
+                  if r.call_id in {e.call_id for e in edits}}
+        after = sum(counter.text(e.content) for e in edits)
+        out.append({"message_id": message.id, "index": index, "trigger": mark.get("trigger"),
+                    "pre_tokens": mark.get("pre_tokens"), "tokens_saved": mark.get("tokens_saved"),
+                    "cleared_results": len(edits), "tokens_cleared": sum(before.values()) - after})
+    return out
 
 
 def _tool(by_tool: dict[str, dict[str, int]], name: str) -> dict[str, int]:

@@ -11,9 +11,10 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..core.errors import FormatError, WorksurfaceError
+from ..core import strictjson
 from ..core.fileio import atomic_write, read_text
 
 CATEGORIES: tuple[str, ...] = ("request", "constraint", "negative", "artifact", "recent", "plan",
@@ -87,9 +88,10 @@ class ProbeSet:
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write atomically (temp file then rename), so a reader never sees half a file."""
-        atomic_write(path, self.dumps())
+    def save(self, path: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]] = ()) -> None:
+        """Write atomically (temp file then rename), so a reader never sees half a file; no more readable
+        than `inputs`, the transcripts the probes quote."""
+        atomic_write(path, self.dumps(), inputs=inputs)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "ProbeSet":
@@ -98,9 +100,11 @@ class ProbeSet:
     @classmethod
     def loads(cls, text: str, path: str | None = None) -> "ProbeSet":
         try:
-            data = json.loads(text)
+            data = strictjson.loads(text)
         except json.JSONDecodeError as exc:
             raise FormatError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        except strictjson.UnreadableNumber as exc:
+            raise strictjson.number_error(exc, text, path) from None
         return cls.from_json(data, path)
 
     @classmethod

@@ -3,10 +3,10 @@ file (inline CSS, inline SVG charts, a few lines of inline script; nothing is fe
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Any, Sequence
 
+from ..core.escape import json_for_script
 from .fates import Fate
 from .svg import Bar, Chart, Series, before_after_bars, compact_number, line_chart, percent
 
@@ -71,9 +71,9 @@ SCRIPT = """
 
 
 def _json_script(element_id: str, value: Any) -> str:
-    """JSON inside a script element, with `</` escaped so no text can close the element early."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    text = text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    """JSON inside a script element, written so that no text can close the element or open a comment
+    in it and JSON.parse still reads it (core.escape.json_for_script)."""
+    text = json_for_script(value)
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 

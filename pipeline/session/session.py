@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from ..core.clearing import HARNESS_STAGE, clearing_edits
 from ..core.config import Config
 from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
 from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
@@ -233,7 +234,15 @@ class Session:
                                extras=transcript.extras if isinstance(transcript, Transcript) else ())
             view = self._current_view(live, keep)
             raw_tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])
-            counted = self._count_view(view, keep, live)
+            # The harness's own clearings (core/clearing.py) in the new messages: sticky edits, so the
+            # view, its size and the stages follow what the harness sends; the log keeps the originals.
+            harness = clearing_edits(live, keep if self._log and not rewound else 0)
+            if harness:
+                view = apply_edits(view, harness)
+                counted = self.counter.messages(view)
+                self._counted = (view, counted)
+            else:
+                counted = self._count_view(view, keep, live)
             offset = self._usage_offset(view, counted, usage)
             # The calibration reads every measured usage in the transcript; it only sizes a compaction,
             # and none can happen on a call that is not forced and is under the threshold.
@@ -250,7 +259,7 @@ class Session:
             if calibration is not None:
                 ctx = dataclasses.replace(ctx, calibration=calibration, anchor_counted=counted)
             final = self._run_graph(view, counted + offset, ctx)
-            new_edits: list[Edit] = list(final["edits"])
+            new_edits: list[Edit] = [*harness, *final["edits"]]
             out_view = final["view"]
             status_edits, new_status, status_report = self.status_bar.finish(
                 status_inputs, planned, final.get("status_update"), _breaks_cache(new_edits, live[keep:]), out_view, now)
@@ -332,7 +341,9 @@ class Session:
         rewound = len(self._log) - keep
         if rewound:
             removed = removed_refs(self._log[keep:])
-            self._edits = [e for e in self._edits if not refers_to(e.refs, removed) and e.stage != "status"]
+            # The status restarts, and the harness's clearings are derived again from what is left.
+            self._edits = [e for e in self._edits if not refers_to(e.refs, removed)
+                           and e.stage not in ("status", HARNESS_STAGE)]
             self._cached = None
             self._boundary_seen = None
             self.status_bar.reset()
@@ -534,6 +545,7 @@ class Session:
             store.set_meta("status_tokens_override", self.status_bar.tokens_override)
             if keep < len(self._log):
                 store.truncate_log(keep)
+                store.drop_edits(HARNESS_STAGE)  # derived again from the transcript (see _sync)
             if self.status_bar.reset_pending:
                 store.drop_edits("status")
                 self.status_bar.reset_pending = False

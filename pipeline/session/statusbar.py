@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from ..core.config import Config
 from ..core.edits import Edit, Insert, ReplaceMessages
 from ..core.model import Message, Origin
+from ..core.view import insertion_point
 from ..engine.state import StatusInputs, StatusUpdate
 from ..status import PublisherState, StatusReducer, event_from_json, publish
 from ..status.derive import EventDeriver
@@ -81,6 +82,11 @@ class StatusBar:
             folded, publication = publish(dataclasses.replace(state, last=None), inputs.snapshot,
                                           strategy="replace", now=now)
             new_state = dataclasses.replace(folded, strategy=state.strategy)
+        if (publication.messages or publication.remove_ids) and insertion_point(view) < len(view):
+            # The last turn still waits for a tool result: a status after it would sit between the
+            # call and its result, and one before it would change what was sent. The next call says it.
+            return [], state, {"epoch": state.epoch, "seq": state.seq, "published": None,
+                               "deferred": "the last turn waits for a tool result"}
         edits = []
         if publication.remove_ids:
             edits.append(ReplaceMessages(STAGE, publication.remove_ids, ()))

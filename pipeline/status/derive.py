@@ -21,11 +21,11 @@ from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, Permi
                      VerificationFinished)
 from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
-from ..facts.provenance import CONVERTED_CALL
+from ..facts.provenance import CONVERTED_CALL, harness_tool
 from ..facts.testsummary import TestRunWatcher
 from ..facts.todos import TodoItem as FactTodo
 from ..facts.todos import TodoReplayer, items_from, normalize_status
-from ..facts.tracker import issue_changes
+from ..facts.tracker import issue_changes, updates_tracker
 from ..summarizers import sections as summary_sections
 from .parse_git import parse_git
 from .reducer import SEARCH_KINDS
@@ -111,6 +111,7 @@ class EventDeriver:
         self._converted = 0
         self._todo_replay = TodoReplayer()
         self._tracked: dict[str, tuple[str, str]] = {}  # issue id -> (title, todo status)
+        self._own_todos = False  # the agent keeps its todo list with a todo tool
         self._last: dict[str, Any] = {}
         self._message_id: str | None = None
         # Background jobs and sub-agents (facts.subagents keeps their lifecycle), by call id, and
@@ -202,6 +203,7 @@ class EventDeriver:
             self._emit(PermissionsChanged, approvals=mode)
         todos = _todos(items_from(meta.get("todos"), ("content",)))
         if todos and self._changed("todos", todos):
+            self._own_todos = True
             self._emit(TaskUpdated, todos=todos)
         usage = meta.get("usage")
         if isinstance(usage, Mapping):
@@ -226,15 +228,17 @@ class EventDeriver:
             return
         if ok:
             todos = _todos(self._todo_replay.observe(call.name, call.input, result.content))
-            if todos is not None and self._changed("todos", todos):
-                self._emit(TaskUpdated, todos=todos)
+            if todos is not None:
+                self._own_todos = True
+                if self._changed("todos", todos):
+                    self._emit(TaskUpdated, todos=todos)
         seen = self._tests.observe(call, result.content)
         if seen is not None:
             command, summary = seen
             self._emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
                        failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
                        command=one_line(command, 120))
-        if tool_kind(call) == "shell":
+        if tool_kind(call) == "shell" and harness_tool(call):  # an MCP `bash` is another program's text
             self._shell(call, result, ok)
         elif ok and kind in ("edit", "write") and (path := call_path(call)):
             self._emit(FilesTouched, paths=(self._relative(path),))
@@ -262,10 +266,15 @@ class EventDeriver:
                     self._emit(EnvironmentChanged, cwd=new)
 
     def _tracker(self, command: str, output: str) -> None:
-        """Issues of a command-line tracker (beads) make the todo list, in order of first mention."""
-        for u in issue_changes(command, output):
+        """Issues of a command-line tracker (beads) make the todo list, in order of first mention. An
+        agent that keeps its own list with a todo tool has that list: an issue it only looks at
+        (`bd show`) does not replace it, a change it makes to one (claim, close, create) does."""
+        changes = issue_changes(command, output)
+        for u in changes:
             title, status = self._tracked.get(u.issue, ("", "pending"))
             self._tracked[u.issue] = (u.title or title, u.status or status)
+        if not changes or (self._own_todos and not updates_tracker(command)):
+            return
         todos = tuple(TodoItem(one_line(f"{i}: {t}" if t else i, 200), s)
                       for i, (t, s) in self._tracked.items())
         if todos and self._changed("todos", todos):

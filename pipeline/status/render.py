@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ..core.escape import escape_attr, escape_element_text
 from .diff import Diff
 from .display import BLOCK_FIELDS, attr_name, display, one_line, shown
 from .snapshot import Field, Snapshot
@@ -21,16 +22,15 @@ CLEARED_NOTE = "Current runtime status: none. Earlier status snapshots no longer
 
 
 def _attr(text: str) -> str:
-    """Attribute text: only what could end the value or start markup is escaped (`&`, `<`, `>` and
-    the double quote the attributes are written with); an apostrophe stays an apostrophe."""
-    return (one_line(text, 10_000).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;"))
+    """Attribute text on one line: what could end the value or start markup as entities (see
+    core.escape); an apostrophe stays an apostrophe."""
+    return escape_attr(one_line(text, 10_000))
 
 
 def _body(text: str) -> str:
     """Element text: `&` and `<` are what could start markup; `>` stays readable except in `]]>`,
     which XML does not allow in text."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace("]]>", "]]&gt;")
+    return escape_element_text(text)
 
 
 def generated_at(now: float) -> str:

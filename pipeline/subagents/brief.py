@@ -18,6 +18,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from ..core.errors import WorksurfaceError
+from ..core.escape import escape_headings, one_line
 from ..facts import Constraint, FileFact
 from ..facts.constraints import STRONG, USER
 from ..ledger.ledger import LedgerView
@@ -192,7 +193,7 @@ def _file_line(f: FileFact, error: str | None) -> str:
         extra.append("changed since last read")
     if error:
         extra.append(f"last error: {error}")
-    return f"- {f.path}: {actions}" + (f"; {'; '.join(extra)}" if extra else "")
+    return f"- {one_line(f.path)}: {actions}" + (f"; {'; '.join(extra)}" if extra else "")
 
 
 def _files(view: LedgerView, rel: Relevance) -> list[_Candidate]:
@@ -293,7 +294,8 @@ def build_brief(view: LedgerView, task: str, budget_tokens: int = DEFAULT_BUDGET
         # Value per token within a tier; the tier and the position keep it total and deterministic.
         order = (n,)
         keyed[order] = c
-        item = Item(c.text, (c.tier, -c.relevance / tokens, n), order, group=c.group,
+        # Quoted text can pass for none of the brief's own sections (Item escapes tags and the summary's).
+        item = Item(escape_headings(c.text, SECTIONS), (c.tier, -c.relevance / tokens, n), order, group=c.group,
                     shrinkable=len(c.text) > SHRINK_CHARS or c.section == GOAL)
         sections[c.section].items.append(item)
     text = pack(list(sections.values()), budget_tokens, counter)

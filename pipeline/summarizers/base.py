@@ -26,6 +26,9 @@ class SummaryRequest:
     instructions: str | None = None
     queued_inputs: Sequence[tuple[str | None, str]] = ()
     ledger: Ledger | None = None
+    # Messages of the summarized span kept verbatim right after the summary (the user's one request
+    # that opens a trajectory and did not fit): the summary points at them instead of quoting them.
+    kept: Sequence[Message] = ()
 
 
 @dataclass(frozen=True)

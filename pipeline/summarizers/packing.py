@@ -12,8 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..core.escape import escape_quoted, one_line
 from ..core.tokens import TokenCounter, truncate_to_tokens
+from .sections import HEADINGS, TITLE
 
+# Headings no quoted text may pass for: the summary's title and sections.
+RESERVED_HEADINGS = (TITLE.lstrip("# "), *HEADINGS)
 # An item is only cut to fit when at least this many tokens of it can stay: a sliver says nothing.
 MIN_SHRUNK_TOKENS = 24
 # Cut items keep this share of their room from the start, the rest from the end (where outputs and
@@ -36,13 +40,24 @@ ROUND_NORMAL_SHARE = 0.1
 
 @dataclass(frozen=True)
 class Item:
-    """One line (or block) of a section. `rank`: smaller is kept first; `order`: display position."""
+    """One line (or block) of a section. `rank`: smaller is kept first; `order`: display position.
+
+    What an item quotes is escaped as it is made (core.escape): no quoted text can close or open a
+    wrapper, pass for a harness note or start a section of the summary, and a group label stays on
+    its line. `quoted=False` only for worksurface's own framing (the summary's title)."""
 
     text: str
     rank: tuple[Any, ...]
     order: tuple[Any, ...] = ()
     group: str = ""
     shrinkable: bool = False
+    quoted: bool = True
+
+    def __post_init__(self) -> None:
+        if self.quoted:
+            object.__setattr__(self, "text", escape_quoted(self.text, RESERVED_HEADINGS))
+        if self.group:
+            object.__setattr__(self, "group", escape_quoted(one_line(self.group), RESERVED_HEADINGS))
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .. import facts
 from ..core.errors import SummarizerError
+from ..core.escape import one_line
 from ..facts.findings import COMPLAINT
 from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
@@ -58,6 +59,8 @@ IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
 TRACKER_STATE_RE = re.compile(r"\s*\[[^\]]*·\s*[A-Z_]+\]\s*$")
 TRACKER_MARK_RE = re.compile(r"^[○◐✓●❄]\s+")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
+# What the Active request says when the latest request is kept verbatim right after the summary.
+KEPT_REQUEST = "Latest user request: kept verbatim right after this summary (it takes precedence over this summary)."
 APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1, "abandoned": 2}
 
 
@@ -104,10 +107,11 @@ class _Builder:
         self.findings = self.src.findings()
 
     def rel(self, path: str) -> str:
-        """A path under the session's working directory shown relative to it (the cwd is listed once)."""
+        """A path under the session's working directory shown relative to it (the cwd is listed once),
+        on one line (a path with a line break in it cannot start another item)."""
         if self.cwd and path.startswith(self.cwd.rstrip("/") + "/"):
-            return path[len(self.cwd.rstrip("/")) + 1:]
-        return path
+            path = path[len(self.cwd.rstrip("/")) + 1:]
+        return one_line(path)
 
     def sections(self) -> list[Section]:
         users = [(u.text, u.queued) for u in self.src.user_messages()]
@@ -134,7 +138,7 @@ class _Builder:
         return out
 
     def preamble(self) -> list[Item]:
-        items = [Item(TITLE, (0,), (0,))]
+        items = [Item(TITLE, (0,), (0,), quoted=False)]
         if self.request.instructions and self.request.instructions.strip():
             note = f"Focus requested for this summary (verbatim): {self.request.instructions.strip()}"
             items.append(Item(note, (1,), (1,), shrinkable=True))
@@ -142,11 +146,14 @@ class _Builder:
 
     def active_request(self, users: list[tuple[str, bool]]) -> list[Item]:
         items: list[Item] = []
-        if users:
+        kept = [m for m in self.request.kept if is_user_turn(m)]
+        if users and kept:
+            items.append(Item(KEPT_REQUEST, (0,), (0,), quoted=False))
+        elif users:
             text, queued = users[-1]
             how = ", typed while the agent was working" if queued else ""
             # Never shortened: the newest user message is quoted whole or not at all (then the kept
-            # tail starts at it instead).
+            # tail starts at it, or it stays verbatim right after the summary: `kept`).
             items.append(Item(f"Latest user request (verbatim{how}):\n{text}", (0,), (0,)))
             if len(users) > 1:
                 items.append(Item(f"First request of the session (verbatim):\n{users[0][0]}", (2,), (2,),

@@ -1,0 +1,69 @@
+"""JSON as worksurface reads its input: a value that could not be written back as it was read is
+refused, with where it is, instead of becoming something else.
+
+Python's `json` turns `1e400` into infinity (written back as `Infinity`, which is not JSON), accepts
+`NaN` and `Infinity` (not JSON either), and raises a bare ValueError on an integer of more than 4,300
+digits. A transcript holding one of them is refused with the literal and its line, so nothing is
+written back changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+from .errors import FormatError
+
+# Python refuses to convert longer digit strings (sys.get_int_max_str_digits, 4300 by default).
+MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+# How much of a refused literal an error message shows.
+SHOWN_CHARS = 24
+
+
+class UnreadableNumber(ValueError):
+    """A number in JSON text that would not survive a round trip; `literal` is its text."""
+
+    def __init__(self, literal: str, problem: str) -> None:
+        self.literal = literal
+        self.problem = problem
+        super().__init__(problem)
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise UnreadableNumber(text, f"an integer of {len(text.lstrip('-')):,} digits is too long to read "
+                                     f"(at most {MAX_INT_DIGITS:,})")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise UnreadableNumber(text, f"the number {_shown(text)} is too large for a 64-bit float (it would be "
+                                     "written back as Infinity, which is not JSON)")
+    return value
+
+
+def _constant(text: str) -> Any:
+    raise UnreadableNumber(text, f"{text} is not JSON (only finite numbers are)")
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
+def loads(text: str) -> Any:
+    """`json.loads`, refusing the numbers above (UnreadableNumber, a ValueError)."""
+    return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+
+
+def number_error(exc: UnreadableNumber, text: str, path: str | None, line: int | None = None,
+                 record: str | None = None) -> FormatError:
+    """A FormatError for `exc` naming the file and the line of the literal (found in `text` when the
+    caller does not know the line)."""
+    if line is None:
+        at = text.find(exc.literal)
+        line = text.count("\n", 0, at) + 1 if at >= 0 else None
+    return FormatError(f"{exc.problem}: not read", path=path, line=line, record=record)
