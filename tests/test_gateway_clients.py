@@ -31,6 +31,7 @@ CLIENTS = Path(os.environ.get("WORKSURFACE_CLIENTS", Path.home() / ".cache" / "w
 CLAUDE = CLIENTS / "claude-code" / "node_modules" / ".bin" / "claude"
 DEAD_PROXY = "http://127.0.0.1:9"
 CLIENT_TIMEOUT = 180
+README_GATEWAY = "http://127.0.0.1:8788"     # where README.md says `worksurface serve` listens
 
 
 def _log(name: str, sizes: list[int], share: float, kinds: list[str]) -> None:
@@ -144,6 +145,16 @@ CODEX_TURNS = 4
 READS_PER_TURN = 6
 
 
+def readme_codex_provider() -> str:
+    """The provider table README.md's Codex lines append to ~/.codex/config.toml (so they are tested)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"printf '([^']*)' >> ~/\.codex/config\.toml", readme)
+    assert found, "README.md shows the lines that point Codex at the gateway"
+    table = found.group(1).encode().decode("unicode_escape")
+    assert README_GATEWAY in table
+    return table
+
+
 @pytest.mark.client
 @pytest.mark.slow
 @pytest.mark.skipif(CODEX is None, reason="Codex CLI not installed: run .ci/install-codex.sh")
@@ -176,14 +187,16 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
     with FakeResponses(script, measure=True) as fake, \
             running_gateway(tmp_path / "store", fake.base_url, session={"window": 40000}) as gw:
         # Past this many tokens Codex compacts on its own: the whole history (about 100k) crosses it,
-        # the views worksurface forwards (under its 33k threshold) never do.
-        write_codex_config(home, f"{gw.url}/v1", extra="model_auto_compact_token_limit = 60000")
+        # the views worksurface forwards (under its 33k threshold) never do. Codex reaches the gateway
+        # through the provider README.md tells users to add, chosen as README says (-c model_provider).
+        write_codex_config(home, f"{gw.url}/v1", extra="model_auto_compact_token_limit = 60000",
+                           tables=readme_codex_provider().replace(README_GATEWAY, gw.url))
         session_id = ""
         for turn in range(CODEX_TURNS):
             args = [f"WSGW turn {turn}: read the next files."]
             if turn:
                 args = ["resume", session_id, *args]
-            done = run_codex(home, args)
+            done = run_codex(home, ["-c", "model_provider=worksurface", *args])
             assert f"Read {(turn + 1) * READS_PER_TURN} files." in done.stdout
             if not turn:
                 session_id = json.loads(rollouts(home)[0].read_text(encoding="utf-8").split("\n", 1)[0])["payload"]["id"]
