@@ -95,6 +95,7 @@ def test_claude_code_through_the_gateway(tmp_path: Path) -> None:
     assert sum(1 for m in transcript.messages for _ in m.tool_results) >= 24
 
 
+@pytest.mark.slow
 def test_langchain_chat_models_through_the_gateway(tmp_path: Path) -> None:
     langchain_anthropic = pytest.importorskip("langchain_anthropic")
     langchain_openai = pytest.importorskip("langchain_openai")
