@@ -35,7 +35,8 @@ def _runs_text(name: str, plan: Plan) -> str:
     if name in ("cache", "cost"):
         return "Deterministic: one replay per method (no timing)."
     if name == "gateway":
-        return "One load run: every request of 50 concurrent conversations, through the gateway and direct."
+        return ("Two load runs (50 conversations' first calls; 20 joining their transcripts at call 60): every "
+                "request through the gateway and direct, one run each.")
     if name == "ledger":
         return "Update time per call, grouped by transcript size: median and p95 over the calls of each bin."
     if name == "store":

@@ -1,7 +1,9 @@
 """Section: the gateway under load (`python -m benchmarks --sections gateway`).
 
 50 concurrent conversations replay real transcripts from ../shared/transcripts (each conversation
-a transcript's first calls, its first user message tagged so every conversation is its own) through
+a transcript's first calls, its first user message tagged so every conversation is its own), then 20
+join their transcripts at call 60 (a first request with the whole history before it, then one call
+more each: what per-call work proportional to what is new is measured on), through
 `worksurface serve` (a subprocess) to the fake Messages API, streaming, with the official async
 `anthropic` SDK; the same requests go directly to the same fake for the baseline. Reported: latency
 per request (p50/p99) through the gateway and direct, time to first byte of the streams, requests
@@ -15,6 +17,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -27,18 +30,28 @@ from .report import table
 NAME = "gateway"
 SESSIONS = 50
 CALLS_PER_SESSION = 6
+# The deep run: fewer conversations, each joining its transcript this many calls in (its first request
+# carries that whole history; the next ones add a call each), where per-call work must follow what is new.
+DEEP_SESSIONS = 20
+DEEP_FROM_CALL = 60
 HERE = Path(__file__).resolve().parent
 
 
-def _requests(plan: Plan) -> list[list[dict[str, Any]]]:
-    """Per conversation, its requests (Anthropic Messages bodies), from the plan's transcripts."""
+def _requests(plan: Plan, sessions: int = SESSIONS, from_call: int = 0) -> list[list[dict[str, Any]]]:
+    """Per conversation, its requests (Anthropic Messages bodies), from the plan's transcripts: the
+    calls from `from_call` on (from the start when the transcript is shorter)."""
     sources = [s for s in plan.sources if s.path.suffix == ".jsonl"] or plan.sources
+    docs: dict[Path, Any] = {}
     conversations = []
-    for n in range(SESSIONS):
-        transcript = read_transcript(sources[n % len(sources)].path)
-        doc = json.loads(dumps(transcript, format="anthropic"))
+    for n in range(sessions):
+        path = sources[n % len(sources)].path
+        if path not in docs:
+            docs[path] = json.loads(dumps(read_transcript(path), format="anthropic"))
+        doc = docs[path]
         messages = doc["messages"]
-        ends = [i + 1 for i, m in enumerate(messages) if m["role"] == "user" and i > 0][:CALLS_PER_SESSION]
+        ends = [i + 1 for i, m in enumerate(messages) if m["role"] == "user" and i > 0]
+        start = from_call if len(ends) >= from_call + CALLS_PER_SESSION else 0
+        ends = ends[start:start + CALLS_PER_SESSION]
         first = messages[0]
         tag = {"type": "text", "text": f"[conversation {n}]"}
         first = {**first, "content": [tag, *(first["content"] if isinstance(first["content"], list)
@@ -89,10 +102,18 @@ def run(plan: Plan) -> dict[str, Any]:
     sys.path.insert(0, str(HERE.parent / "tests"))
     from fake_anthropic import FakeAnthropic
     from gateway_helpers import gateway_process
-    import tempfile
 
-    conversations = _requests(plan)
-    with FakeAnthropic(lifetime=3600) as fake, tempfile.TemporaryDirectory() as store:
+    rows = [_load_run(_requests(plan), "first calls", SESSIONS, FakeAnthropic, gateway_process),
+            _load_run(_requests(plan, DEEP_SESSIONS, DEEP_FROM_CALL), f"from call {DEEP_FROM_CALL}",
+                      DEEP_SESSIONS, FakeAnthropic, gateway_process)]
+    return {"rows": rows, "median_request_tokens": statistics.median(
+        len(json.dumps(b)) // 4 for c in _requests(plan) for b in c)}
+
+
+def _load_run(conversations: list[list[dict[str, Any]]], calls: str, sessions: int, fake_api: Any,
+              gateway_process: Any) -> dict[str, Any]:
+    with fake_api(lifetime=3600) as fake, tempfile.TemporaryDirectory() as store:
+        load_before = os.getloadavg()[0]
         direct = asyncio.run(_drive(fake.url, conversations))
         with gateway_process(Path(store), fake.url) as gw:
             assert gw.process is not None
@@ -100,26 +121,28 @@ def run(plan: Plan) -> dict[str, Any]:
             through = asyncio.run(_drive(gw.url, conversations))
             loaded = _rss_kb(gw.process.pid)
     row = {
-        "sessions": SESSIONS, "requests": through["requests"],
+        "calls": calls, "sessions": sessions, "requests": through["requests"],
+        "load_1m": round((load_before + os.getloadavg()[0]) / 2, 1),
         "gateway_p50_ms": round(_pct(through["latencies"], 0.5), 1), "gateway_p99_ms": round(_pct(through["latencies"], 0.99), 1),
         "direct_p50_ms": round(_pct(direct["latencies"], 0.5), 1), "direct_p99_ms": round(_pct(direct["latencies"], 0.99), 1),
         "ttfb_gateway_p50_ms": round(_pct(through["ttfb"], 0.5), 1), "ttfb_direct_p50_ms": round(_pct(direct["ttfb"], 0.5), 1),
         "gateway_rps": round(through["requests"] / through["wall"], 1), "direct_rps": round(direct["requests"] / direct["wall"], 1),
         "rss_idle_mb": round(idle / 1024, 1), "rss_loaded_mb": round(loaded / 1024, 1),
-        "rss_per_session_mb": round((loaded - idle) / 1024 / SESSIONS, 2),
+        "rss_per_session_mb": round((loaded - idle) / 1024 / sessions, 2),
         "cores": os.cpu_count(),
     }
     row["added_p50_ms"] = round(row["gateway_p50_ms"] - row["direct_p50_ms"], 1)
     row["added_p99_ms"] = round(row["gateway_p99_ms"] - row["direct_p99_ms"], 1)
     row["added_ttfb_p50_ms"] = round(row["ttfb_gateway_p50_ms"] - row["ttfb_direct_p50_ms"], 1)
-    return {"rows": [row], "median_request_tokens": statistics.median(
-        len(json.dumps(b)) // 4 for c in conversations for b in c)}
+    return row
 
 
 def render(result: dict[str, Any], caption: str) -> str:
-    columns = ["sessions", "requests", "added_p50_ms", "added_p99_ms", "added_ttfb_p50_ms", "gateway_rps",
+    columns = ["calls", "sessions", "requests", "load_1m", "added_p50_ms", "added_p99_ms", "added_ttfb_p50_ms", "gateway_rps",
                "direct_rps", "rss_per_session_mb", "gateway_p50_ms", "direct_p50_ms", "gateway_p99_ms", "direct_p99_ms"]
-    return (f"## gateway\n\n{caption}\n\n{SESSIONS} concurrent conversations, {CALLS_PER_SESSION} streamed calls "
-            f"each (median request about {result['median_request_tokens']} tokens), async anthropic SDK, "
-            "through `worksurface serve` and directly to the same fake Messages API.\n\n"
+    return (f"## gateway\n\n{caption}\n\nConcurrent conversations, {CALLS_PER_SESSION} streamed calls each: a "
+            f"transcript's first calls (median request about {result['median_request_tokens']} tokens), and calls "
+            f"from its call {DEEP_FROM_CALL} on (the first carries the whole history before it); async anthropic SDK, "
+            "through `worksurface serve` and directly to the same fake Messages API. `load_1m`: the machine's "
+            "1-minute load average during the run (2 cores; other work shares them).\n\n"
             + table(columns, [[r[c] for c in columns] for r in result["rows"]]))

@@ -100,6 +100,19 @@ class Steps:
 Script = Callable[[dict[str, Any], list[Recorded]], Reply]
 
 
+def _usage(reply: Reply, cached_tokens: int) -> dict[str, Any]:
+    return {"input_tokens": reply.input_tokens, "input_tokens_details": {"cached_tokens": cached_tokens},
+            "output_tokens": reply.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": reply.input_tokens + reply.output_tokens}
+
+
+def whole_response(reply: Reply, response_id: str, cached_tokens: int = 0) -> dict[str, Any]:
+    """A non-streamed response body."""
+    return {"id": response_id, "object": "response", "created_at": 0, "status": "completed", "model": DEFAULT_MODEL,
+            "output": reply.items, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "usage": _usage(reply, cached_tokens)}
+
+
 def sse_events(reply: Reply, response_id: str, cached_tokens: int = 0) -> bytes:
     """The streamed events Codex reads for one response."""
     events: list[tuple[str, dict[str, Any]]] = [
@@ -114,9 +127,7 @@ def sse_events(reply: Reply, response_id: str, cached_tokens: int = 0) -> bytes:
                     "item_id": item.get("id"), "delta": part.get("text", "")}))
         events.append(("response.output_item.done",
                        {"type": "response.output_item.done", "output_index": index, "item": item}))
-    usage = {"input_tokens": reply.input_tokens, "input_tokens_details": {"cached_tokens": cached_tokens},
-             "output_tokens": reply.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": reply.input_tokens + reply.output_tokens}
+    usage = _usage(reply, cached_tokens)
     events.append(("response.completed", {"type": "response.completed",
                                           "response": {"id": response_id, "usage": usage}}))
     return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
@@ -218,6 +229,8 @@ class FakeResponses:
                     reply = Reply(reply.items, len(text) // CHARS_PER_TOKEN, reply.output_tokens)
                 if kind == "remote-compact":
                     self._send(200, "application/json", json.dumps({"output": reply.items}).encode())
+                elif not body.get("stream"):     # a whole response (SDKs' create without stream)
+                    self._send(200, "application/json", json.dumps(whole_response(reply, f"resp_{number}", cached)).encode())
                 else:
                     self._send(200, "text/event-stream", sse_events(reply, f"resp_{number}", cached))
 

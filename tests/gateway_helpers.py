@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -20,7 +21,8 @@ import uvicorn
 
 from worksurface.gateway import Gateway, GatewayConfig, create_app
 
-START_TIMEOUT = 20.0
+# Generous: a loaded 2-core machine takes a while to import and start a subprocess.
+START_TIMEOUT = 60.0
 
 
 @dataclass
@@ -61,31 +63,36 @@ def free_port() -> int:
 
 @contextmanager
 def gateway_process(store: Path, upstream: str, *args: str, port: int | None = None) -> Iterator[Running]:
-    """`worksurface serve` in a subprocess; stopped (SIGTERM, then SIGKILL) when the block ends."""
+    """`worksurface serve` in a subprocess; stopped (SIGTERM, then SIGKILL) when the block ends. Its
+    logs go to a file (a pipe nobody reads would stop the gateway once a long run filled it)."""
     port = port or free_port()
     command = [sys.executable, "-m", "worksurface", "serve", "--port", str(port), "--store", str(store),
                "--upstream", upstream, *args]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
-    try:
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                err = process.stderr.read().decode() if process.stderr else ""
-                raise RuntimeError(f"worksurface serve did not start: {err[-2000:]}")
-            time.sleep(0.05)
-        yield Running(url, process=process)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+    with tempfile.TemporaryFile() as logs:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=logs,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + START_TIMEOUT
+        try:
+            while True:
+                try:
+                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if process.poll() is not None or time.monotonic() > deadline:
+                    if process.poll() is None:      # too slow: stop it
+                        process.kill()
+                        process.wait(5)
+                    logs.seek(0)
+                    raise RuntimeError(f"worksurface serve did not start: {logs.read().decode()[-2000:]}")
+                time.sleep(0.05)
+            yield Running(url, process=process)
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(5)

@@ -152,3 +152,26 @@ def test_anthropic_system_message_in_the_list_keeps_its_place() -> None:
     out = json.loads(anthropic_messages.write(t, [t.messages[0], t.messages[2]]))
     assert out["system"] == CLAUDE_CODE_REQUEST["system"] and out["messages"][0]["role"] == "system"
     assert loads(json.dumps(out)).messages[1].role == "system"
+
+
+def test_responses_next_request_reuses_its_items_grouped_with_their_response() -> None:
+    """A conversation's next request reads only its new items; the ones it repeats are the objects the
+    last read made, already grouped with their response (reasoning and call share RESPONSE_META)."""
+    from worksurface.formats.codex import RESPONSE_META
+    from worksurface.formats.reuse import Reuse
+
+    reuse = Reuse()
+    first = responses.read_doc(RESPONSES_REQUEST, reuse=reuse)
+    assert reuse.read_count == len(RESPONSES_REQUEST["input"]) + 1          # the items and the instructions
+    more = [{"type": "reasoning", "id": "rs_2", "summary": [], "content": None, "encrypted_content": "gBBB=="},
+            {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "call_3"},
+            {"type": "function_call_output", "call_id": "call_3", "output": "ok"}]
+    second = responses.read_doc({**RESPONSES_REQUEST, "input": [*RESPONSES_REQUEST["input"], *more]}, reuse=reuse)
+    assert reuse.read_count == len(more)
+    n = len(first.messages)
+    assert all(a is b for a, b in zip(first.messages, second.messages[:n]))
+    reasoning, call = second.messages[n], second.messages[n + 1]
+    assert reasoning.meta[RESPONSE_META] == call.meta[RESPONSE_META] != first.messages[4].meta[RESPONSE_META]
+    assert first.messages[4].meta[RESPONSE_META] == first.messages[5].meta[RESPONSE_META]
+    third = responses.read_doc({**RESPONSES_REQUEST, "input": [*RESPONSES_REQUEST["input"], *more]}, reuse=reuse)
+    assert reuse.read_count == 0 and all(a is b for a, b in zip(second.messages, third.messages))

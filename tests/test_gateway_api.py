@@ -208,6 +208,7 @@ def test_openai_chat_stream_is_prepared_and_paired(tmp_path: Path) -> None:
     print(f"\nopenai chat: {sizes[0]}..{max(sizes)} -> {sizes[-1]} bytes (client {len(json.dumps(history))}), cached {share:.2f}")
 
 
+@pytest.mark.slow
 def test_responses_full_input_is_prepared_and_server_side_state_passes_through(tmp_path: Path) -> None:
     steps = Steps([Reply([function_call("shell", {"command": ["cat", f"f{n}"]}, f"c{n}")]) for n in range(24)])
     with FakeResponses(steps, measure=True) as fake, running_gateway(tmp_path, fake.base_url, session=WINDOW) as gw:

@@ -205,3 +205,50 @@ def _ignore(call: Any) -> None:
         call()
     except httpx.HTTPError:
         pass
+
+
+def test_a_slow_conversation_does_not_hold_up_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversation whose preparation takes long (a compaction) holds one worker thread: other
+    conversations are prepared and answered meanwhile, and the event loop stays free."""
+    original = plan_module.plan_call
+    release = threading.Event()
+
+    def plan(api: Any, registry: Any, entry: Any, body: Any, *args: Any) -> Any:
+        if "slow" in json.dumps(body["messages"][0]):
+            release.wait(20)
+        return original(api, registry, entry, body, *args)
+
+    monkeypatch.setattr("worksurface.gateway.app.plan_call", plan)
+    slow = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "the slow one"}]}
+    with FakeAnthropic() as fake, running_gateway(tmp_path, fake.url) as gw:
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(httpx.post, f"{gw.url}/v1/messages", json=slow, headers=HEADERS, timeout=30)
+            time.sleep(0.3)
+            others = [httpx.post(f"{gw.url}/v1/messages", json=body(n), headers=HEADERS, timeout=10) for n in (3, 4, 5)]
+            health = httpx.get(f"{gw.url}/healthz", timeout=5)
+            assert not pending.done(), "the slow conversation was still being prepared"
+            release.set()
+            assert pending.result().status_code == 200
+    assert [r.status_code for r in others] == [200, 200, 200] and health.status_code == 200
+    assert all(r.headers["x-worksurface"] == "prepared" for r in others)
+
+
+def test_a_conversations_next_request_reads_only_what_is_new(tmp_path: Path) -> None:
+    """The first request of a conversation is read whole; the next ones reuse the messages they
+    repeat (the same objects the session saw), so reading follows what is new."""
+    with FakeAnthropic() as fake, running_gateway(tmp_path, fake.url) as gw:
+        assert gw.gateway is not None
+        history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+        read: list[int] = []
+        firsts: list[Any] = []
+        for n in range(6):
+            r = httpx.post(f"{gw.url}/v1/messages", json={"model": "m", "max_tokens": 10, "messages": history},
+                           headers=HEADERS, timeout=30)
+            assert r.status_code == 200
+            entry = gw.gateway.registry.find(r.headers["x-worksurface-session"])
+            assert entry is not None and entry.session is not None
+            read.append(entry.reuse.read_count)
+            firsts.append(entry.session._log[0])
+            history += [{"role": "assistant", "content": f"answer {n}"}, {"role": "user", "content": f"more {n}"}]
+    assert read == [1, 2, 2, 2, 2, 2], read     # the first whole (one message); then the two new ones
+    assert all(m is firsts[0] for m in firsts), "the session sees the message objects it saw before"

@@ -123,3 +123,25 @@ def test_compact_reports_both_figures_and_no_usage_counts_text(tmp_path) -> None
     assert anchored["after"]["counted"] < plain["after"]["counted"]
     assert anchored["after"]["measured"] > anchored["after"]["counted"]
     assert anchored["calibration"]["fixed"] > 20_000
+
+
+def test_a_view_the_provider_measures_under_the_threshold_is_not_an_overflow() -> None:
+    """The stages size the view with the provider's measurement (the usage offset); the overflow check
+    after them must too: a view worksurface's own count puts over the threshold, but the provider
+    measures well under it, is no failed compaction (no error, and the breaker stays closed)."""
+    from worksurface import Session
+
+    session = Session.open(None, window=20000)
+    words = "the module reads its input and returns what the caller asked for".split()
+    messages = [Message(f"m{i}", "user" if i % 2 == 0 else "assistant",
+                        (Text(" ".join(words[(i + k) % len(words)] for k in range(900))),)) for i in range(20)]
+    counted = session.counter.messages(messages)
+    assert counted > session.config.threshold, counted
+    # What the provider reported for this view: well under the threshold, and still a plausible whole
+    # request (a figure under half the counted text is refused as only the uncached input).
+    measured = counted * 6 // 10
+    for _ in range(3):
+        prepared = session.prepare(messages, usage=(messages[-1].id, measured))
+        assert prepared.report.boundary is None
+        messages = messages + [Message(f"m{len(messages)}", "user", (Text("go on"),))]
+    assert session.store.get_meta("consecutive_failures", 0) == 0

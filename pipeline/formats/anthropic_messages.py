@@ -22,6 +22,7 @@ and blocks after merging, and write(read(write(x))) == write(x).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -32,7 +33,8 @@ from . import ownmark
 from .base import Transcript
 from .jsondoc import as_messages, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
-from .validate import NO_RESULT, check_pairing
+from .reuse import Memo, Reuse, made, read_fresh
+from .validate import NO_RESULT, check_pairing, check_unique_ids
 
 NAME = "anthropic"
 WRITABLE = True
@@ -85,7 +87,14 @@ def sniff(text: str, path: str | None) -> bool:
 
 
 def read(text: str, path: str | None = None) -> Transcript:
-    doc = parse_json(text, path, _EXPECTED)
+    return read_doc(parse_json(text, path, _EXPECTED), path)
+
+
+def read_doc(doc: Any, path: str | None = None, reuse: Reuse | None = None) -> Transcript:
+    """`read` of a parsed document; with `reuse`, messages equal to the previous request's are kept."""
+    one = reuse.message if reuse is not None else read_fresh
+    if reuse is not None:
+        reuse.begin()
     messages: list[Message] = []
     if isinstance(doc, list):
         raw_msgs, meta = doc, {SHAPE: "list"}
@@ -93,17 +102,17 @@ def read(text: str, path: str | None = None) -> Transcript:
         raw_msgs = doc["messages"]
         meta = {**{k: v for k, v in doc.items() if k not in ("system", "messages")}, SHAPE: "request"}
         if "system" in doc:
-            messages += _read_system(doc["system"], path)
+            system = doc["system"]
+            messages += one(SYSTEM_ID, system, lambda: _read_system(system, path), path)
     else:
         raise FormatError(f"expected {_EXPECTED}, found {type(doc).__name__}", path=path)
     for i, m in enumerate(raw_msgs):
-        messages += _read_message(i, m, path)
-    ids = [m.id for m in messages]
-    if len(set(ids)) != len(ids):
-        dup = next(x for x in ids if ids.count(x) > 1)
-        raise FormatError(f"message id {dup!r} is used twice (a worksurface mark names it again)", path=path,
-                          record=dup)
+        messages += one(i, m, functools.partial(_read_message, i, m, path), path)
+    check_unique_ids(messages, path)
     check_pairing(messages, path)
+    if reuse is not None:
+        reuse.check_fields(meta, path)
+        reuse.commit()
     return Transcript(messages, NAME, path, meta=meta)
 
 
@@ -111,12 +120,13 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
     return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
 
 
-def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any] | list[Any]:
+def document(transcript: Transcript, messages: Sequence[Message] | None = None,
+             memo: Memo | None = None) -> dict[str, Any] | list[Any]:
     """What `write` serializes: the request (or bare message list) as JSON values, for callers that
-    send it on rather than save it (the gateway)."""
+    send it on rather than save it (the gateway; its `memo` keeps each message's blocks as written)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
-    system, turns = _export(msgs, transcript.path)
+    system, turns = _export(msgs, transcript.path, memo)
     if own and transcript.meta.get(SHAPE) == "list" and system is None:
         return turns
     doc = {k: v for k, v in transcript.meta.items() if k != SHAPE} if own else {}
@@ -332,13 +342,13 @@ class _Item:
 _Turn = tuple[str, list[_Item]]
 
 
-def _export(msgs: list[Message], path: str | None) -> tuple[Any, list[dict[str, Any]]]:
+def _export(msgs: list[Message], path: str | None, memo: Memo | None = None) -> tuple[Any, list[dict[str, Any]]]:
     k = 0
     while k < len(msgs) and msgs[k].role == "system" and not msgs[k].meta.get(IN_MESSAGES):
         k += 1
     system = _system_value(msgs[:k]) if k else None
     rest = msgs[k:]
-    turns = _place_results(_merged(_items(rest, path)))
+    turns = _place_results(_merged(_items(rest, path, memo)))
     if turns and turns[0][0] == "assistant":
         turns.insert(0, ("user", [_Item({"type": "text", "text": CONTINUED})]))
     return system, [_turn_json(role, items, rest) for role, items in turns]
@@ -367,16 +377,22 @@ def _text_maker(m: Message, b: Block) -> Any:
     return _user_text_json
 
 
-def _items(rest: list[Message], path: str | None) -> list[tuple[str, _Item]]:
+def _blocks_json(m: Message) -> list[Any]:
+    """The API JSON of each of the message's blocks (its own where it kept it)."""
+    recall = Recall(m, NAME)
+    return [recall.get(b, _text_maker(m, b)) for b in m.blocks]
+
+
+def _items(rest: list[Message], path: str | None, memo: Memo | None = None) -> list[tuple[str, _Item]]:
     """(role, item) for every block; results are the user's; pairing checked as we go."""
     out: list[tuple[str, _Item]] = []
     calls: set[str] = set()
     answered: set[str] = set()
     for mi, m in enumerate(rest):
         role = _turn_role(m)
-        recall = Recall(m, NAME)
+        written = made(memo, NAME, m, _blocks_json)
         for bi, b in enumerate(m.blocks):
-            api = recall.get(b, _text_maker(m, b))
+            api = written[bi]
             if isinstance(b, ToolResult):
                 if b.call_id not in calls or b.call_id in answered:
                     problem = "has no tool call before it" if b.call_id not in calls else "is given twice"

@@ -14,6 +14,7 @@ more messages follow gets a placeholder result (validate.NO_RESULT); `Thinking` 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import defaultdict
@@ -26,6 +27,7 @@ from . import anthropic_messages, mini_swe_agent, ownmark
 from .base import Transcript
 from .jsondoc import as_messages, content_text, expect, parse_json, peek_json
 from .rawkeep import Recall, raw_meta_key, remember
+from .reuse import Memo, Reuse, made, read_fresh
 from .validate import NO_RESULT, check_pairing
 
 NAME = "openai"
@@ -55,7 +57,14 @@ def sniff(text: str, path: str | None) -> bool:
 
 
 def read(text: str, path: str | None = None) -> Transcript:
-    doc = parse_json(text, path, _EXPECTED)
+    return read_doc(parse_json(text, path, _EXPECTED), path)
+
+
+def read_doc(doc: Any, path: str | None = None, reuse: Reuse | None = None) -> Transcript:
+    """`read` of a parsed document; with `reuse`, messages equal to the previous request's are kept."""
+    one = reuse.message if reuse is not None else read_fresh
+    if reuse is not None:
+        reuse.begin()
     if isinstance(doc, list):
         raw_msgs, meta = doc, {SHAPE: "list"}
     elif isinstance(doc, dict) and isinstance(doc.get("messages"), list):
@@ -63,12 +72,15 @@ def read(text: str, path: str | None = None) -> Transcript:
         meta = {**{k: v for k, v in doc.items() if k != "messages"}, SHAPE: "request"}
     else:
         raise FormatError(f"expected {_EXPECTED}, found {type(doc).__name__}", path=path)
-    messages = [_read_message(i, m, path) for i, m in enumerate(raw_msgs)]
+    messages = [one(i, m, functools.partial(_read_message, i, m, path), path) for i, m in enumerate(raw_msgs)]
     ids = [m.id for m in messages]
     if len(set(ids)) != len(ids):
         dup = next(x for x in ids if ids.count(x) > 1)
         raise FormatError(f"message id {dup!r} is used twice", path=path, record=dup)
     check_pairing(messages, path)
+    if reuse is not None:
+        reuse.check_fields(meta, path)
+        reuse.commit()
     return Transcript(messages, NAME, path, meta=meta)
 
 
@@ -76,12 +88,14 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
     return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
 
 
-def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any] | list[Any]:
-    """What `write` serializes, as JSON values (for callers that send the request on)."""
+def document(transcript: Transcript, messages: Sequence[Message] | None = None,
+             memo: Memo | None = None) -> dict[str, Any] | list[Any]:
+    """What `write` serializes, as JSON values (for callers that send the request on; the gateway's
+    `memo` keeps each message as written)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
     fields = {k: v for k, v in transcript.meta.items() if k != SHAPE} if own else {}
-    out = _export(msgs, transcript.path)
+    out = _export(msgs, transcript.path, memo)
     if own and transcript.meta.get(SHAPE) == "list":
         return out
     return {**fields, "messages": out}
@@ -203,7 +217,7 @@ def _arguments(args: Any) -> dict[str, Any]:
 
 # ---- write -----------------------------------------------------------------------------------
 
-def _export(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
+def _export(msgs: list[Message], path: str | None, memo: Memo | None = None) -> list[dict[str, Any]]:
     owner: dict[str, int] = {}
     results: dict[int, list[tuple[ToolResult, Message]]] = defaultdict(list)
     for i, m in enumerate(msgs):
@@ -220,12 +234,12 @@ def _export(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
                        if c.id not in answered]
     out: list[dict[str, Any]] = []
     for i, m in enumerate(msgs):
-        d = _message_dict(m, path)
+        d = made(memo, NAME, m, lambda m: _message_dict(m, path))
         if d is not None:
             out.append(d)
         images: list[Image] = []
         for r, src in results.get(i, ()):
-            out.append(_tool_dict(r, src))
+            out.append(made(memo, f"{NAME} result {r.call_id}", src, lambda src: _tool_dict(r, src)))
             images.extend(r.images)
         if images:
             out.append({"role": "user", "content": [_part_json(img) for img in images]})

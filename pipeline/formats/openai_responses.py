@@ -17,6 +17,7 @@ validate.NO_RESULT. Every request field worksurface does not model (`previous_re
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Sequence
 
@@ -25,7 +26,8 @@ from ..core.model import Message, Text, ToolResult
 from . import codex, ownmark
 from .base import Transcript
 from .jsondoc import parse_json, peek_json
-from .validate import NO_RESULT, check_pairing
+from .reuse import Memo, Reuse, made, read_fresh
+from .validate import NO_RESULT, check_pairing, check_unique_ids
 
 NAME = "openai-responses"
 WRITABLE = True
@@ -44,7 +46,14 @@ def sniff(text: str, path: str | None) -> bool:
 
 
 def read(text: str, path: str | None = None) -> Transcript:
-    doc = parse_json(text, path, _EXPECTED)
+    return read_doc(parse_json(text, path, _EXPECTED), path)
+
+
+def read_doc(doc: Any, path: str | None = None, reuse: Reuse | None = None) -> Transcript:
+    """`read` of a parsed document; with `reuse`, items equal to the previous request's are kept."""
+    one = reuse.message if reuse is not None else read_fresh
+    if reuse is not None:
+        reuse.begin()
     if not isinstance(doc, dict) or not isinstance(doc.get("input"), (str, list)):
         raise FormatError(f"expected {_EXPECTED}", path=path)
     meta = {k: v for k, v in doc.items() if k not in ("input", "instructions")}
@@ -53,7 +62,8 @@ def read(text: str, path: str | None = None) -> Transcript:
     if instructions is not None:
         if not isinstance(instructions, str):
             raise FormatError("instructions must be a string", path=path, record="instructions")
-        messages.append(Message(INSTRUCTIONS_ID, "system", (Text(instructions),)))
+        messages.append(one(INSTRUCTIONS_ID, instructions,
+                            lambda: Message(INSTRUCTIONS_ID, "system", (Text(instructions),)), path))
     meta[_HAS_INSTRUCTIONS] = "instructions" in doc
     items = doc["input"]
     if isinstance(items, str):
@@ -61,13 +71,18 @@ def read(text: str, path: str | None = None) -> Transcript:
         messages.append(Message("0", "user", (Text(ownmark.read_text(items)[1]),), meta={_SHORT: True}))
     else:
         meta[_INPUT_FORM] = "list"
-        messages += codex.group_responses([_read_item(i, item, path) for i, item in enumerate(items)])
-    ids = [m.id for m in messages]
-    if len(set(ids)) != len(ids):
-        dup = next(x for x in ids if ids.count(x) > 1)
-        raise FormatError(f"message id {dup!r} is used twice (a worksurface mark names it again)", path=path,
-                          record=dup)
+        read = [one(i, item, functools.partial(_read_item, i, item, path), path) for i, item in enumerate(items)]
+        grouped = codex.group_responses(read)
+        if reuse is not None:   # the next request reuses the grouped item (the same object again)
+            for i, (was, now) in enumerate(zip(read, grouped)):
+                if now is not was:
+                    reuse.keep(i, now)
+        messages += grouped
+    check_unique_ids(messages, path)
     check_pairing(messages, path)
+    if reuse is not None:
+        reuse.check_fields(meta, path)
+        reuse.commit()
     return Transcript(messages, NAME, path, meta=meta)
 
 
@@ -116,8 +131,10 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
     return json.dumps(document(transcript, messages), ensure_ascii=False, indent=2)
 
 
-def document(transcript: Transcript, messages: Sequence[Message] | None = None) -> dict[str, Any]:
-    """What `write` serializes, as JSON values (for callers that send the request on)."""
+def document(transcript: Transcript, messages: Sequence[Message] | None = None,
+             memo: Memo | None = None) -> dict[str, Any]:
+    """What `write` serializes, as JSON values (for callers that send the request on; the gateway's
+    `memo` keeps each message's items as written)."""
     msgs = list(transcript.messages if messages is None else messages)
     own = transcript.format == NAME
     doc: dict[str, Any] = {k: v for k, v in transcript.meta.items()
@@ -135,12 +152,12 @@ def document(transcript: Transcript, messages: Sequence[Message] | None = None) 
             and not rest[0].is_worksurface):
         doc["input"] = ownmark.conversation_text(rest[0].blocks[0].text)
     else:
-        doc["input"] = _items(rest, transcript.path)
+        doc["input"] = _items(rest, transcript.path, memo)
     ordered: dict[str, Any] = {key: doc[key] for key in ("model", "instructions", "input") if key in doc}
     return {**ordered, **doc}
 
 
-def _items(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
+def _items(msgs: list[Message], path: str | None, memo: Memo | None = None) -> list[dict[str, Any]]:
     answered = {r.call_id for m in msgs for r in m.tool_results}
     calls: set[str] = set()
     out: list[dict[str, Any]] = []
@@ -149,7 +166,7 @@ def _items(msgs: list[Message], path: str | None) -> list[dict[str, Any]]:
             if r.call_id not in calls:
                 raise FormatError(f"tool result for call {r.call_id!r} has no tool call before it",
                                   path=path, record=f"{m.id} (message {i})")
-        out += _message_items(m)
+        out += made(memo, NAME, m, _message_items)
         for c in m.tool_calls:
             calls.add(c.id)
             if c.id not in answered and i + 1 < len(msgs):   # a call at the very end may still be run

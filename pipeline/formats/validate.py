@@ -31,6 +31,16 @@ def check_pairing(messages: Sequence[Message], path: str | None = None) -> None:
             seen.add(c.id)
 
 
+def check_unique_ids(messages: Sequence[Message], path: str | None = None) -> None:
+    """Raise FormatError naming a message id read twice (a worksurface mark naming an id again)."""
+    seen: set[str] = set()
+    for m in messages:
+        if m.id in seen:
+            raise FormatError(f"message id {m.id!r} is used twice (a worksurface mark names it again)",
+                              path=path, record=m.id)
+        seen.add(m.id)
+
+
 class CallIds:
     """Unique call ids for logs that reuse them (hand-edited SWE-agent demos repeat provider ids).
 

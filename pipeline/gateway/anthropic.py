@@ -11,13 +11,17 @@ API's limit), the earliest message ones dropped first.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 from ..core.model import Message
 from ..formats import anthropic_messages
 from ..formats.base import Transcript
+from ..formats.reuse import Memo, made
 from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from . import relay
+from .fetch import Answered, Round
 from .sse import Event
+from .upstream import UpstreamResponse
 
 MAX_BREAKPOINTS = 4
 
@@ -27,14 +31,28 @@ class AnthropicMessages(Api):
     adapter = anthropic_messages
 
     def build(self, transcript: Transcript, view: Sequence[Message], body: Mapping[str, Any],
-              offer_fetch: bool) -> dict[str, Any]:
-        return super().build(transcript, place_breakpoints(transcript.messages, view, body), body, offer_fetch)
+              offer_fetch: bool, memo: Memo | None = None) -> dict[str, Any]:
+        placed = place_breakpoints(transcript.messages, view, body, memo)
+        return super().build(transcript, placed, body, offer_fetch, memo)
 
     def add_fetch_tool(self, doc: dict[str, Any]) -> None:
         tools = list(doc.get("tools") or [])
         if not any(isinstance(t, dict) and t.get("name") == FETCH_TOOL for t in tools):
             tools.append({"name": FETCH_TOOL, "description": FETCH_DESCRIPTION, "input_schema": FETCH_SCHEMA})
         doc["tools"] = tools
+
+    def fetch_round(self, doc: Any) -> Round | None:
+        return relay.anthropic_round(doc)
+
+    def follow_up(self, doc: dict[str, Any], answered: Answered) -> bytes:
+        return relay.anthropic_follow_up(doc, answered)
+
+    def rewrite_body(self, doc: Any, rewrite: relay.Rewrite) -> Any:
+        return relay.anthropic_body(self, doc, rewrite)
+
+    def rewrite_stream(self, response: UpstreamResponse, rewrite: relay.Rewrite,
+                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+        return relay.anthropic_stream(self, response, rewrite, on_usage)
 
     def usage_of(self, doc: Any) -> Usage | None:
         usage = doc.get("usage") if isinstance(doc, dict) else None
@@ -54,7 +72,8 @@ def _usage(usage: Mapping[str, Any]) -> Usage:
     return Usage(total, cached)
 
 
-def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Mapping[str, Any]) -> list[Message]:
+def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Mapping[str, Any],
+                      memo: Memo | None = None) -> list[Message]:
     """The view with the client's prompt-cache breakpoints placed as described in the module doc."""
     current = {m.id: (i, m) for i, m in enumerate(sent)}
     out: list[Message] = []
@@ -68,7 +87,7 @@ def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Ma
             shown.add(m.id)
             last = found[0]
         else:
-            out.append(anthropic_messages.with_cache_control(m, None) if m.meta else m)
+            out.append(made(memo, "unmarked", m, _unmarked) if m.meta else m)
             if found is not None:
                 last = found[0]
         position.append(last)
@@ -81,6 +100,10 @@ def place_breakpoints(sent: Sequence[Message], view: Sequence[Message], body: Ma
         if target is not None and not anthropic_messages.cache_controls(out[target]):
             out[target] = anthropic_messages.with_cache_control(out[target], anthropic_messages.cache_controls(m)[-1])
     return _at_most(out, MAX_BREAKPOINTS - _fixed_breakpoints(body))
+
+
+def _unmarked(m: Message) -> Message:
+    return anthropic_messages.with_cache_control(m, None)
 
 
 def _fixed_breakpoints(body: Mapping[str, Any]) -> int:

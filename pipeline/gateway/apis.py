@@ -1,18 +1,24 @@
 """What differs between the APIs the gateway speaks: how a request is read into a transcript and
 written back from the view, where the usage is in a response, how a tool is declared. One subclass
-per API (anthropic.py, openai_chat.py, responses.py); the call itself is the same for all (call.py)."""
+per API (anthropic.py, openai_chat.py, responses.py); the call itself is the same for all (app.py)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
 from ..core.artifacts import FETCH_TOOL_DESCRIPTION, FETCH_TOOL_NAME, fetch_schema
 from ..core.model import Message
 from ..formats.base import Transcript
+from ..formats.reuse import Memo, Reuse
 from .sse import Event
+
+if TYPE_CHECKING:
+    from .fetch import Answered, Round
+    from .relay import Rewrite
+    from .upstream import UpstreamResponse
 
 # The one fetch_artifact definition every surface offers (the MCP server, the LangChain tool, the gateway).
 FETCH_TOOL = FETCH_TOOL_NAME
@@ -38,19 +44,37 @@ class Api:
     NAME = ""
     # The format adapter that reads and writes this API's requests.
     adapter: ModuleType
+    # The request field holding the conversation.
+    LIST_KEY = "messages"
 
-    def read(self, body: bytes) -> Transcript:
-        transcript: Transcript = self.adapter.read(body.decode("utf-8"))
+    def read_doc(self, doc: Any, reuse: Reuse | None = None) -> Transcript:
+        """The transcript of a parsed request (with `reuse`: only what is new is read)."""
+        transcript: Transcript = self.adapter.read_doc(doc, reuse=reuse)
         return transcript
+
+    def stable_prefix(self, doc: Any) -> list[Message]:
+        """The messages up to and including the first user message, read alone: a conversation is
+        recognised without reading its whole history."""
+        items = doc.get(self.LIST_KEY) if isinstance(doc, dict) else None
+        if not isinstance(items, list):
+            return self.read_doc(doc).messages
+        end = next((i + 1 for i, item in enumerate(items) if self.is_user(item)), len(items))
+        return self.read_doc({**doc, self.LIST_KEY: items[:end]}).messages
+
+    def is_user(self, item: Any) -> bool:
+        return isinstance(item, dict) and item.get("role") == "user"
 
     def passthrough_reason(self, body: Mapping[str, Any]) -> str | None:
         """Why a request must go to the upstream untouched (its conversation lives server-side)."""
         return None
 
     def build(self, transcript: Transcript, view: Sequence[Message], body: Mapping[str, Any],
-              offer_fetch: bool) -> dict[str, Any]:
-        """The request to forward: the client's, with worksurface's view as its conversation."""
-        doc = self.adapter.document(transcript, view)
+              offer_fetch: bool, memo: Memo | None = None) -> dict[str, Any]:
+        """The request to forward: the client's, with worksurface's view as its conversation (`memo`:
+        what the conversation's previous call wrote of each message, reused where it is the same)."""
+        doc = self.adapter.document(transcript, view, memo)
+        if memo is not None:
+            memo.rotate()
         assert isinstance(doc, dict)
         doc.pop("context_management", None)     # honoured by the gateway (context_management.py)
         if offer_fetch:
@@ -63,6 +87,24 @@ class Api:
     def usage_of(self, doc: Any) -> Usage | None:
         """The usage in a whole (non-streamed) response body."""
         return None
+
+    # fetch_artifact answered by the gateway (fetch.py; relay.py for Anthropic)
+    def fetch_round(self, doc: Any) -> Round | None:
+        """A whole response whose model called fetch_artifact and no tool of the client's."""
+        raise NotImplementedError
+
+    def follow_up(self, doc: dict[str, Any], answered: Answered) -> bytes:
+        """The forwarded request `doc` again, with the answered rounds after its conversation."""
+        raise NotImplementedError
+
+    def rewrite_body(self, doc: Any, rewrite: Rewrite) -> Any:
+        """A whole response as the client gets it (fetch calls taken out, ...)."""
+        raise NotImplementedError
+
+    def rewrite_stream(self, response: UpstreamResponse, rewrite: Rewrite,
+                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+        """A streamed response as the client gets it."""
+        raise NotImplementedError
 
     def usage_of_event(self, event: Event) -> Usage | None:
         """The usage an event of a streamed response carries, if any."""

@@ -1,9 +1,10 @@
 """The gateway: an ASGI app (Starlette) that runs `Session.prepare` on every request and forwards it.
 
-Per request: read it (a request that cannot be read is forwarded unchanged, with a logged notice);
-pass it through untouched when its conversation lives server-side; recognise its conversation;
-plan it (prepare, context-management edits, the body) in a worker thread under the conversation's
-lock; forward; stream the answer back. An upstream error is returned as the upstream gave it; the
+Per request, the work on worker threads (workers.py), the event loop only moving bytes: parse it
+and recognise its conversation from its stable prefix alone (a request that cannot be read is
+forwarded unchanged, with a logged notice); pass it through untouched when its conversation lives
+server-side; under the conversation's lock, read what is new in it and plan it (prepare,
+context-management edits, the body); forward; stream the answer back. An upstream error is returned as the upstream gave it; the
 gateway's own failure forwards the original request instead (fail open, logged): a conversation is
 never broken by worksurface.
 """
@@ -26,19 +27,22 @@ from starlette.routing import Route
 
 from ..core.artifacts import fetch as fetch_artifact
 from ..core.edits import apply_edits
+from ..core.errors import FormatError
+from ..core.tokens import get_encoding
 from ..core.view import live_slice
 from . import relay, sse
 from .anthropic import AnthropicMessages
-from .apis import Api, Usage, dumps
+from .apis import FETCH_TOOL, Api, Usage, dumps
+from .fetch import MAX_FETCH_ROUNDS, Answered, FetchCall, Round
 from .config import GatewayConfig
-from .context_management import parse as parse_cm
 from .logs import event
 from .metrics import Metrics
 from .openai_chat import OpenAIChat
 from .plan import Plan, plan_call
-from .recognize import recognize
+from .recognize import read_head
 from .registry import Entry, Registry
 from .responses import OpenAIResponses
+from .workers import Workers
 from .upstream import Upstream, UpstreamResponse, UpstreamUnavailable, join_url, unavailable_body
 
 STATE_HEADER = "x-worksurface"
@@ -55,12 +59,17 @@ class Gateway:
         self.config = config
         self.session_config = config.session_config()
         self.metrics = Metrics()
-        self.registry = Registry(config, self.session_config)
+        self.workers = Workers(config.worker_threads)
+        self.registry = Registry(config, self.session_config, self.workers)
         self.upstream = Upstream(config, transport)
+        self._evicting: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
+        if self._evicting is not None:
+            await self._evicting
         await self.registry.close()
         await self.upstream.close()
+        self.workers.close()
 
     # --- the APIs --------------------------------------------------------------------------------
 
@@ -70,37 +79,51 @@ class Gateway:
         url = join_url(self.config.upstream_for(api.NAME), request.url.path, request.url.query)
         headers = request.headers.items()
         try:
-            body = json.loads(raw)
-            transcript = api.read(raw)
-            parse_cm(body)
+            head = await self.workers.run(read_head, api, request.headers, raw)
         except Exception as exc:    # any request worksurface cannot read goes on as it came
-            event(logging.WARNING, "request not readable: forwarded unchanged", api=api.NAME,
-                  path=request.url.path, bytes=len(raw), problem=str(exc)[:300])
-            return await self._forward(api, "unparsed", url, headers, raw, started)
-        reason = api.passthrough_reason(body)
-        if reason is not None:
+            return await self._unreadable(api, request, url, raw, started, exc)
+        if head.passthrough is not None:
             return await self._forward(api, "passthrough", url, headers, raw, started,
-                                       state=f"passthrough; reason={reason}")
-        recognized = recognize(api.NAME, request.headers, body, transcript.messages)
-        entry = self.registry.entry(recognized, api.NAME)
+                                       state=f"passthrough; reason={head.passthrough}")
+        assert head.recognized is not None
+        entry = self.registry.entry(head.recognized, api.NAME)
         try:
             async with entry.lock:
-                plan = await asyncio.to_thread(plan_call, api, self.registry, entry, transcript, body,
-                                               self.session_config, self.config.offer_fetch and api is ANTHROPIC)
+                plan = await self.workers.run(plan_call, api, self.registry, entry, head.body, self.session_config,
+                                              self.config.offer_fetch)
+        except FormatError as exc:
+            return await self._unreadable(api, request, url, raw, started, exc, entry.id)
         except Exception as exc:
             event(logging.ERROR, "worksurface failed: the original request was forwarded", api=api.NAME,
                   session=entry.id, error=f"{type(exc).__name__}: {exc}"[:500])
             logging.getLogger("worksurface.gateway").debug("failure", exc_info=True)
             return await self._forward(api, "failed_open", url, headers, raw, started, session=entry.id)
         finally:
-            await self.registry.evict()
-            self.metrics.sessions_open.set(self.registry.open_count())
+            self._evict_soon()
         self._account(api, entry, plan)
-        rewrite = self._rewrite(api, entry, plan, url, headers, body)
+        rewrite = self._rewrite(api, entry, plan, url, headers, head.body)
         if plan.pause and plan.compaction:
-            return self._compaction_only(api, entry, plan, body, rewrite, started)
+            return self._compaction_only(api, entry, plan, head.body, rewrite, started)
         return await self._forward(api, "prepared", url, headers, plan.body, started, session=entry.id,
                                    entry=entry, plan=plan, rewrite=rewrite)
+
+    async def _unreadable(self, api: Api, request: Request, url: str, raw: bytes, started: float,
+                          exc: Exception, session: str | None = None) -> Response:
+        event(logging.WARNING, "request not readable: forwarded unchanged", api=api.NAME, session=session,
+              path=request.url.path, bytes=len(raw), problem=str(exc)[:300])
+        return await self._forward(api, "unparsed", url, request.headers.items(), raw, started, session=session)
+
+    def _evict_soon(self) -> None:
+        """Close idle sessions past the limit after this request, not in its path."""
+        self.metrics.sessions_open.set(self.registry.open_count())
+        if self.registry.open_count() > self.config.max_open_sessions and self._evicting is None:
+            async def evict() -> None:
+                try:
+                    await self.registry.evict()
+                finally:
+                    self._evicting = None
+                    self.metrics.sessions_open.set(self.registry.open_count())
+            self._evicting = asyncio.get_running_loop().create_task(evict())
 
     async def count_tokens(self, request: Request) -> Response:
         """Anthropic `count_tokens`: the count of what the gateway would send (the session's edits
@@ -109,18 +132,25 @@ class Gateway:
         raw = await request.body()
         url = join_url(self.config.upstream_for(ANTHROPIC.NAME), request.url.path, request.url.query)
         try:
-            body = json.loads(raw)
-            transcript = ANTHROPIC.read(raw)
+            head = await self.workers.run(read_head, ANTHROPIC, request.headers, raw)
         except Exception:
             return await self._forward(ANTHROPIC, "unparsed", url, request.headers.items(), raw, started)
-        recognized = recognize(ANTHROPIC.NAME, request.headers, body, transcript.messages)
-        entry = self.registry.find(recognized.session_id)
+        entry = self.registry.find(head.recognized.session_id) if head.recognized is not None else None
         if entry is None or entry.session is None:
             return await self._forward(ANTHROPIC, "passthrough", url, request.headers.items(), raw, started,
                                        state="passthrough; reason=unknown-session")
-        view = apply_edits(live_slice(transcript.messages), entry.session.edits)
-        doc = ANTHROPIC.build(transcript, view, body, self.config.offer_fetch)
-        return await self._forward(ANTHROPIC, "prepared", url, request.headers.items(), dumps(doc), started,
+        session = entry.session
+
+        def counted_body() -> bytes:
+            transcript = ANTHROPIC.read_doc(head.body)
+            view = apply_edits(live_slice(transcript.messages), session.edits)
+            return dumps(ANTHROPIC.build(transcript, view, head.body, self.config.offer_fetch))
+
+        try:
+            body = await self.workers.run(counted_body)
+        except Exception:
+            return await self._forward(ANTHROPIC, "unparsed", url, request.headers.items(), raw, started)
+        return await self._forward(ANTHROPIC, "prepared", url, request.headers.items(), body, started,
                                    session=entry.id)
 
     # --- forwarding ------------------------------------------------------------------------------
@@ -154,10 +184,10 @@ class Gateway:
             event(logging.INFO, "upstream error returned as given", api=api.NAME, session=session,
                   status=upstream.status)
             return _response(data, upstream.status, out_headers)
-        active = rewrite if rewrite is not None and rewrite.needed and api is ANTHROPIC else None
+        active = rewrite if rewrite is not None and rewrite.needed else None
         self._log_call(api, outcome, session, plan, started)
         if upstream.is_stream:
-            chunks = (relay.anthropic_stream(api, upstream, active, on_usage) if active is not None
+            chunks = (api.rewrite_stream(upstream, active, on_usage) if active is not None
                       else relay.passthrough(api, upstream, on_usage))
             return StreamingResponse(chunks, upstream.status, headers=_header_dict(out_headers))
         data = await upstream.read()
@@ -171,18 +201,19 @@ class Gateway:
             on_usage(usage)
         if active is not None:
             doc = await self._answer_fetches(api, doc, active, on_usage)
-            data = dumps(relay.anthropic_body(api, doc, active))
+            data = dumps(api.rewrite_body(doc, active))
         return _response(data, upstream.status, out_headers)
 
     async def _answer_fetches(self, api: Api, doc: Any, rewrite: relay.Rewrite, on_usage: Any) -> Any:
         """A whole response whose model called only fetch_artifact: asked again with the results."""
         kept: list[Any] = []
-        for _ in range(relay.MAX_FETCH_ROUNDS):
-            calls, others = relay.fetch_calls(doc)
-            if not calls or others or rewrite.fetch is None:
+        for _ in range(MAX_FETCH_ROUNDS):
+            found = api.fetch_round(doc) if rewrite.fetch is not None else None
+            if found is None or rewrite.fetch is None:
                 break
-            kept += [b for b in doc["content"] if not (b.get("type") == "tool_use" and b.get("name") == "fetch_artifact")]
-            response = await rewrite.fetch(doc["content"], calls)
+            if api is ANTHROPIC:     # its words before the fetch stay, ahead of the answer's
+                kept += [b for b in found.turn if not (b.get("type") == "tool_use" and b.get("name") == FETCH_TOOL)]
+            response = await rewrite.fetch(found)
             data = await response.read()
             await response.close()
             if response.status >= 400:
@@ -197,23 +228,24 @@ class Gateway:
 
     def _rewrite(self, api: Api, entry: Entry, plan: Plan, url: str, headers: Any,
                  body: Mapping[str, Any]) -> relay.Rewrite:
-        rewrite = relay.Rewrite(compaction=plan.compaction, applied=plan.applied,
-                                context_management=body.get("context_management") is not None)
-        if self.config.offer_fetch and api is ANTHROPIC:
-            rounds: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+        rewrite = relay.Rewrite()
+        if api is ANTHROPIC:        # context management is Anthropic's; on the OpenAI APIs only fetch rewrites
+            rewrite = relay.Rewrite(compaction=plan.compaction, applied=plan.applied,
+                                    context_management=body.get("context_management") is not None)
+        if self.config.offer_fetch:
+            answered: Answered = []
 
-            def answer(call_input: dict[str, Any]) -> str:
+            def answer(call: FetchCall) -> str:
                 session = entry.session
-                return fetch_artifact(session, call_input) if session is not None else "error: the session is closed"
+                return fetch_artifact(session, call.input) if session is not None else "error: the session is closed"
 
-            async def fetch(blocks: list[dict[str, Any]], calls: list[dict[str, Any]]) -> UpstreamResponse:
-                results = [relay.fetch_result(call, answer) for call in calls]
-                rounds.append((blocks, results))
+            async def fetch(found: Round) -> UpstreamResponse:
+                answered.append((found, [answer(c) for c in found.calls]))
                 event(logging.INFO, "fetch_artifact answered", session=entry.id,
-                      artifacts=[str((c.get("input") or {}).get("id")) for c in calls])
-                return await self.upstream.send("POST", url, headers, relay.follow_up_body(plan.doc, rounds))
+                      artifacts=[str(c.input.get("id")) for c in found.calls])
+                return await self.upstream.send("POST", url, headers, api.follow_up(plan.doc, answered))
 
-            rewrite.fetch, rewrite.answer = fetch, answer
+            rewrite.fetch = fetch
         return rewrite
 
     def _compaction_only(self, api: Api, entry: Entry, plan: Plan, body: Mapping[str, Any],
@@ -357,6 +389,7 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.workers.run(get_encoding)     # loaded once here, not in a first request's time
         yield
         await gateway.close()
 

@@ -55,6 +55,10 @@ class GatewayConfig(BaseSettings):
     upstream_timeout: float = Field(600.0, gt=0, description="Seconds an upstream may take to answer "
                                     "(between bytes on a stream).")
     connect_timeout: float = Field(10.0, gt=0, description="Seconds to connect to the upstream.")
+    worker_threads: int = Field(4, ge=1, description="Threads that read and prepare requests (one "
+                                "conversation at a time each): a slow conversation holds one, never the others. "
+                                "The work is Python (one core at a time): more threads share it more finely, "
+                                "fewer finish each request sooner.")
     max_open_sessions: int = Field(256, ge=1, description="Sessions kept open in memory; the least "
                                    "recently used beyond this are closed (their data stays in the store).")
     session: dict[str, Any] = Field(default_factory=dict, description="worksurface configuration for "

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..core.config import Config
-from ..core.model import Message, Opaque, Origin, Text, Thinking, ToolResult
+from ..core.model import Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
 from ..core.tokens import TokenCounter
 
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
@@ -49,7 +49,7 @@ class ClearToolUses:
     keep: int = DEFAULT_KEEP_TOOL_USES
     clear_at_least: int = 0
     exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool = False
+    clear_tool_inputs: bool | tuple[str, ...] = False     # True: every cleared call's; names: those tools' only
 
 
 @dataclass(frozen=True)
@@ -110,11 +110,17 @@ def _clear_tool_uses(edit: Mapping[str, Any]) -> ClearToolUses:
     if not isinstance(exclude, (list, tuple)) or not all(isinstance(t, str) for t in exclude):
         raise ContextManagementError("clear_tool_uses exclude_tools must be a list of tool names")
     inputs = edit.get("clear_tool_inputs")
+    if isinstance(inputs, list):
+        if not all(isinstance(t, str) for t in inputs):
+            raise ContextManagementError("clear_tool_uses clear_tool_inputs must be a boolean or a list of tool names")
+        inputs = tuple(inputs)
+    elif inputs is not None and not isinstance(inputs, bool):
+        raise ContextManagementError("clear_tool_uses clear_tool_inputs must be a boolean or a list of tool names")
     return ClearToolUses(
         trigger_tokens=DEFAULT_CLEAR_TRIGGER if trigger is None else (trigger[1] if trigger[0] == "input_tokens" else None),
         trigger_tool_uses=trigger[1] if trigger is not None and trigger[0] == "tool_uses" else None,
         keep=DEFAULT_KEEP_TOOL_USES if keep is None else keep[1], clear_at_least=0 if least is None else least[1],
-        exclude_tools=tuple(exclude), clear_tool_inputs=bool(inputs))
+        exclude_tools=tuple(exclude), clear_tool_inputs=inputs or False)
 
 
 def _keep_thinking(keep: Any) -> int:
@@ -162,27 +168,40 @@ def configure(base: Config, cm: ContextManagement | None, transcript: Sequence[M
     return base.with_overrides(**over)
 
 
-@dataclass
-class Applied:
-    """What the edits did to one request, in the API's `applied_edits` shape."""
-
-    edits: list[dict[str, Any]] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"applied_edits": self.edits}
-
-
-def cleared_tool_uses(transcript: Sequence[Message], view: Sequence[Message], counter: TokenCounter) -> dict[str, Any] | None:
-    """The tool results the view shows cleared (content replaced) against what the client sent."""
+def cleared_results(transcript: Sequence[Message], view: Sequence[Message], counter: TokenCounter) -> tuple[set[str], int]:
+    """The call ids of the tool results the view shows cleared (content replaced) against what the
+    client sent, and the tokens that saved."""
     sent = {b.call_id: b for m in view for b in m.blocks if isinstance(b, ToolResult)}
-    cleared = tokens = 0
+    cleared: set[str] = set()
+    tokens = 0
     for m in transcript:
         for b in m.blocks:
             now = sent.get(b.call_id) if isinstance(b, ToolResult) else None
             if now is not None and isinstance(b, ToolResult) and now.content != b.content:
-                cleared += 1
+                cleared.add(b.call_id)
                 tokens += max(0, counter.text(b.content) - counter.text(now.content))
+    return cleared, tokens
+
+
+def clear_tool_inputs(view: list[Message], calls: set[str], tools: bool | tuple[str, ...],
+                      counter: TokenCounter) -> tuple[list[Message], int]:
+    """The view with the inputs of `calls` (of every tool, or of the named `tools`) cleared to `{}`,
+    and the tokens that saved."""
+    out, tokens = [], 0
+    for m in view:
+        blocks = [ToolCall(b.id, b.name, {}) if isinstance(b, ToolCall) and b.id in calls and b.input
+                  and (tools is True or (isinstance(tools, tuple) and b.name in tools)) else b for b in m.blocks]
+        if any(new is not old for new, old in zip(blocks, m.blocks)):
+            tokens += sum(counter.text(old.input_json) - counter.text(new.input_json)
+                          for new, old in zip(blocks, m.blocks) if new is not old and isinstance(old, ToolCall)
+                          and isinstance(new, ToolCall))
+            m = m.with_blocks(blocks)
+        out.append(m)
+    return out, max(0, tokens)
+
+
+def cleared_tool_uses(cleared: int, tokens: int) -> dict[str, Any] | None:
+    """The `applied_edits` entry of a clear_tool_uses edit (None when nothing was cleared)."""
     if not cleared:
         return None
     return {"type": CLEAR_TOOL_USES, "cleared_tool_uses": cleared, "cleared_input_tokens": tokens}

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, AsyncIterator, Callable
 
 from ..formats import openai_chat
 from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from . import fetch
+from .fetch import Answered, Round
+from .relay import Rewrite
 from .sse import Event
+from .upstream import UpstreamResponse
 
 
 class OpenAIChat(Api):
@@ -19,6 +23,20 @@ class OpenAIChat(Api):
             tools.append({"type": "function", "function": {"name": FETCH_TOOL, "description": FETCH_DESCRIPTION,
                                                            "parameters": FETCH_SCHEMA}})
         doc["tools"] = tools
+
+    def fetch_round(self, doc: Any) -> Round | None:
+        return fetch.chat_round(doc)
+
+    def follow_up(self, doc: dict[str, Any], answered: Answered) -> bytes:
+        return fetch.chat_follow_up(doc, answered)
+
+    def rewrite_body(self, doc: Any, rewrite: Rewrite) -> Any:
+        return fetch.chat_body(doc) if rewrite.fetch is not None else doc
+
+    def rewrite_stream(self, response: UpstreamResponse, rewrite: Rewrite,
+                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+        assert rewrite.fetch is not None        # the only rewrite of an OpenAI response
+        return fetch.chat_stream(self, response, rewrite.fetch, on_usage)
 
     def usage_of(self, doc: Any) -> Usage | None:
         usage = doc.get("usage") if isinstance(doc, dict) else None

@@ -1,5 +1,5 @@
 """One request's plan: `Session.prepare` on what the client sent, the client's context-management
-edits, and the body to forward. Runs in a worker thread under the conversation's lock."""
+edits, and the body to forward. Runs in the gateway's worker threads under the conversation's lock."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any, Mapping
 from ..core.config import Config
 from ..core.errors import ContextOverflowError
 from ..core.model import Origin
-from ..formats.base import Transcript
 from ..session.session import PrepareReport
 from . import context_management as cm_
 from .apis import Api, dumps
@@ -34,8 +33,11 @@ class Plan:
         return [s.name for s in self.report.stages if not s.skipped and s.items]
 
 
-def plan_call(api: Api, registry: Registry, entry: Entry, transcript: Transcript, body: Mapping[str, Any],
-              base: Config, offer_fetch: bool, now: float | None = None) -> Plan:
+def plan_call(api: Api, registry: Registry, entry: Entry, body: Mapping[str, Any], base: Config,
+              offer_fetch: bool, now: float | None = None) -> Plan:
+    """The plan for one parsed request. Its transcript is read here, reusing the messages the
+    conversation's previous request had unchanged (a FormatError: the request is not readable)."""
+    transcript = api.read_doc(body, entry.reuse)
     session = registry.open(entry)
     cm = cm_.parse(body)
     if api.NAME == "anthropic":
@@ -56,10 +58,12 @@ def plan_call(api: Api, registry: Registry, entry: Entry, transcript: Transcript
     plan = Plan(b"", {}, report, notices=list(report.notices))
     if cm is not None:
         if cm.clear_tool_uses is not None:
-            cleared = cm_.cleared_tool_uses(transcript.messages, view, session.counter)
+            calls, tokens = cm_.cleared_results(transcript.messages, view, session.counter)
+            if cm.clear_tool_uses.clear_tool_inputs and calls:
+                view, saved = cm_.clear_tool_inputs(view, calls, cm.clear_tool_uses.clear_tool_inputs, session.counter)
+                tokens += saved
+            cleared = cm_.cleared_tool_uses(len(calls), tokens)
             plan.applied += [cleared] if cleared else []
-            if cm.clear_tool_uses.clear_tool_inputs:
-                plan.notices.append("clear_tool_inputs is not applied: worksurface keeps every tool call's input")
         if cm.keep_thinking_turns is not None:
             view, thinking = cm_.clear_thinking(view, cm.keep_thinking_turns, session.counter)
             plan.applied += [thinking] if thinking else []
@@ -68,6 +72,6 @@ def plan_call(api: Api, registry: Registry, entry: Entry, transcript: Transcript
             if summary:
                 plan.compaction, plan.pause = summary, cm.compact.pause
                 registry.remember_summary(entry, cm_.summary_key(summary))
-    plan.doc = api.build(transcript, view, body, offer_fetch)
+    plan.doc = api.build(transcript, view, body, offer_fetch, entry.memo)
     plan.body = dumps(plan.doc)
     return plan

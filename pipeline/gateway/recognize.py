@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..core.model import Message
+from .apis import Api
+from .context_management import parse as parse_context_management
 
 SESSION_HEADER = "x-worksurface-session"
 # Headers harnesses send that name their own session (Codex: session_id, conversation_id).
@@ -35,6 +37,29 @@ class Recognized:
     session_id: str
     source: str                 # "header", "harness+prefix" or "prefix"
     harness_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Head:
+    """What is known of a request before its conversation's lock: the parsed body, and either why it
+    passes through untouched or the conversation it belongs to."""
+
+    body: Any
+    passthrough: str | None
+    recognized: Recognized | None
+
+
+def read_head(api: Api, headers: Mapping[str, str], raw: bytes) -> Head:
+    """Parse a request and recognise its conversation, reading only its stable prefix (an exception:
+    the request is not readable, and goes on unchanged)."""
+    body = json.loads(raw)
+    if not isinstance(body, dict):
+        raise ValueError(f"a request body must be a JSON object, not {type(body).__name__}")
+    parse_context_management(body)
+    reason = api.passthrough_reason(body)
+    if reason is not None:
+        return Head(body, reason, None)
+    return Head(body, None, recognize(api.NAME, headers, body, api.stable_prefix(body)))
 
 
 def recognize(api: str, headers: Mapping[str, str], body: Mapping[str, Any],

@@ -5,7 +5,6 @@ least recently used are closed past `max_open_sessions`) and what the last call 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -13,9 +12,11 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.model import Origin
+from ..formats.reuse import Memo, Reuse
 from ..session.session import Session
 from .config import GatewayConfig
 from .recognize import Recognized
+from .workers import Workers
 from .store import (delete_gateway_session, list_gateway_sessions, open_gateway_session, read_info,
                     write_info)
 
@@ -31,6 +32,8 @@ class Entry:
     harness_id: str | None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     session: Session | None = None
+    reuse: Reuse = field(default_factory=Reuse)   # the previous request's messages, for reading the next
+    memo: Memo = field(default_factory=Memo)      # what the previous forwarded body made of each message
     last_usage: int | None = None
     last_report: dict[str, Any] | None = None
     summaries: set[str] = field(default_factory=set)
@@ -46,11 +49,11 @@ class Entry:
 
 
 class Registry:
-    def __init__(self, config: GatewayConfig, session_config: Config) -> None:
+    def __init__(self, config: GatewayConfig, session_config: Config, workers: Workers) -> None:
         self.config = config
+        self.workers = workers
         self.session_config = session_config
         self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._open_lock = threading.Lock()
 
     def entry(self, rec: Recognized, api: str) -> Entry:
         """The conversation's entry (created on its first request; event loop only)."""
@@ -67,14 +70,13 @@ class Registry:
     def open(self, entry: Entry) -> Session:
         """The entry's session, opened on first use (in a worker thread, under the entry's lock)."""
         if entry.session is None:
-            with self._open_lock:
-                stored = read_info(self.config.store, entry.id)
-                entry.session = open_gateway_session(self.config.store, entry.id, self.session_config)
-                if stored:
-                    entry.summaries |= set(stored.get("summaries") or ())
-                    entry.created = float(stored.get("created") or entry.created)
-                else:
-                    write_info(self.config.store, entry.id, entry.info())
+            stored = read_info(self.config.store, entry.id)
+            entry.session = open_gateway_session(self.config.store, entry.id, self.session_config)
+            if stored:
+                entry.summaries |= set(stored.get("summaries") or ())
+                entry.created = float(stored.get("created") or entry.created)
+            else:
+                write_info(self.config.store, entry.id, entry.info())
         return entry.session
 
     def remember_summary(self, entry: Entry, key: str) -> None:
@@ -92,14 +94,15 @@ class Registry:
                 break
             if entry.session is not None and not entry.lock.locked():
                 session, entry.session = entry.session, None
-                await asyncio.to_thread(session.close)
+                entry.reuse, entry.memo = Reuse(), Memo()   # its next request is read whole, like a first one
+                await self.workers.run(session.close)
                 excess -= 1
 
     async def close(self) -> None:
         for entry in self._entries.values():
             if entry.session is not None:
                 session, entry.session = entry.session, None
-                await asyncio.to_thread(session.close)
+                await self.workers.run(session.close)
 
     # --- the /sessions endpoints -----------------------------------------------------------------
 
@@ -123,8 +126,8 @@ class Registry:
             return None
         entry = self._entries.get(session_id) or self.entry(Recognized(session_id, "stored"), "unknown")
         async with entry.lock:
-            session = await asyncio.to_thread(self.open, entry)
-            view = await asyncio.to_thread(session.view)
+            session = await self.workers.run(self.open, entry)
+            view = await self.workers.run(session.view)
         status = "\n".join(m.text for m in view if m.origin is Origin.STATUS)
         return {**self._summary(session_id), "status": status or None, "ledger": session.ledger.entry_counts(),
                 "view_messages": len(view), "last_report": entry.last_report}
@@ -135,6 +138,6 @@ class Registry:
             async with entry.lock:
                 if entry.session is not None:
                     session, entry.session = entry.session, None
-                    await asyncio.to_thread(session.close)
+                    await self.workers.run(session.close)
                 self._entries.pop(session_id, None)
-        return await asyncio.to_thread(delete_gateway_session, self.config.store, session_id)
+        return await self.workers.run(delete_gateway_session, self.config.store, session_id)

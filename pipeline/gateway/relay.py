@@ -15,18 +15,15 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Callable
 
 from . import sse
 from .apis import FETCH_TOOL, Api, Usage, dumps
 from .context_management import compaction_block
+from .fetch import MAX_FETCH_ROUNDS, Answered, FetchCall, FollowUp, Round
 from .upstream import UpstreamResponse
 
-# A model that keeps fetching is answered this many times in one call, then its call goes to the client.
-MAX_FETCH_ROUNDS = 4
-
 OnUsage = Callable[[Usage], None]
-FollowUp = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Awaitable[UpstreamResponse]]
 
 
 @dataclass
@@ -37,7 +34,6 @@ class Rewrite:
     applied: list[dict[str, Any]] = field(default_factory=list)
     context_management: bool = False        # the client asked: answer applied_edits (maybe empty)
     fetch: FollowUp | None = None           # answers fetch_artifact calls (None: not offered)
-    answer: Callable[[dict[str, Any]], str] | None = None  # a fetch call's result text
 
     @property
     def needed(self) -> bool:
@@ -60,7 +56,6 @@ async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrit
     """An Anthropic stream with the rewrites in the module doc."""
     next_index = 0
     started = False
-    exchanges: list[list[dict[str, Any]]] = []     # upstream blocks of each answered round
     rounds = 0
     while True:
         mapping: dict[int, int] = {}               # upstream block index -> the client's
@@ -122,9 +117,9 @@ async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrit
         if not follow or rewrite.fetch is None:
             return
         rounds += 1
-        exchanges.append([blocks[i].done() for i in sorted(blocks)])
+        turn = [blocks[i].done() for i in sorted(blocks)]
         calls = [blocks[i].done() for i in sorted(hidden)]
-        response = await rewrite.fetch(exchanges[-1], calls)
+        response = await rewrite.fetch(Round(turn, [FetchCall(str(c.get("id")), c.get("input") or {}) for c in calls]))
         if response.status >= 400:
             await response.close()
             return
@@ -145,27 +140,26 @@ def anthropic_body(api: Api, doc: Any, rewrite: Rewrite) -> Any:
     return out
 
 
-def fetch_calls(doc: Any) -> tuple[list[dict[str, Any]], bool]:
-    """(fetch_artifact calls in a whole response, whether the client's own tools were called too)."""
+def anthropic_round(doc: Any) -> Round | None:
+    """The round to answer in a whole response: its model called fetch_artifact and nothing else."""
     content = doc.get("content") if isinstance(doc, dict) else None
     if not isinstance(content, list) or doc.get("stop_reason") != "tool_use":
-        return [], False
-    calls = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == FETCH_TOOL]
-    others = any(isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") != FETCH_TOOL for b in content)
-    return calls, others
+        return None
+    uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    calls = [b for b in uses if b.get("name") == FETCH_TOOL]
+    if not calls or len(calls) < len(uses):
+        return None
+    return Round(content, [FetchCall(str(b.get("id")), b.get("input") or {}) for b in calls])
 
 
-def follow_up_body(doc: dict[str, Any], exchanges: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> bytes:
+def anthropic_follow_up(doc: dict[str, Any], answered: Answered) -> bytes:
     """The forwarded request again, with each answered round: the model's turn and the results."""
     messages = list(doc.get("messages") or [])
-    for blocks, results in exchanges:
-        messages.append({"role": "assistant", "content": blocks})
-        messages.append({"role": "user", "content": results})
+    for done, results in answered:
+        messages.append({"role": "assistant", "content": done.turn})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": c.call_id, "content": r}
+                                                      for c, r in zip(done.calls, results)]})
     return dumps({**doc, "messages": messages})
-
-
-def fetch_result(call: dict[str, Any], answer: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": call.get("id"), "content": answer(call.get("input") or {})}
 
 
 def _compaction_events(summary: str) -> bytes:

@@ -7,16 +7,24 @@ is passed through untouched and the response says so (`X-Worksurface: passthroug
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, AsyncIterator, Callable, Mapping
 
 from ..formats import openai_responses
 from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from . import fetch
+from .fetch import Answered, Round
+from .relay import Rewrite
 from .sse import Event
+from .upstream import UpstreamResponse
 
 
 class OpenAIResponses(Api):
     NAME = "openai-responses"
     adapter = openai_responses
+    LIST_KEY = "input"
+
+    def is_user(self, item: Any) -> bool:
+        return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
 
     def passthrough_reason(self, body: Mapping[str, Any]) -> str | None:
         if body.get("previous_response_id"):
@@ -31,6 +39,20 @@ class OpenAIResponses(Api):
             tools.append({"type": "function", "name": FETCH_TOOL, "description": FETCH_DESCRIPTION,
                           "parameters": FETCH_SCHEMA, "strict": False})
         doc["tools"] = tools
+
+    def fetch_round(self, doc: Any) -> Round | None:
+        return fetch.responses_round(doc)
+
+    def follow_up(self, doc: dict[str, Any], answered: Answered) -> bytes:
+        return fetch.responses_follow_up(doc, answered)
+
+    def rewrite_body(self, doc: Any, rewrite: Rewrite) -> Any:
+        return fetch.responses_body(doc) if rewrite.fetch is not None else doc
+
+    def rewrite_stream(self, response: UpstreamResponse, rewrite: Rewrite,
+                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+        assert rewrite.fetch is not None        # the only rewrite of an OpenAI response
+        return fetch.responses_stream(self, response, rewrite.fetch, on_usage)
 
     def usage_of(self, doc: Any) -> Usage | None:
         usage = doc.get("usage") if isinstance(doc, dict) else None

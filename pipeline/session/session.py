@@ -305,12 +305,13 @@ class Session:
             report.notices += recovered.notes(self._noted)
             self._noted.update(mid for mid, _ in recovered.removed)
             self._notices(report, ctx)
-            self._commit(live, keep, new_edits, out_view, now, report, new_status, usage)
+            size = self._measured_size(report, ctx)
+            overflowed = self._overflowed(report, size)
+            self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, overflowed, size)
             prepared = Prepared(out_view, report, list(final["cache_edits"]))
-            if self._overflowed(report):
+            if overflowed:
                 raise ContextOverflowError("compaction could not bring the view under the threshold",
-                                           tokens=report.tokens_after, threshold=self.config.threshold,
-                                           prepared=prepared)
+                                           tokens=size, threshold=self.config.threshold, prepared=prepared)
             return prepared
 
     def compact(self, transcript: Transcript | Sequence[Message], instructions: str | None = None,
@@ -534,21 +535,29 @@ class Session:
         if problems:
             raise InvariantError("worksurface produced an invalid view: " + "; ".join(problems[:5]))
 
-    def _overflowed(self, report: PrepareReport) -> bool:
-        """Over the threshold after autocompact had its chance (not when its breaker is open: then the
-        report says it stopped trying, and the harness decides)."""
+    @staticmethod
+    def _measured_size(report: PrepareReport, ctx: StageContext) -> int:
+        """The view's size as the stages judged it: worksurface's count plus the provider's offset
+        (recalibrated for a view a compaction made smaller)."""
+        return report.tokens_after + view_offset(ctx, report.tokens_after, compacted=bool(report.boundary))
+
+    def _overflowed(self, report: PrepareReport, size: int) -> bool:
+        """Over the threshold (at `size`, the measured size the stages judged by) after autocompact had
+        its chance (not when its breaker is open: then the report says it stopped trying, and the
+        harness decides)."""
         auto = next(s for s in report.stages if s.name == "autocompact")
         breaker_open = bool(auto.skipped and auto.skipped.startswith("stopped after"))
-        return report.tokens_after > self.config.threshold and not breaker_open
+        return size > self.config.threshold and not breaker_open
 
     def _notices(self, report: PrepareReport, ctx: StageContext) -> None:
         """Say what the harness must know in the report and the log, not only in the JSON details."""
         auto = next(s for s in report.stages if s.name == "autocompact")
-        if auto.skipped and auto.skipped.startswith("stopped after") and report.tokens_after > self.config.threshold:
+        measured = self._measured_size(report, ctx)
+        if auto.skipped and auto.skipped.startswith("stopped after") and measured > self.config.threshold:
             retry = self.store.get_meta("breaker_retry_tokens", 0)
             failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures
             report.notices.append(f"autocompact is paused after {failures} failed compactions: the "
-                                  f"view is {report.tokens_after} tokens, over the threshold of "
+                                  f"view is {measured} tokens, over the threshold of "
                                   f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
         target = self.config.post_compact_target
         size = (report.sizes or {}).get("after", {}).get(MEASURED, report.tokens_after)
@@ -592,7 +601,7 @@ class Session:
 
     def _commit(self, live: list[Message], keep: int, new_edits: list[Edit], view: list[Message],
                 now: float, report: PrepareReport, status: PublisherState,
-                usage: int | tuple[str, int] | None) -> None:
+                usage: int | tuple[str, int] | None, overflowed: bool, size: int) -> None:
         """Everything this call decided, in one transaction: a crash leaves the previous state."""
         store = self.store
         with store.transaction():
@@ -613,12 +622,12 @@ class Session:
             store.set_meta("inputs_changed", False)
             if report.boundary:
                 store.set_meta("epoch", report.boundary["epoch"])
-            if self._overflowed(report) or (report.boundary or {}).get("fallback"):
+            if overflowed or (report.boundary or {}).get("fallback"):
                 failures = store.get_meta("consecutive_failures", 0) + 1
                 store.set_meta("consecutive_failures", failures)
                 # Another attempt is worth it once the view has grown by a tenth of the window.
-                store.set_meta("breaker_retry_tokens", report.tokens_after + self.config.window // 10)
-            elif report.tokens_after <= self.config.threshold:
+                store.set_meta("breaker_retry_tokens", size + self.config.window // 10)
+            elif size <= self.config.threshold:
                 store.set_meta("consecutive_failures", 0)
             # Only the parts of the ledger this call changed: per-call work follows what is new.
             ledger_save = self.ledger.write(store.set_meta)
