@@ -24,10 +24,15 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 _PROGRESS = re.compile(
     r"(\d{1,3}(?:\.\d+)?%\s*\|[^|]{3,}\|)"              # tqdm: 45%|████      |
     r"|(\[[=#>\-. ]{8,}\]\s*\d{1,3}(?:\.\d+)?%)"         # [=====>    ] 45%
-    r"|([━─█▓▒░#=]{8,}.*\d{1,3}(?:\.\d+)?\s*%)"          # pip / rich bars with a percent
-    r"|(\d{1,3}(?:\.\d+)?%.*[━─█▓▒░]{8,})"
     r"|(^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷◐◓◑◒]\s)"             # spinner frames
 )
+# pip / rich bars with a percent before or after them. Found in two linear searches (the bar, then
+# a percent after it; or the reverse): one pattern `bar.*percent` backtracks cubically on a line of
+# box-drawing characters (a table rule), seconds for a single tool result.
+_BAR = re.compile(r"[━─█▓▒░#=]{8}")
+_PERCENT_AFTER_BAR = re.compile(r"\d(?:\.\d+)?\s*%")
+_PERCENT = re.compile(r"\d(?:\.\d+)?%")
+_BAR_AFTER_PERCENT = re.compile(r"[━─█▓▒░]{8}")
 # Lines that report what went wrong, what failed and where: never dropped by any reducer.
 _IMPORTANT = re.compile(
     r"error|\bERR!|fail|exception|traceback|warning|warn\b|fatal|panic|assert|denied|refused|not found|"
@@ -78,7 +83,13 @@ def resolve_redraws(text: str) -> str:
 
 
 def is_progress(line: str) -> bool:
-    return bool(_PROGRESS.search(line))
+    if _PROGRESS.search(line):
+        return True
+    bar = _BAR.search(line)
+    if bar is not None and _PERCENT_AFTER_BAR.search(line, bar.end()):
+        return True
+    percent = _PERCENT.search(line)
+    return percent is not None and _BAR_AFTER_PERCENT.search(line, percent.end()) is not None
 
 
 def collapse_progress(lines: list[str]) -> list[str]:
