@@ -36,6 +36,9 @@ class Plan:
     # compactions on some of them), `field_repeats` times each.
     field_sources: list[Source] = field(default_factory=list)
     field_repeats: int = 1
+    store_sources: int | None = 1  # transcripts the store section replays on both stores (None: all)
+    store_sessions: int = 20  # sessions of the concurrent store run (on 4 worker processes)
+    store_calls: int | None = 6  # calls each of them replays (None: its whole transcript)
 
     @property
     def command(self) -> str:
@@ -59,4 +62,4 @@ def full_plan() -> Plan:
     field_list, field_notes = field_sources()
     return Plan("full", sources, repeats=5, baseline_stride=1, baseline_repeats=3,
                 scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes + field_notes,
-                field_sources=field_list, field_repeats=3)
+                field_sources=field_list, field_repeats=3, store_sources=None, store_calls=None)
