@@ -90,7 +90,7 @@ def _compactable(call: ToolCall, config: MicrocompactConfig) -> bool:
 class _Tail:
     """What the walk has read of the view: the results not cleared since the last one this stage
     cleared (oldest first, compactable ones only, as (view index, message, call, result)) and every call by
-    id. Kept in the session's scratch, so a call reads only the messages new since the previous one."""
+    id. Kept in the session's `MicrocompactMemory`, so a call reads only the messages new since the previous one."""
 
     config: MicrocompactConfig
     prefix: list[Message] = field(default_factory=list)
@@ -115,15 +115,26 @@ class _Tail:
         self.prefix = list(view)
 
 
+class MicrocompactMemory:
+    """What microcompact keeps of a session between calls (the session holds one per session, in
+    `StageContext.inputs`): its walk over the view so far. Without it the walk reads the whole view."""
+
+    __slots__ = ("tail",)
+
+    def __init__(self) -> None:
+        self.tail: _Tail | None = None
+
+
 def _tail(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext) -> _Tail:
     """The walk over `view`, continued from the previous call's when the view still starts with it."""
-    tail = ctx.scratch.get(NAME) if ctx.scratch is not None else None
+    memory = ctx.inputs.get(MicrocompactMemory)
+    tail = memory.tail if memory is not None else None
     if (not isinstance(tail, _Tail) or tail.config is not config or len(tail.prefix) > len(view)
             or not all(map(operator.is_, view[:len(tail.prefix)], tail.prefix))):
         tail = _Tail(config)
     tail.read(view)
-    if ctx.scratch is not None:
-        ctx.scratch[NAME] = tail
+    if memory is not None:
+        memory.tail = tail
     return tail
 
 
@@ -157,6 +168,8 @@ def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageC
     return out
 
 
-STAGE = Stage(NAME, MicrocompactConfig, run, trigger=lambda config: config.microcompact.trigger_tokens,
+STAGE = Stage(NAME, MicrocompactConfig, run, memory=MicrocompactMemory,
+              trigger=lambda config: config.microcompact.trigger_tokens,
               fires_when_cold=True,
-              reads=frozenset({"config", "counter", "artifacts", "idle_seconds", "forced", "protected"}) | FIRING_RULE_READS)
+              reads=frozenset({"config", "counter", "artifacts", "idle_seconds", "forced", "protected", "inputs"})
+              | FIRING_RULE_READS)

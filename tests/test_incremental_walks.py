@@ -24,7 +24,7 @@ def _views(config: Config, full: list, fresh: bool) -> tuple[list[list[str]], in
             if full[n - 1].role != "user":
                 continue
             if fresh:
-                session._scratch.clear()  # every stage reads the whole view again
+                session._memories = tuple(type(m)() for m in session._memories)  # every stage reads anew
             prepared = session.prepare(full[:n], now=1_000.0 + 20 * n)
             out.append([m.digest for m in prepared.messages])
             cleared += next(s.items for s in prepared.report.stages if s.name == "microcompact")
