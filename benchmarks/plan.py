@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .replay import HAND_PROBES_DIR, Source, default_sources
+from .replay import HAND_PROBES_DIR, Source, default_sources, field_sources
 
 # Post-compact targets of the retention curve: from a tight 4k to the default 20% of a 200k window.
 RETENTION_TARGETS = (4_000, 10_000, 20_000, 40_000)
@@ -32,6 +32,10 @@ class Plan:
     hand_probes: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     profile: bool = True  # profile the largest scale size
+    # Other users' sessions, replayed by the overhead section only (each replay is a minute of
+    # compactions on some of them), `field_repeats` times each.
+    field_sources: list[Source] = field(default_factory=list)
+    field_repeats: int = 1
     store_sources: int | None = 1  # transcripts the store section replays on both stores (None: all)
     store_sessions: int = 20  # sessions of the concurrent store run (on 4 worker processes)
     store_calls: int | None = 6  # calls each of them replays (None: its whole transcript)
@@ -49,13 +53,15 @@ def hand_probe_files() -> list[Path]:
 
 def quick_plan() -> Plan:
     sources, notes = default_sources()
+    field_list, field_notes = field_sources()
     return Plan("quick", sources, repeats=3, baseline_stride=4, baseline_repeats=1,
-                scale_sizes=QUICK_SIZES, scale_repeats=2, hand_probes=hand_probe_files(), notes=notes,
-                labeled_field=True)
+                scale_sizes=QUICK_SIZES, scale_repeats=2, hand_probes=hand_probe_files(), notes=notes + field_notes,
+                labeled_field=True, field_sources=field_list, field_repeats=1)
 
 
 def full_plan() -> Plan:
     sources, notes = default_sources()
+    field_list, field_notes = field_sources()
     return Plan("full", sources, repeats=5, baseline_stride=1, baseline_repeats=3,
-                scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes,
-                store_sources=None, store_calls=None, labeled_field=True)
+                scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes + field_notes,
+                field_sources=field_list, field_repeats=3, store_sources=None, store_calls=None, labeled_field=True)

@@ -19,6 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 # WORKSURFACE_SHARED names another folder.
 SHARED = Path(os.environ.get("WORKSURFACE_SHARED", REPO.parent / "shared")).resolve()
 CLAUDE_CODE_DIR = SHARED / "transcripts" / "claude-code"
+# Other users' long sessions (Claude Code and Codex), which nothing was tuned on: per-call work is
+# judged on them too. A sub-agent's file (under `subagents/`) is replayed through its parent's.
+FIELD_DIR = SHARED / "transcripts" / "field"
 HAND_PROBES_DIR = SHARED / "probes"
 # The two long Claude Code sessions (each has a real compact boundary) and the long generated fixture.
 LONG_SESSIONS = ("258c7280", "8463c716")
@@ -80,6 +83,23 @@ def labeled_sources() -> tuple[dict[Path, Path], list[str]]:
         else:
             notes.append(f"{probes.name}: skipped, its transcript {name!r} is not in {SHARED}")
     return found, notes
+
+
+def field_sources() -> tuple[list[Source], list[str]]:
+    """Every session file under the field folder (sub-agent files aside), named `field <user>/<id>`."""
+    if not FIELD_DIR.is_dir():
+        return [], [f"field sessions: skipped, no {FIELD_DIR}"]
+    paths = sorted(p for p in FIELD_DIR.rglob("*.jsonl") if "subagents" not in p.relative_to(FIELD_DIR).parts)
+    return [Source(f"field {_field_name(p)}", p) for p in paths], []
+
+
+def _field_name(path: Path) -> str:
+    """`user/ab12cd34`: the user's folder and the session id's first 8 characters; Entire's checkpoints
+    (`<id[:2]>/<id[2:]>/<n>/full.jsonl`) add the checkpoint number, `user/ab12cd34:n`."""
+    parts = path.relative_to(FIELD_DIR).parts
+    if path.stem == "full" and len(parts) >= 5:
+        return f"{parts[0]}/{(parts[1] + parts[2])[:8]}:{parts[3]}"
+    return f"{parts[0]}/{path.stem[:8]}"
 
 
 def load(source: Source) -> Transcript:

@@ -14,13 +14,17 @@ from worksurface.core.config import BudgetConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, ToolResult
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
-from worksurface.core.tokens import get_encoding
+from worksurface.core.tokens import EXACT_COUNT_MAX_CHARS, get_encoding
 from worksurface.core.toolkinds import call_target
 from worksurface.core.view import calls_for, new_messages_start, turn_start
 
 NAME = "budget"
 # Results this small are never worth an artifact even when a turn is over its cap.
 MIN_REPLACEABLE_TOKENS = 500
+# A huge result's preview (one the counter estimates) takes its head and tail from this many
+# characters per token at each end (cl100k tokens average about 4; the slack keeps the cut past the
+# tokens shown).
+PREVIEW_CHARS_PER_TOKEN = 32
 
 
 def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageResult:
@@ -95,10 +99,15 @@ def _turn_groups(view: list[Message], undecided: dict[str, ToolResult]) -> list[
 def _preview(content: str, size: int, artifact_id: str, path: str | None, tool: str, target: str,
              config: BudgetConfig) -> str:
     enc = get_encoding()
-    ids = enc.encode_ordinary(content)
-    head = enc.decode(ids[: config.preview_head_tokens])
-    tail = enc.decode(ids[-config.preview_tail_tokens:]) if config.preview_tail_tokens else ""
-    omitted = max(0, len(ids) - config.preview_head_tokens - config.preview_tail_tokens)
+    # The head and tail are cut from bounded slices, so a huge result is never encoded whole
+    # (its size comes from the counter, which estimates a huge text from samples).
+    span = PREVIEW_CHARS_PER_TOKEN * (config.preview_head_tokens + config.preview_tail_tokens)
+    whole = len(content) <= EXACT_COUNT_MAX_CHARS
+    head_ids = enc.encode_ordinary(content if whole else content[:span])
+    tail_ids = head_ids if whole else enc.encode_ordinary(content[-span:])
+    head = enc.decode(head_ids[: config.preview_head_tokens])
+    tail = enc.decode(tail_ids[-config.preview_tail_tokens:]) if config.preview_tail_tokens else ""
+    omitted = max(0, (len(head_ids) if whole else size) - config.preview_head_tokens - config.preview_tail_tokens)
     what = f"{tool} {target}".strip()
     return (f"[Tool result too large ({what}): {size} tokens, stored as artifact {artifact_id} ; "
             f"showing the first {config.preview_head_tokens} and last {config.preview_tail_tokens} tokens; "

@@ -12,7 +12,9 @@ cleared call ids are returned as `cache_edits` for providers that can delete ser
 
 from __future__ import annotations
 
+import operator
 import time
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from worksurface.core.config import MicrocompactConfig
@@ -21,7 +23,6 @@ from worksurface.core.model import Message, Origin, ToolCall, ToolResult
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.toolkinds import effective_kind, normalize_name, tool_kind
-from worksurface.core.view import calls_for
 
 NAME = "microcompact"
 # The placeholder costs about 20 tokens (wording, size and artifact id). A result of a few lines (a
@@ -86,15 +87,67 @@ def _compactable(call: ToolCall, config: MicrocompactConfig) -> bool:
             or effective_kind(call) in config.compactable_tools)
 
 
+@dataclass
+class _Tail:
+    """What the walk has read of the view: the results not cleared since the last one this stage
+    cleared (oldest first, compactable ones only, as (view index, message, call, result)) and every call by
+    id. Kept in the session's `MicrocompactMemory`, so a call reads only the messages new since the previous one."""
+
+    config: MicrocompactConfig
+    prefix: list[Message] = field(default_factory=list)
+    results: list[tuple[int, Message, ToolCall, ToolResult]] = field(default_factory=list)
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+
+    def read(self, view: Sequence[Message]) -> None:
+        for i in range(len(self.prefix), len(view)):
+            m = view[i]
+            self.calls.update((c.id, c) for c in m.tool_calls)
+            if not m.tool_results:
+                continue
+            # Parallel results share a message: one of them cleared, the others may have been kept.
+            if any(edited_stage(m, r.call_id) == NAME for r in m.tool_results):
+                self.results.clear()
+            if m.origin is not Origin.CONVERSATION:
+                continue
+            for r in m.tool_results:
+                call = self.calls.get(r.call_id)
+                if call is not None and edited_stage(m, r.call_id) is None and _compactable(call, self.config):
+                    self.results.append((i, m, call, r))
+        self.prefix = list(view)
+
+
+class MicrocompactMemory:
+    """What microcompact keeps of a session between calls (the session holds one per session, in
+    `StageContext.inputs`): its walk over the view so far. Without it the walk reads the whole view."""
+
+    __slots__ = ("tail",)
+
+    def __init__(self) -> None:
+        self.tail: _Tail | None = None
+
+
+def _tail(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext) -> _Tail:
+    """The walk over `view`, continued from the previous call's when the view still starts with it."""
+    memory = ctx.inputs.get(MicrocompactMemory)
+    tail = memory.tail if memory is not None else None
+    if (not isinstance(tail, _Tail) or tail.config is not config or len(tail.prefix) > len(view)
+            or not all(map(operator.is_, view[:len(tail.prefix)], tail.prefix))):
+        tail = _Tail(config)
+    tail.read(view)
+    if memory is not None:
+        memory.tail = tail
+    return tail
+
+
 def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext,
                 protect_tokens: int) -> list[tuple[int, ToolCall, ToolResult, int]]:
     """Compactable results older than the protected newest ones, oldest first, as (view index, call,
     result, tokens).
 
-    The walk goes back from the end and stops at the first result this stage already cleared: each
-    batch clears everything clearable before its protected tail, so what is older was cleared or can
-    never be (another tool, too small, already replaced by another stage). A call therefore reads only
-    what came since the last batch, not the whole view."""
+    Only results after the last one this stage cleared are looked at: each batch clears everything
+    clearable before its protected tail, so what is older was cleared or can never be (another tool,
+    too small, already replaced by another stage). The walk over the view continues from the previous
+    call's (`_tail`), so a call reads only what is new."""
     counter = ctx.counter
     # Walk from the end: the newest `protect_tokens` and `keep_recent` compactable results stay.
     protected_from = len(view)
@@ -102,19 +155,8 @@ def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageC
     while protected_from > 0 and seen + counter.message(view[protected_from - 1]) <= protect_tokens:
         protected_from -= 1
         seen += counter.message(view[protected_from])
-    found: list[tuple[int, ToolResult]] = []  # newest first
-    for i in range(len(view) - 1, -1, -1):
-        m = view[i]
-        if not m.tool_results:
-            continue
-        if m.origin is Origin.CONVERSATION and m.id not in ctx.protected:
-            found.extend((i, r) for r in reversed(m.tool_results) if edited_stage(m, r.call_id) is None)
-        # Parallel results share a message: one of them cleared, the others may have been kept.
-        if any(edited_stage(m, r.call_id) == NAME for r in m.tool_results):
-            break
-    calls = calls_for(view, (r.call_id for _, r in found), end=len(view))
-    compactable = [(i, calls[r.call_id], r) for i, r in reversed(found)
-                   if r.call_id in calls and _compactable(calls[r.call_id], config)]
+    tail = _tail(view, config, ctx)
+    compactable = [(i, call, r) for i, m, call, r in tail.results if m.id not in ctx.protected]
     keep = compactable[-config.keep_recent:] if config.keep_recent else []
     kept_ids = {r.call_id for _, _, r in keep}
     out = []
@@ -127,6 +169,8 @@ def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageC
     return out
 
 
-STAGE = Stage(NAME, MicrocompactConfig, run, trigger=lambda config: config.microcompact.trigger_tokens,
+STAGE = Stage(NAME, MicrocompactConfig, run, memory=MicrocompactMemory,
+              trigger=lambda config: config.microcompact.trigger_tokens,
               fires_when_cold=True,
-              reads=frozenset({"config", "counter", "artifacts", "idle_seconds", "forced", "protected"}) | FIRING_RULE_READS)
+              reads=frozenset({"config", "counter", "artifacts", "idle_seconds", "forced", "protected", "inputs"})
+              | FIRING_RULE_READS)

@@ -27,6 +27,12 @@ PER_TOOL_CALL_OVERHEAD = 8
 IMAGE_PIXELS_PER_TOKEN = 750
 IMAGE_DEFAULT_TOKENS = 1600
 
+# A text longer than this is not encoded whole (a 200 MB tool result takes minutes): its count is
+# estimated from ESTIMATE_SAMPLE_CHARS at its start, middle and end, scaled to its length. Every
+# decision about such a text (budget, ingest, the thresholds) is far from the margin of the estimate.
+EXACT_COUNT_MAX_CHARS = 4_000_000
+ESTIMATE_SAMPLE_CHARS = 200_000
+
 _encoding_lock = threading.Lock()
 _encoding: tiktoken.Encoding | None = None
 
@@ -60,7 +66,17 @@ class TokenCounter:
     def text(self, text: str) -> int:
         if not text:
             return 0
+        if len(text) > EXACT_COUNT_MAX_CHARS:
+            return self._estimate(text)
         return len(self._enc.encode_ordinary(text))
+
+    def _estimate(self, text: str) -> int:
+        """Tokens of a huge text from three bounded samples (start, middle, end), scaled to its length."""
+        n, k = len(text), ESTIMATE_SAMPLE_CHARS
+        mid = (n - k) // 2
+        samples = (text[:k], text[mid:mid + k], text[n - k:])
+        sampled = sum(len(self._enc.encode_ordinary(s)) for s in samples)
+        return -(-sampled * n // (3 * k))  # rounded up
 
     def block(self, block: Block) -> int:
         cached = self._cache.get(block)

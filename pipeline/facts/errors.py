@@ -11,8 +11,9 @@ limit) is an error but never an approach that was tried and excluded (`transient
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Sequence
 
@@ -192,26 +193,36 @@ def _resolve(records: list[CallRecord], i: int) -> tuple[str, str, bool] | None:
     key, line = target_key(failed), error_line(failed.output)
     changes: list[CallRecord] = []
     for later in records[i + 1: i + 1 + RESOLUTION_WINDOW]:
-        if later.result is None or later.rejected:
-            continue
-        same = target_key(later) == key
-        bad = _bad(later)
-        if same and bad and error_line(later.output) == line:
-            changes.clear()  # the same error again: what came before did not fix it
-            continue
-        if same:
-            where = later.result_message_id or later.message_id
-            if bad:  # a different error: the earlier one was got past
-                return (_fixed_by(changes) or "got past; next attempt failed differently", where, False)
-            if later.call.input_json != failed.call.input_json and not changes:
-                return f"worked around with {_label(later)}", where, True
-            fixed = _fixed_by(changes) or "succeeded on retry"
-            if changes and later.command and failed.command and _label(later) != _label(failed):
-                # The retry itself changed (a flag, an argument): that change is the lesson.
-                fixed += f"; then succeeded as {_label(later)}"
-            return fixed, where, False
-        if later.succeeded and later.kind not in PASSIVE_KINDS and not _looks_only(later):
-            changes.append(later)
+        found = _step(failed, key, line, changes, later)
+        if found is not None:
+            return found
+    return None
+
+
+def _step(failed: CallRecord, key: str, line: str, changes: list[CallRecord],
+          later: CallRecord) -> tuple[str, str, bool] | None:
+    """Read one later call of a failed call's search: its resolution when `later` resolves it, else
+    None (and `later` joins `changes` when it is a change that could be the fix)."""
+    if later.result is None or later.rejected:
+        return None
+    same = target_key(later) == key
+    bad = _bad(later)
+    if same and bad and error_line(later.output) == line:
+        changes.clear()  # the same error again: what came before did not fix it
+        return None
+    if same:
+        where = later.result_message_id or later.message_id
+        if bad:  # a different error: the earlier one was got past
+            return (_fixed_by(changes) or "got past; next attempt failed differently", where, False)
+        if later.call.input_json != failed.call.input_json and not changes:
+            return f"worked around with {_label(later)}", where, True
+        fixed = _fixed_by(changes) or "succeeded on retry"
+        if changes and later.command and failed.command and _label(later) != _label(failed):
+            # The retry itself changed (a flag, an argument): that change is the lesson.
+            fixed += f"; then succeeded as {_label(later)}"
+        return fixed, where, False
+    if later.succeeded and later.kind not in PASSIVE_KINDS and not _looks_only(later):
+        changes.append(later)
     return None
 
 
@@ -247,18 +258,98 @@ def _fixed_by(changes: list[CallRecord]) -> str | None:
     return "fixed by " + ", ".join(reversed(names)) if names else None
 
 
+def _is_error(rec: CallRecord) -> tuple[bool, bool]:
+    """(an error worth a record, printed): failed or printed a failure, and neither rejected nor a
+    parallel call's cascade failure."""
+    printed = printed_error(rec)
+    return (rec.failed or printed) and not rec.rejected and not is_sibling_error(rec.result), printed
+
+
+def _fact(rec: CallRecord, found: tuple[str, str, bool] | None, printed: bool) -> ErrorFact:
+    resolution, where, workaround = found if found else (None, None, False)
+    return ErrorFact(rec.call.id, rec.name, rec.target, error_line(rec.output), rec.result_message_id or rec.message_id,
+                     rec.result_index if rec.result_index is not None else rec.index,
+                     resolution, where, workaround, _label(rec), printed, is_transient(rec.output))
+
+
 def tool_errors(messages: Sequence[Message]) -> list[ErrorFact]:
     """Every failed tool call, oldest first, with its error line and resolution (None if unresolved)."""
     records = tool_calls(messages)
     out: list[ErrorFact] = []
     for i, rec in enumerate(records):
-        printed = printed_error(rec)
-        if not (rec.failed or printed) or rec.rejected or is_sibling_error(rec.result):
-            continue
-        found = _resolve(records, i)
-        resolution, where, workaround = found if found else (None, None, False)
-        out.append(ErrorFact(rec.call.id, rec.name, rec.target, error_line(rec.output),
-                             rec.result_message_id or rec.message_id,
-                             rec.result_index if rec.result_index is not None else rec.index,
-                             resolution, where, workaround, _label(rec), printed, is_transient(rec.output)))
+        error, printed = _is_error(rec)
+        if error:
+            out.append(_fact(rec, _resolve(records, i), printed))
     return out
+
+
+@dataclass
+class _Search:
+    """One failed call's search for its resolution, kept between reads: the later calls read for good
+    (each with its result), the changes among them, and the answer once it can no longer change."""
+
+    failed: CallRecord
+    key: str
+    line: str
+    printed: bool
+    read: int = 0
+    changes: list[CallRecord] = field(default_factory=list)
+    final: ErrorFact | None = None  # resolved, or its window ran out: the same on every later read
+
+    def advance(self, records: list[CallRecord], at: int) -> tuple[str, str, bool] | None:
+        later = records[at + 1: at + 1 + RESOLUTION_WINDOW]
+        while self.read < len(later) and later[self.read].result is not None:
+            found = _step(self.failed, self.key, self.line, self.changes, later[self.read])
+            self.read += 1
+            if found is not None:
+                self.final = _fact(self.failed, found, self.printed)
+                return found
+        if self.read >= RESOLUTION_WINDOW:
+            self.final = _fact(self.failed, None, self.printed)
+            return None
+        # Past a call still waiting for its result: read on as a one-shot reading would, on a copy
+        # (the waiting call, once answered, is read in its place next time).
+        changes = list(self.changes)
+        for rec in later[self.read:]:
+            found = _step(self.failed, self.key, self.line, changes, rec)
+            if found is not None:
+                return found
+        return None
+
+
+class ErrorReader:
+    """`tool_errors` for a message window that only grows at its end between reads (a session's
+    error window): each later call is read once per open error, and a call's error verdict and a
+    settled error are never derived again. Holds only the calls of the last window read."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[str, tuple[bool, bool]] = {}  # call id -> _is_error, once it has a result
+        self._searches: dict[str, _Search] = {}
+
+    def read(self, messages: Sequence[Message]) -> list[ErrorFact]:
+        """What `tool_errors(messages)` returns, provided `messages` extends (by later messages) the
+        part of the previous window that it still holds."""
+        records = tool_calls(messages)
+        verdicts: dict[str, tuple[bool, bool]] = {}
+        searches: dict[str, _Search] = {}
+        out: list[ErrorFact] = []
+        for i, rec in enumerate(records):
+            if rec.result is None:
+                continue
+            cid = rec.call.id
+            verdict = verdicts[cid] = self._verdicts.get(cid) or _is_error(rec)
+            if not verdict[0]:
+                continue
+            search = searches[cid] = self._searches.get(cid) or _Search(
+                rec, target_key(rec), error_line(rec.output), verdict[1])
+            found = search.advance(records, i) if search.final is None else None
+            fact = search.final or _fact(rec, found, verdict[1])
+            out.append(_at(fact, rec))
+        self._verdicts, self._searches = verdicts, searches
+        return out
+
+
+def _at(fact: ErrorFact, rec: CallRecord) -> ErrorFact:
+    """`fact` with its index in the current window (a settled fact was made in an earlier one)."""
+    index = rec.result_index if rec.result_index is not None else rec.index
+    return fact if fact.index == index else dataclasses.replace(fact, index=index)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
                      Outcome, PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
-from ..facts.errors import RESOLUTION_WINDOW
+from ..facts.errors import RESOLUTION_WINDOW, ErrorReader
 from ..facts.files import FileTracker
 from ..facts.plans import is_plan_document
 from ..facts.tools import attachment_announcements
@@ -138,6 +138,8 @@ class Ledger:
         self._files_rendered: dict[str, tuple[Any, ...]] | None = None
         self.last_window = 0  # messages the last `update` read (new ones and the carry window)
         self._json_memo: dict[int, tuple[Any, Any]] = {}  # id(record) -> (record, its JSON)
+        # The errors window's searches, carried between calls so each later call is read once (not persisted).
+        self._error_reader = ErrorReader()
 
     # --- folding ----------------------------------------------------------------------------------
 
@@ -191,7 +193,7 @@ class Ledger:
         messages = [m for _, m in window]
         called_at = {rec.call.id: index[rec.index] for rec in facts.tool_calls(messages)}
         errors = self.records.errors
-        for e in facts.tool_errors(messages):
+        for e in self._error_reader.read(messages):
             e = dataclasses.replace(e, index=index[e.index])
             if errors.get(e.call_id) != e:  # re-read every call while open: store only what changed
                 errors[e.call_id] = e
