@@ -38,6 +38,10 @@ class _OneLineErrors(TyperGroup):
     """The command group: usage and OS errors become one `worksurface: error:` line and exit 2, the
     same as worksurface's own errors, whether run as a script or through a test runner."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _flags_without_type(self)
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
              **extra: Any) -> Any:
@@ -46,8 +50,11 @@ class _OneLineErrors(TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             result = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
-        except _click_errors.NoArgsIsHelpError:
-            return super().main([*argv, "--help"], prog_name, complete_var, True, windows_expand_args, **extra)
+        except _click_errors.NoArgsIsHelpError as exc:
+            # Rich help is printed while the error is made; plain help is its message.
+            if exc.format_message():
+                typer.echo(exc.format_message())
+            sys.exit(0)
         except _click_errors.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             _exit(_one_line(exc.format_message()).replace("Value error, ", "") + where, EXIT_USAGE)
@@ -59,6 +66,25 @@ class _OneLineErrors(TyperGroup):
             _exit(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc),
                   EXIT_USAGE)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _flags_without_type(command: Any) -> None:
+    """A flag (`--json`) or a counted option (`-v`, `-vv`) takes no value, so its help shows no
+    `<bool>` or `<int>` beside it, in every command and sub-command."""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""
+    make_help = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:
+        option = make_help(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _flags_without_type(sub)
 
 
 def _exit(message: str, code: int) -> NoReturn:
@@ -142,7 +168,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _global_options(
-    verbose: int = typer.Option(0, "-v", "--verbose", count=True,
+    verbose: int = typer.Option(0, "-v", "--verbose", count=True, show_default=False,
                                 help="Log what worksurface decides to stderr (-v: fallbacks, breakers, "
                                      "skipped stages; -vv: debug)."),
     show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,

@@ -5,16 +5,25 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Optional
+from enum import Enum
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..core.config import Config
+from ..core.config import PRICE_PRESETS, Config
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail, STRICT_HELP
+from ..status.publish import STRATEGIES
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, InputFormat, app, choices, fail, STRICT_HELP
+
+if TYPE_CHECKING:     # members are STRATEGIES and PRICE_PRESETS; to mypy, str Enums
+    class Strategy(str, Enum): ...
+    class PricePreset(str, Enum): ...
+else:
+    Strategy = choices("Strategy", STRATEGIES)
+    PricePreset = choices("PricePreset", PRICE_PRESETS)
 
 
 @app.command("replay")
@@ -22,17 +31,17 @@ def replay_command(
     path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
     session_dir: Optional[Path] = typer.Option(None, "--session",
                                                help="Session directory (default: a fresh temporary one)."),
-    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
-    strategy: Optional[str] = typer.Option(None, "--strategy", help="Status strategy: append, replace or delta."),
+    strategy: Optional[Strategy] = typer.Option(None, "--strategy", help="Status strategy (default: configured)."),
     as_json: bool = typer.Option(False, "--json", help="Print every call and the summary as JSON."),
     no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default each call is "
                                   "anchored on the input tokens the transcript records."),
-    price: Optional[str] = typer.Option(None, "--price", help="Price preset: anthropic, openai, gemini or "
-                                        "deepseek (default: the config's pricing.preset, anthropic)."),
+    price: Optional[PricePreset] = typer.Option(None, "--price", help="Price preset (default: the config's "
+                                                "pricing.preset, anthropic)."),
     price_input: Optional[float] = typer.Option(None, "--price-input", help="USD per million uncached input tokens."),
     price_cache_read: Optional[float] = typer.Option(None, "--price-cache-read",
                                                      help="USD per million input tokens read from the cache."),
@@ -51,10 +60,10 @@ def replay_command(
     from ..session.session import Session
 
     try:
-        transcript = read_transcript(path, format, strict=strict)
-        config = Config.load().with_overrides(window=window, status_strategy=strategy, max_output=max_output,
+        transcript = read_transcript(path, format.value, strict=strict)
+        config = Config.load().with_overrides(window=window, status_strategy=strategy.value if strategy else None, max_output=max_output,
                                               autocompact_buffer=buffer)
-        prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,
+        prices = price_model(config.pricing, preset=price.value if price else None, input=price_input, cache_read=price_cache_read,
                              cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
         with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:
             with Session.open(session_dir or Path(tmp) / "session", config=config) as session:

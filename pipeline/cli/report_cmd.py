@@ -12,7 +12,7 @@ from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from ..core.fileio import STDOUT, atomic_write, output_file
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, app, fail, STRICT_HELP
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, InputFormat, app, fail, STRICT_HELP
 
 
 @app.command("report")
@@ -21,7 +21,7 @@ def report_command(
     out: Optional[Path] = typer.Option(None, "-o", "--out",
                                        help="Where to write the page (default: <name>.report.html in the "
                                             "current directory)."),
-    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Report the transcript as it stood at a point: 'boundary' (just before "
@@ -65,7 +65,7 @@ def report_command(
         destination = Path(STDOUT) if to_stdout else out or Path.cwd() / f"{path.stem}.report.html"
         if out is None:
             output_file(destination, inputs=inputs)  # refused before any work, as every output path is
-        transcript = read_transcript(path, format, strict=strict)
+        transcript = read_transcript(path, format.value, strict=strict)
         probe_set = ProbeSet.load(probes) if probes is not None else None
         config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
                                               max_output=max_output, autocompact_buffer=buffer)

@@ -351,7 +351,16 @@ def _problem(error: Any) -> str:
     where = ".".join(str(p) for p in error["loc"]) or "(top level)"
     value = error.get("input")
     got = f" (got {value!r})" if error["loc"] and isinstance(value, (str, int, float, bool)) else ""
-    return f"{where}: {error['msg']}{got}"
+    return f"{where}: {_sentence(error)}{got}"
+
+
+def _sentence(error: Any) -> str:
+    """pydantic's message, except a choice written as a pattern (`^(a|b|c)$`), which reads as its choices."""
+    pattern = (error.get("ctx") or {}).get("pattern", "")
+    if error.get("type") == "string_pattern_mismatch" and pattern.startswith("^(") and pattern.endswith(")$"):
+        options = pattern[2:-2].split("|")
+        return "must be " + (options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1])
+    return str(error["msg"])
 
 
 def find_config_file(start: Path) -> Path | None:

@@ -39,7 +39,7 @@ from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.usage import calibrate
-from ..core.view import IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
+from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
 from ..engine.protection import protected_ids
 
 if TYPE_CHECKING:
@@ -272,8 +272,11 @@ class Session:
             report.status = status_report
             billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view))
             report.cost, report.cost_total = billed.cost, billed.total
-            report.notices += recovered.notes(self._noted)
+            recovery = recovered.notes(self._noted)
+            report.notices += recovery
             self._noted.update(mid for mid, _ in recovered.removed)
+            for note in recovery:      # routine repairs (empty text, orphan thinking): the report has them
+                log.info("%s", note)
             self._notices(report, ctx)
             self._commit(live, keep, new_edits, out_view, now, report, new_status, usage)
             prepared = Prepared(out_view, report, list(final["cache_edits"]))
@@ -502,7 +505,8 @@ class Session:
             report.notices.append(f"summarizer {fallback['from']} failed ({fallback['error']}); "
                                   "the structured summary was used instead")
         for notice in report.notices:
-            log.warning("%s", notice)
+            if not notice.startswith(RECOVERY_PREFIX):
+                log.warning("%s", notice)
 
     def _report(self, final: PipelineState, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
         by_name = {r.name: r for r in final["reports"]}
