@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 from worksurface.core.artifacts import FETCH_TOOL_NAME
 from worksurface.core.config import AutocompactConfig
@@ -102,6 +102,10 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     head, tail = view[floor:start], view[start:]
     if not head:
         return _skip(tokens, started, "nothing before the kept tail to summarize")
+    if not _has_new_conversation(head):
+        # An already compacted view (a compacted file compacted again): summarizing its own summary
+        # would only grow it and bump the epoch.
+        return _skip(tokens, started, "nothing new to compact since the last compaction")
     # A tail that must keep a large last turn can leave little for the summary; it still gets half
     # its share (the view then misses the target, and the session reports an overflow if it must):
     # a summary starved to nothing would forget everything before the tail.
@@ -181,7 +185,7 @@ def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], bu
     request = SummaryRequest(messages=head, tail=tail, budget_tokens=budget,
                              user_messages_tokens=min(config.user_messages_tokens, budget // 2),
                              instructions=ctx.instructions, queued_inputs=ctx.queued_inputs,
-                             ledger=ctx.ledger, kept=kept)
+                             ledger=ctx.ledger, kept=kept, keep_full=_full_summary_keeper(ctx))
     try:
         summary = primary.summarize(request, ctx.counter)
         if summary.tokens > budget:
@@ -189,6 +193,22 @@ def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], bu
         return summary, None
     except SummarizerError as exc:
         return StructuredSummarizer().summarize(request, ctx.counter), str(exc)
+
+
+def _has_new_conversation(head: Sequence[Message]) -> bool:
+    """Whether the span holds conversation a summary would cover (not only earlier summaries,
+    boundaries, reinjected surface or standing context carried whole)."""
+    carried = {m.id for m in standing_context(head)}
+    return any(m.origin is Origin.CONVERSATION and m.id not in carried for m in head)
+
+
+def _full_summary_keeper(ctx: StageContext) -> Callable[[str], str]:
+    """Stores the whole summary a tight budget cut, as an artifact the summary names."""
+    def keep(text: str) -> str:
+        artifact = ctx.artifacts.put_artifact(text, kind="summary")
+        return (f"artifact {artifact.id} (the {FETCH_TOOL_NAME} tool, or `worksurface artifact <compacted file> "
+                f"{artifact.id}`)")
+    return keep
 
 
 def _shares(available: int) -> tuple[float, float]:

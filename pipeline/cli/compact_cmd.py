@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from ..core.config import Config
 from ..core.errors import WorksurfaceError
+from ..core.model import Origin
 from ..core.fileio import STDIN, STDOUT, display_name, output_file, read_text, replace_unchanged
 from ..formats import WRITABLE_FORMATS, Dropped, Transcript, claude_code, dumps_report, loads, write_transcript
 from ..formats.claude_code_projects import (Target, content_hash, file_hash, new_session_id, projects_target,
@@ -133,7 +135,14 @@ def compact(
         anchor = None if no_usage else find_usage(live)
         with Session.open(home, config=config) as session:
             prepared = session.prepare(transcript, usage=anchor, force=force)
-            sizes = usage_report(live, prepared.messages, anchor, session.counter)
+            sizes = usage_report(live, live if _nothing_new(transcript, prepared.report) else prepared.messages,
+                                 anchor, session.counter)
+            if _nothing_new(transcript, prepared.report):
+                # An already compacted file with nothing new: written back as it was, not grown by a
+                # second status bar (the session it is read into has not seen the first one).
+                prepared = dataclasses.replace(prepared, messages=list(transcript.messages))
+                prepared.report.notices.append("nothing new to compact since the last compaction: "
+                                               "the transcript is written as it was")
             artifacts = len(session.store.artifact_ids())
         if not prepared.messages:
             raise fail(f"{path}: nothing to write (the transcript has no messages)")
@@ -169,6 +178,12 @@ def compact(
         return
     _print_report(report, destination, fmt, dropped)
     _print_sizes(sizes)
+
+
+def _nothing_new(transcript: Transcript, report: Any) -> bool:
+    """A compacted transcript no stage found anything in: no compaction, no edit of any stage."""
+    return (report.boundary is None and not any(s.items for s in report.stages)
+            and any(m.origin in (Origin.BOUNDARY, Origin.SUMMARY) for m in transcript.messages))
 
 
 def _discard(home: Path | None) -> None:
