@@ -19,6 +19,7 @@ from worksurface.core.edits import Compact, stable_prefix_length
 from worksurface.core.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
 from worksurface.core.model import Message, Origin, Text, is_user_turn
+from worksurface.engine import pins
 from worksurface.engine.pricing import EditDecision, decide_edit
 from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult, counted_target
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
@@ -52,6 +53,8 @@ def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) 
     started = time.perf_counter()
     tokens = state["tokens"]
     threshold, floor = ctx.config.threshold, ctx.config.compaction_floor
+    if not ctx.forced and not config.enabled:
+        return _skip(tokens, started, "automatic compaction is off (autocompact.enabled = false)")
     if not ctx.forced and tokens <= floor:
         return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}"
                      + (f" (and the economic floor of {floor})" if floor < threshold else ""))
@@ -139,8 +142,10 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     carried = {m.id for m in standing}
     covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION and m.id not in carried)
     compactions = epoch - 1
+    pinned = _check_pins(head, summary.text, (*standing, *tail, *kept), config, ctx)
     summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user",
-                          (Text(SUMMARY_PREFIX + repeated_notice(compactions) + summary.text),),
+                          (Text(SUMMARY_PREFIX + repeated_notice(compactions) + summary.text
+                                + pins.render(pinned.restored)),),
                           Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer,
                                            "compactions": compactions})
     post = (prefix_tokens + counter.messages(standing) + counter.messages(tail) + counter.message(summary_msg)
@@ -160,6 +165,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
             "latest_user_in_tail": any(is_user_turn(m) for m in tail), "latest_user_kept": bool(kept)}
     if fallback_error:
         info["fallback"] = {"from": primary.name, "error": fallback_error}
+    if ctx.config.pins:
+        info["pins"] = {"restored": len(pinned.restored), "missed": pinned.missed}
     if summary.details:
         info["summarizer_details"] = summary.details  # retries, dropped rounds, trimmed sections
     edit = Compact(NAME, tail[0].id if tail else None, (boundary, *standing, summary_msg, *kept), covered, info)
@@ -193,6 +200,15 @@ def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], bu
         return summary, None
     except SummarizerError as exc:
         return StructuredSummarizer().summarize(request, ctx.counter), str(exc)
+
+
+def _check_pins(head: Sequence[Message], summary: str, kept: Sequence[Message], config: AutocompactConfig,
+                ctx: StageContext) -> pins.PinCheck:
+    """The configured pins the summarized span holds and the kept view would lose (see engine.pins)."""
+    if not ctx.config.pins:
+        return pins.PinCheck()
+    kept_text = "\n".join([summary, *(pins.message_text(m) for m in kept)])
+    return pins.check(pins.compile_pins(ctx.config.pins), head, kept_text, config.pin_tokens, ctx.counter)
 
 
 def _has_new_conversation(head: Sequence[Message]) -> bool:

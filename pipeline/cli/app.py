@@ -12,6 +12,7 @@ import logging
 import sys
 from enum import Enum
 from importlib.metadata import PackageNotFoundError, version as package_version
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NoReturn, Sequence
 
 import typer
@@ -107,6 +108,9 @@ def choices(name: str, values: Iterable[str]) -> Any:
     return Enum(name, {v: v for v in values}, type=str)
 
 
+if TYPE_CHECKING:
+    from ..core.config import Config
+
 if TYPE_CHECKING:     # members come from the registered adapters at run time; to mypy, str Enums
     class InputFormat(str, Enum): ...
     class OutputFormat(str, Enum): ...
@@ -196,5 +200,28 @@ def run(args: list[str] | None = None) -> NoReturn:
 
 MAX_OUTPUT_HELP = "Tokens kept free for the model's answer (default: 10% of the window, at most 20000)."
 BUFFER_HELP = "Safety margin under the window (default: 6.5% of the window, at most 13000)."
+PIN_HELP = ("Content every compaction must keep verbatim (repeatable): TEXT, re:REGEX, or @PATH (the file's "
+            "text); added to the configured pins. A compaction that cannot keep one says so.")
+THRESHOLD_HELP = ("Compact automatically above this many tokens (default: window - max output - buffer); "
+                  "higher or lower than the default.")
+NO_AUTOCOMPACT_HELP = "Never compact automatically (the view may pass the threshold); --force still compacts."
+
+
+def with_pins(config: "Config", pins: Sequence[str]) -> "Config":
+    """The configuration with `--pin` values added to its pins (`@PATH`: the file's text)."""
+    if not pins:
+        return config
+    resolved = []
+    for pin in pins:
+        if pin.startswith("@"):
+            try:
+                resolved.append(Path(pin[1:]).read_text(encoding="utf-8").strip())
+            except OSError as exc:
+                raise fail(f"--pin {pin}: cannot read {pin[1:]}: {exc.strerror or exc}") from None
+        else:
+            resolved.append(pin)
+    return config.with_overrides(pins=(*config.pins, *resolved))
+
+
 STRICT_HELP = ("Refuse a session file with a damaged line (not a JSON record, or a cut last line) instead of "
                "reading around it with a notice.")

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.console import Console
@@ -24,7 +24,7 @@ from ..core.usage import find_usage, usage_report
 from ..core.view import live_slice
 from ..probes.cut import cut, cut_transcript
 from ..session import homes
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, STRICT_HELP, app, fail
+from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, STRICT_HELP, app, fail, with_pins
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -53,6 +53,7 @@ def compact(
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would."),
+    pin: List[str] = typer.Option([], "--pin", help=PIN_HELP),
     session_dir: Optional[Path] = typer.Option(
         None, "--session",
         help="Keep the session (log, decisions, artifacts) in this directory (default: <OUT>.worksurface beside "
@@ -88,8 +89,8 @@ def compact(
             before = cut_transcript(transcript, cut(transcript.messages, at).before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
             transcript = before
-        config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
-                                              max_output=max_output, autocompact_buffer=buffer)
+        config = with_pins(Config.load().with_overrides(window=window, post_compact_target_tokens=target,
+                                                        max_output=max_output, autocompact_buffer=buffer), pin)
         fmt = out_format.value if out_format is not None else (
             transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
         if in_place and out is None:

@@ -6,7 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 from enum import Enum
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.console import Console
@@ -16,7 +16,8 @@ from ..core.config import PRICE_PRESETS, Config
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..status.publish import STRATEGIES
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, InputFormat, app, choices, fail, STRICT_HELP
+from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, NO_AUTOCOMPACT_HELP, PIN_HELP, THRESHOLD_HELP, InputFormat, app,
+                  choices, fail, STRICT_HELP, with_pins)
 
 if TYPE_CHECKING:     # members are STRATEGIES and PRICE_PRESETS; to mypy, str Enums
     class Strategy(str, Enum): ...
@@ -38,6 +39,9 @@ def replay_command(
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
     strategy: Optional[Strategy] = typer.Option(None, "--strategy", help="Status strategy (default: configured)."),
     as_json: bool = typer.Option(False, "--json", help="Print every call and the summary as JSON."),
+    pin: List[str] = typer.Option([], "--pin", help=PIN_HELP),
+    threshold: Optional[int] = typer.Option(None, "--threshold", min=1_000, help=THRESHOLD_HELP),
+    no_autocompact: bool = typer.Option(False, "--no-autocompact", help=NO_AUTOCOMPACT_HELP),
     no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default each call is "
                                   "anchored on the input tokens the transcript records."),
     price: Optional[PricePreset] = typer.Option(None, "--price", help="Price preset (default: the config's "
@@ -61,8 +65,10 @@ def replay_command(
 
     try:
         transcript = read_transcript(path, format.value, strict=strict)
-        config = Config.load().with_overrides(window=window, status_strategy=strategy.value if strategy else None, max_output=max_output,
-                                              autocompact_buffer=buffer)
+        config = with_pins(Config.load().with_overrides(
+            window=window, status_strategy=strategy.value if strategy else None, max_output=max_output,
+            autocompact_buffer=buffer, autocompact_threshold_tokens=threshold,
+            autocompact={"enabled": False} if no_autocompact else None), pin)
         prices = price_model(config.pricing, preset=price.value if price else None, input=price_input, cache_read=price_cache_read,
                              cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
         with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:

@@ -8,11 +8,12 @@ Values come from keyword arguments, `WORKSURFACE_*` environment variables, `work
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
 
@@ -105,6 +106,12 @@ class CollapseConfig(_Section):
 
 class AutocompactConfig(_Section):
     """Summarizing everything before a kept tail; sizes are caps within the post-compact target."""
+
+    enabled: bool = Field(True, description=(
+        "False: never compact on its own (the view may then pass the threshold: the harness decides); "
+        "a manual compaction (`--force`, /compact) still runs."))
+    pin_tokens: int = Field(2_000, ge=0, description=(
+        "Room for pinned content (`pins`) a summary restores verbatim; pins beyond it are reported as not kept."))
 
     keep_tail_tokens: int = Field(12_000, ge=0, description=(
         "The newest messages kept verbatim (the target's share decides below this cap)."))
@@ -308,6 +315,12 @@ class Config(_Section):
         "(autocompact fires at window - max_output - autocompact_buffer, 167k of 200k, as Claude Code)."))
     post_compact_fraction: float = Field(0.2, gt=0, le=1, description=(
         "The post-compact view aims at this share of the window, so the agent gets most of it back."))
+    autocompact_threshold_tokens: int | None = Field(None, ge=1_000, description=(
+        "An absolute autocompact threshold instead of window - max_output - autocompact_buffer: higher (up "
+        "to window - max_output) or lower than the derived one."))
+    pins: tuple[str, ...] = Field((), description=(
+        "Content that must survive every compaction verbatim: a literal text, or re:PATTERN (every match in "
+        "the summarized span). Each compaction reports any pin it could not keep."))
     post_compact_target_tokens: int | None = Field(None, ge=500, description=(
         "An absolute post-compact target instead of the fraction."))
     workspace_root: str | None = Field(None, description=(
@@ -336,6 +349,8 @@ class Config(_Section):
     @property
     def threshold(self) -> int:
         """Autocompact threshold: the window less the output reserve and a safety buffer."""
+        if self.autocompact_threshold_tokens is not None:
+            return max(1, min(self.autocompact_threshold_tokens, self.window - self.max_output))
         return max(1, self.window - self.max_output - self.autocompact_buffer)
 
     @property
@@ -373,6 +388,17 @@ class Config(_Section):
         except ValidationError as exc:
             problems = "; ".join(_problem(e) for e in exc.errors())
             raise ConfigError(f"{source}: invalid configuration: {problems}") from None
+
+    @field_validator("pins")
+    @classmethod
+    def _pin_patterns(cls, pins: tuple[str, ...]) -> tuple[str, ...]:
+        for pin in pins:
+            if pin.startswith("re:"):
+                try:
+                    re.compile(pin[3:])
+                except re.error as exc:
+                    raise ValueError(f"pin {pin!r} is not a valid regular expression ({exc})") from None
+        return pins
 
     @model_validator(mode="before")
     @classmethod

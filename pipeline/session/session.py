@@ -480,10 +480,12 @@ class Session:
 
     def _overflowed(self, report: PrepareReport) -> bool:
         """Over the threshold after autocompact had its chance (not when its breaker is open: then the
-        report says it stopped trying, and the harness decides)."""
+        report says it stopped trying, and the harness decides; nor when automatic compaction is off:
+        the harness chose to compact itself)."""
         auto = next(s for s in report.stages if s.name == "autocompact")
         breaker_open = bool(auto.skipped and auto.skipped.startswith("stopped after"))
-        return report.tokens_after > self.config.threshold and not breaker_open
+        return (report.tokens_after > self.config.threshold and not breaker_open
+                and self.config.autocompact.enabled)
 
     def _notices(self, report: PrepareReport, ctx: StageContext) -> None:
         """Say what the harness must know in the report and the log, not only in the JSON details."""
@@ -500,6 +502,10 @@ class Session:
             report.notices.append(f"the compacted view is {over} tokens over the post-compact target of {target}: "
                                   "what must stay (the system prompt and tools the harness sends, the newest "
                                   "user message, the last turn) is larger than the target")
+        missed = ((report.boundary or {}).get("pins") or {}).get("missed")
+        if missed:
+            report.notices.append(f"{len(missed)} pinned snippet(s) could not be kept verbatim (over "
+                                  f"autocompact.pin_tokens): " + "; ".join(repr(m[:80]) for m in missed))
         fallback = (report.boundary or {}).get("fallback")
         if fallback:
             report.notices.append(f"summarizer {fallback['from']} failed ({fallback['error']}); "
