@@ -127,3 +127,27 @@ def test_routine_recovery_notices_are_info_not_warnings(tmp_path: Path, caplog: 
     assert any("empty text" in n for n in report.notices)
     recovery = [r for r in caplog.records if "empty text" in r.getMessage()]
     assert recovery and all(r.levelno == logging.INFO for r in recovery)
+
+
+def test_a_command_that_needs_an_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    from worksurface.core import lazy
+    monkeypatch.setattr(lazy, "find_spec", importlib.util.find_spec)
+    code, out = _run("batch", str(CLAUDE), "--task", "inspect", "--workers", "0")
+    assert code == 2 and "install the [batch] extra" in out and "pyarrow" in out
+
+
+def test_the_base_install_leaves_dask_pyarrow_and_matplotlib_to_extras() -> None:
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    base = " ".join(project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert not any(name in base for name in ("dask", "pyarrow", "matplotlib"))
+    assert "pydantic-settings" in base and "typer" in base
+    assert any("dask" in d for d in extras["batch"]) and any("pyarrow" in d for d in extras["batch"])
+    assert any("matplotlib" in d for d in extras["bench"])
+    assert all(any(name in d for d in extras["test"]) for name in ("dask", "pyarrow", "matplotlib"))

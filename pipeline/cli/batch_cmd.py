@@ -19,6 +19,7 @@ from rich.text import Text
 from ..batch.results import FORMATS as RESULT_FORMATS
 from ..batch.tasks import TASKS
 from ..core.errors import WorksurfaceError
+from ..core.lazy import require_extra
 from .app import app, choices, fail, STRICT_HELP
 
 if TYPE_CHECKING:     # members are TASKS and RESULT_FORMATS; to mypy, str Enums
@@ -85,6 +86,11 @@ def batch(
     OUT/run.json the options and runs. A file that cannot be read or processed becomes an error row;
     Ctrl-C stops the workers and keeps every finished row (continue with --resume).
     """
+    try:
+        require_extra("batch", "worksurface batch", "distributed", "dask",
+                      *(("pyarrow",) if results_format.value == "parquet" else ()))
+    except WorksurfaceError as exc:
+        raise fail(str(exc)) from None
     from ..batch.job import BatchOptions, execute, plan
     from ..batch.results import summarize
 
