@@ -119,7 +119,11 @@ def _replay(messages: Sequence[Message], session: Any) -> tuple[list[Message], d
     report: dict[str, Any] | None = None
     last_compaction = None
     cache = _prompt_cache(session)
+    seen = 0
     for n, end in enumerate(call_points(messages)):
+        # The harness's own compaction (a boundary record the transcript holds) since the last call.
+        harness = any(m.origin is Origin.BOUNDARY for m in messages[seen:end])
+        seen = end
         clock = replay_clock(messages[end - 1], clock)
         started = time.perf_counter()
         overflow = None
@@ -139,7 +143,8 @@ def _replay(messages: Sequence[Message], session: Any) -> tuple[list[Message], d
             last_compaction = {"call": n, "report": report}
         record = {"call": n, "messages": end, "view_tokens": tokens,
                   "cached_tokens": cached_prefix_tokens(previous, view, session.counter),
-                  "fired": fired, "compacted": compacted, "overflow": overflow, "ms": round(ms, 3)}
+                  "fired": fired, "compacted": compacted, "harness_compaction": harness, "overflow": overflow,
+                  "ms": round(ms, 3)}
         if cache is not None:
             billed = cache.send(view, clock)
             record.update(cost=round(billed.cost, 6), billed_cached=billed.cached, cold=billed.cold)

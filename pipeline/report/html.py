@@ -267,6 +267,9 @@ def replay_section(replay: dict[str, Any]) -> str:
     s = replay["summary"]
     marks = [(c["call"], f"call {c['call']}: compaction") for c in calls if c["compacted"]]
     series = [Series("view tokens", [(c["call"], c["view_tokens"]) for c in calls])]
+    harness = [(c["call"], c["view_tokens"]) for c in calls if c.get("harness_compaction")]
+    if harness:     # the harness compacted on its own (its boundary is in the transcript)
+        series.append(Series("the harness's own compaction", harness, colour="#0072b2", markers_only=True))
     overflows = [(c["call"], c["view_tokens"]) for c in calls if c.get("overflow")]
     if overflows:
         series.append(Series("over the threshold after compaction", overflows, colour="#c00", markers_only=True))
@@ -282,6 +285,7 @@ def replay_section(replay: dict[str, Any]) -> str:
            f"{s['cache_share']:.1%} of the view tokens after the first call were the previous view's prefix "
            "(what a provider's prompt cache serves)."
            + (f" {len(overflows)} calls stayed over the threshold (red marks)." if overflows else "")
+           + (f" The harness compacted on its own before {len(harness)} calls (blue marks)." if harness else "")
            + "</p>", saw, share]
     if s.get("total_cost") is not None:
         cost = line_chart(Chart([Series("billed cost", [(c["call"], c.get("cost", 0.0)) for c in calls],
