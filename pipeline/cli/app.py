@@ -108,10 +108,9 @@ def choices(name: str, values: Iterable[str]) -> Any:
     return Enum(name, {v: v for v in values}, type=str)
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:     # members come from the registered adapters at run time; to mypy, str Enums
     from ..core.config import Config
 
-if TYPE_CHECKING:     # members come from the registered adapters at run time; to mypy, str Enums
     class InputFormat(str, Enum): ...
     class OutputFormat(str, Enum): ...
 else:
