@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import cache, cost, gateway, ledger, overhead, report_page, retention, scale
+from . import cache, cost, gateway, ledger, overhead, report_page, retention, scale, store
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
 from worksurface.core.fileio import atomic_write
@@ -23,7 +23,7 @@ from .report import caption, dumps
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = {"overhead": overhead, "scale": scale, "cache": cache, "cost": cost, "retention": retention,
-            "report": report_page, "ledger": ledger, "gateway": gateway}
+            "report": report_page, "ledger": ledger, "gateway": gateway, "store": store}
 
 
 def _runs_text(name: str, plan: Plan) -> str:
@@ -38,6 +38,11 @@ def _runs_text(name: str, plan: Plan) -> str:
         return "One load run: every request of 50 concurrent conversations, through the gateway and direct."
     if name == "ledger":
         return "Update time per call, grouped by transcript size: median and p95 over the calls of each bin."
+    if name == "store":
+        calls = "every call" if plan.store_calls is None else f"{plan.store_calls} calls each"
+        sources = "every transcript" if plan.store_sources is None else f"the first {plan.store_sources} transcript(s)"
+        return (f"Per-call figures: one replay of {sources} per store, median / p95 over its calls; the "
+                f"concurrent run: {plan.store_sessions} sessions, {calls}.")
     if name == "report":
         return "Build time: one run per transcript; open time: median of 3 tabs of one headless Chromium."
     return "Deterministic: one check per point and target (no timing)."

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from worksurface.graph.compose import REINJECT, STAGE_NAMES
+from worksurface.graph.compose import REINJECT
+from worksurface.graph.registry import STAGE_NAMES
 from worksurface.core.model import Message, message_text
 from worksurface.engine.state import PipelineState
 from worksurface.core.tokens import PER_MESSAGE_OVERHEAD, get_encoding

@@ -32,6 +32,9 @@ class Plan:
     hand_probes: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     profile: bool = True  # profile the largest scale size
+    store_sources: int | None = 1  # transcripts the store section replays on both stores (None: all)
+    store_sessions: int = 20  # sessions of the concurrent store run (on 4 worker processes)
+    store_calls: int | None = 6  # calls each of them replays (None: its whole transcript)
 
     @property
     def command(self) -> str:
@@ -51,4 +54,5 @@ def quick_plan() -> Plan:
 def full_plan() -> Plan:
     sources, notes = default_sources()
     return Plan("full", sources, repeats=5, baseline_stride=1, baseline_repeats=3,
-                scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes)
+                scale_sizes=FULL_SIZES, scale_repeats=3, hand_probes=hand_probe_files(), notes=notes,
+                store_sources=None, store_calls=None)

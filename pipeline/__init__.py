@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 from .core.lazy import lazy_getattr
 
 from .core.errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, FormatError,
-                     SessionError, SessionLockedError, SummarizerError, UnknownFormatError,
-                     WorksurfaceError)
+                     InvalidSessionIdError, MissingExtraError, SessionError, SessionLockedError,
+                     SessionNotFoundError, StoreDamagedError, StoreSchemaError, SummarizerError,
+                     UnknownFormatError, WorksurfaceError)
 
 if TYPE_CHECKING:
     from .core.config import Config
     from .core.model import Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
+    from .session.locations import delete_session, list_sessions
     from .session.session import InvariantError, Prepared, PrepareReport, Session, compact
     from .core.tokens import TokenCounter
 
@@ -29,6 +31,7 @@ _LAZY = {
                     "core.model"),
     "TokenCounter": "core.tokens",
     **dict.fromkeys(("InvariantError", "Prepared", "PrepareReport", "Session", "compact"), "session.session"),
+    **dict.fromkeys(("delete_session", "list_sessions"), "session.locations"),
 }
 
 
@@ -44,4 +47,6 @@ __all__ = [
     "ArtifactNotFoundError", "Config", "InvariantError", "Prepared", "PrepareReport", "Session", "compact", "ConfigError", "ContextOverflowError", "FormatError", "Image",
     "Message", "Opaque", "Origin", "SessionError", "SessionLockedError", "SummarizerError", "Text",
     "Thinking", "TokenCounter", "ToolCall", "ToolResult", "UnknownFormatError", "WorksurfaceError",
+    "InvalidSessionIdError", "MissingExtraError", "SessionNotFoundError", "StoreDamagedError", "StoreSchemaError",
+    "delete_session", "list_sessions",
 ]

@@ -1,14 +1,6 @@
-"""Reinjectors: rebuild the working surface after a compact boundary, in priority order.
+"""Reinjectors: rebuild the working surface after a compact boundary, one part per module.
 
-Each module satisfies `worksurface.engine.state.Reinjector`: `NAME` and
-`run(view, config, ctx, budget) -> Reinjection`; the graph's reinjection node runs them in this order, each within what the ones before it left of the
-post-compact target, so budgets shrink from the least valuable end.
+Each module ends with its declaration, `REINJECTOR` (`worksurface.engine.state.Reinjector`): its name,
+its `run(view, config, ctx, budget) -> Reinjection`, the context fields it reads and the inputs it
+takes. `worksurface.graph.registry` lists them in the order the graph runs them.
 """
-
-from worksurface.engine.state import Reinjector
-
-from . import constraints, details, files, plan, skills, status, tools
-
-# `details` runs last (before the status, which always runs last): it packs what the summary had no
-# room for into whatever the others left of the target.
-DEFAULT_REINJECTORS: tuple[Reinjector, ...] = (status, constraints, plan, files, skills, tools, details)

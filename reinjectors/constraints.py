@@ -12,8 +12,8 @@ from worksurface.core.config import ReinjectConfig
 from worksurface.facts.constraints import Approach, Constraint
 from worksurface.core.model import Message
 from worksurface.core.escape import escape_tags, one_line
-from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 
 NAME = "constraints"
 HEADER = "<standing-constraints>\nRules still in force (verbatim; where each came from in brackets):"
@@ -70,3 +70,6 @@ def _line(item: Constraint | Approach) -> str:
 def _order(items: Sequence[Constraint | Approach]) -> Callable[[str], int]:
     index = {_line(i): i.index for i in items}
     return lambda line: index.get(line, 0)
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS | MESSAGE_READS)

@@ -15,8 +15,8 @@ from worksurface.facts.constraints import TaskSpec
 from worksurface.ledger.source import FactSource
 from worksurface.core.model import Message, Origin
 from worksurface.core.escape import escape_tags
-from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text, tail_of
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.summarizers.base import SummaryRequest
 from worksurface.summarizers.packing import Item, Section, pack
 from worksurface.summarizers.sections import CURRENT_WORK, NEXT_STEP, TITLE
@@ -111,3 +111,6 @@ def open_task_texts(src: FactSource) -> list[TaskSpec]:
             continue
         out.append(spec)
     return out
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS | MESSAGE_READS)

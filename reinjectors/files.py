@@ -15,8 +15,8 @@ from worksurface.facts.files import FileFact, numbered_lines
 from worksurface.core.fileio import read_confined
 from worksurface.core.model import Message, Origin
 from worksurface.core.escape import escape_attr, escape_tags
-from worksurface.engine.reinject import facts_of, reinjected, report, tail_of, uncleared_results
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, reinjected, report, tail_of, uncleared_results
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 from worksurface.core.toolkinds import call_path
 from worksurface.core.view import calls_by_id
@@ -124,3 +124,6 @@ def _visible_in_tail(path: str, content: str, tail: list[Message], similarity: f
         if fuzz.ratio(content, shown, score_cutoff=similarity):
             return True
     return False
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"config", "counter"}) | FACTS_READS | MESSAGE_READS)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.model import Message
 from worksurface.core.escape import escape_tags
-from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "plan"
@@ -62,3 +62,6 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         return Reinjection([], report(NAME, before, 0, [], skipped, [r["what"] for r in restored]))
     msg = reinjected(ctx, NAME, "0", f"<plan>\n{escape_tags(body, 'plan')}\n</plan>")
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS | MESSAGE_READS)

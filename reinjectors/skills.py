@@ -8,8 +8,8 @@ from __future__ import annotations
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.model import Message
 from worksurface.core.escape import escape_attr, escape_tags
-from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text, tail_of
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text, tail_of
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "skills"
@@ -45,3 +45,6 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         restored.append({"skill": skill.name, "tokens": cost})
     return Reinjection(out, report(NAME, before, ctx.counter.messages(out), restored, skipped, dropped,
                        "no skill invoked in the session"))
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS | MESSAGE_READS)

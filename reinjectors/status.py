@@ -10,7 +10,7 @@ from __future__ import annotations
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.model import Message
 from worksurface.engine.reinject import report
-from worksurface.engine.state import Reinjection, StageContext, StatusUpdate, view_offset
+from worksurface.engine.state import Reinjection, Reinjector, StageContext, StatusInputs, StatusUpdate, view_offset
 from worksurface.status import PublisherState, publish
 
 NAME = "status"
@@ -18,11 +18,12 @@ NAME = "status"
 
 def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
     before = ctx.counter.messages(view)
-    if ctx.status is None:
+    status = ctx.inputs.get(StatusInputs)
+    if status is None:
         return Reinjection([], report(NAME, before, 0, [], [], [], "status bar not available in this session"))
     # The baseline reports the compacted view's size, not the usage measured before the compaction.
     tokens = before + view_offset(ctx, before, compacted=True)
-    snapshot, state = ctx.status.resized(tokens), ctx.status.publisher
+    snapshot, state = status.resized(tokens), status.publisher
     new_state, publication = publish(state, snapshot, strategy=state.strategy, now=ctx.now, new_epoch=True)
     cost = ctx.counter.messages(publication.messages)
     if cost > min(budget, config.status_tokens):
@@ -34,3 +35,8 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     restored = [f"baseline epoch {new_state.epoch}"] if publication.messages else []
     return Reinjection(list(publication.messages), report(NAME, before, cost, restored, [], [], "empty status"),
                        StatusUpdate(new_state, tuple(publication.remove_ids), tokens))
+
+
+# The baseline reports the rebuilt view's size: it reserves its share first and runs last.
+REINJECTOR = Reinjector(NAME, run, needs=(StatusInputs,), reserve=lambda config: config.status_tokens,
+                        reads=frozenset({"counter", "now", "token_offset", "calibration", "anchor_counted", "inputs"}))

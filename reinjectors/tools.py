@@ -13,8 +13,8 @@ from worksurface.core.config import ReinjectConfig
 from worksurface.facts.tools import ToolEntry
 from worksurface.core.model import Message
 from worksurface.core.escape import escape_tags
-from worksurface.engine.reinject import facts_of, is_shown, reinjected, report, shown_text
-from worksurface.engine.state import Reinjection, StageContext
+from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text
+from worksurface.engine.state import Reinjection, Reinjector, StageContext
 from worksurface.core.tokens import truncate_to_tokens
 
 NAME = "tools"
@@ -76,3 +76,6 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
         return Reinjection([], report(NAME, before, 0, [], skipped, restored))
     msg = reinjected(ctx, NAME, "0", body + "\n</tools-available>")
     return Reinjection([msg], report(NAME, before, ctx.counter.message(msg), restored, skipped, []))
+
+
+REINJECTOR = Reinjector(NAME, run, reads=frozenset({"counter"}) | FACTS_READS | MESSAGE_READS)

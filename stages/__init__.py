@@ -1,1 +1,3 @@
-"""The five reducing stages, in their fixed order: budget, snip, microcompact, collapse, autocompact."""
+"""The reducing stages, one per module, each ending with its declaration `STAGE`
+(`worksurface.engine.state.Stage`); `worksurface.graph.registry` lists them in their fixed order:
+ingest, budget, snip, microcompact, collapse, autocompact."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from worksurface.core.artifacts import FETCH_TOOL_NAME
@@ -20,8 +21,8 @@ from worksurface.core.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
 from worksurface.core.model import Message, Origin, Text, is_user_turn
 from worksurface.engine import pins
-from worksurface.engine.pricing import EditDecision, decide_edit
-from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult, counted_target
+from worksurface.engine.pricing import FIRING_RULE_READS, EditDecision, decide_edit
+from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult, counted_target
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
 from worksurface.core.view import standing_context, tail_start
@@ -47,6 +48,21 @@ MIN_SUMMARY_TOKENS = 200
 OVERHEAD_TOKENS = 120
 
 
+@dataclass(frozen=True)
+class CompactionInputs:
+    """What autocompact takes from the session on a call."""
+
+    # The user's focus for a manual compaction, quoted in the summary.
+    instructions: str | None = None
+    # None: the structured summarizer (no model).
+    summarizer: Summarizer | None = None
+    # Compactions that failed in a row: the breaker stops trying at `max_consecutive_failures`.
+    consecutive_failures: int = 0
+
+
+NO_INPUTS = CompactionInputs()
+
+
 def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> StageResult | None:
     """The skipped result when this call does not compact, None when it does. Cheap (no summary is
     written), so the graph's direct walk can ask it on every call."""
@@ -58,8 +74,9 @@ def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) 
     if not ctx.forced and tokens <= floor:
         return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}"
                      + (f" (and the economic floor of {floor})" if floor < threshold else ""))
-    if ctx.consecutive_failures >= config.max_consecutive_failures:
-        return _skip(tokens, started, f"stopped after {ctx.consecutive_failures} consecutive failed compactions")
+    failures = ctx.inputs.get(CompactionInputs, NO_INPUTS).consecutive_failures
+    if failures >= config.max_consecutive_failures:
+        return _skip(tokens, started, f"stopped after {failures} consecutive failed compactions")
     if ctx.forced or tokens > threshold:
         return None
     decision = _economic(state, ctx)
@@ -89,6 +106,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
         return declined
     view, tokens = state["view"], state["tokens"]
     threshold = ctx.config.threshold
+    inputs = ctx.inputs.get(CompactionInputs, NO_INPUTS)
 
     counter = ctx.counter
     floor = stable_prefix_length(view)
@@ -116,8 +134,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     summary_budget = max(MIN_SUMMARY_TOKENS, min(config.summary_tokens, share,
                                                  max(available - counter.messages(tail), share // 2)))
 
-    primary = ctx.summarizer or StructuredSummarizer()
-    summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx)
+    primary = inputs.summarizer or StructuredSummarizer()
+    summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, inputs.instructions)
     latest = last_user_turn_index(view)
     kept: tuple[Message, ...] = ()
     if latest is not None and floor <= latest < start and not _quotes(summary.text, view[latest].text):
@@ -132,7 +150,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
             kept, head = (view[latest],), view[latest + 1:start]
             if not head:
                 return _skip(tokens, started, "nothing between the latest user message and the kept tail to summarize")
-        summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, kept)
+        summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, inputs.instructions, kept)
 
     epoch = ctx.epoch + 1
     trigger = "manual" if ctx.forced else "auto"
@@ -187,11 +205,12 @@ def repeated_notice(compactions: int) -> str:
 
 
 def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], budget: int, config: AutocompactConfig,
-               ctx: StageContext, kept: Sequence[Message] = ()) -> tuple[Summary, str | None]:
+               ctx: StageContext, instructions: str | None,
+               kept: Sequence[Message] = ()) -> tuple[Summary, str | None]:
     """The primary summarizer's summary, or the structured one (and why) when it fails or overruns."""
     request = SummaryRequest(messages=head, tail=tail, budget_tokens=budget,
                              user_messages_tokens=min(config.user_messages_tokens, budget // 2),
-                             instructions=ctx.instructions, queued_inputs=ctx.queued_inputs,
+                             instructions=instructions, queued_inputs=ctx.queued_inputs,
                              ledger=ctx.ledger, kept=kept, keep_full=_full_summary_keeper(ctx))
     try:
         summary = primary.summarize(request, ctx.counter)
@@ -249,3 +268,11 @@ def _span_id(messages: list[Message]) -> str:
 
 def _skip(tokens: int, started: float, why: str) -> StageResult:
     return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000, skipped=why))
+
+
+# Considered past the economic floor (at most the threshold); a quiet call asks only `decline`.
+STAGE = Stage(NAME, AutocompactConfig, run, trigger=lambda config: config.compaction_floor,
+              needs=(CompactionInputs,), decline=decline,
+              # Its firing rule weighs a cold cache like a warm one: the idle time is not read.
+              reads=frozenset({"config", "counter", "forced", "epoch", "token_offset", "calibration",
+                               "queued_inputs", "ledger", "inputs"}) | FIRING_RULE_READS - {"idle_seconds"})

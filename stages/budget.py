@@ -13,7 +13,7 @@ from worksurface.core.artifacts import how_to_fetch
 from worksurface.core.config import BudgetConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, ToolResult
-from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.tokens import get_encoding
 from worksurface.core.toolkinds import call_target
 from worksurface.core.view import calls_for, new_messages_start, turn_start
@@ -103,3 +103,7 @@ def _preview(content: str, size: int, artifact_id: str, path: str | None, tool: 
     return (f"[Tool result too large ({what}): {size} tokens, stored as artifact {artifact_id} ; "
             f"showing the first {config.preview_head_tokens} and last {config.preview_tail_tokens} tokens; "
             f"for the rest, {how_to_fetch(artifact_id, path)}.]\n{head}\n[... {omitted} tokens omitted ...]\n{tail}")
+
+
+# Runs on every call (trigger 0): it decides only about results no stage has decided yet.
+STAGE = Stage(NAME, BudgetConfig, run, reads=frozenset({"counter", "artifacts", "unsent_ids"}))

@@ -14,8 +14,8 @@ from typing import Sequence
 from worksurface.core.config import CollapseConfig
 from worksurface.core.edits import ReplaceMessages
 from worksurface.core.model import Message, Origin, Text, ToolResult
-from worksurface.engine.pricing import decide_edit
-from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
+from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.escape import escape_tags, one_line
 from worksurface.core.toolkinds import call_target, effective_kind
 from worksurface.core.edits import stable_prefix_length
@@ -126,3 +126,7 @@ def _outcome(result: ToolResult | None) -> str:
     if result.is_error:
         return f"error: {first}"
     return f"{lines} lines: {first}" if content else "empty"
+
+
+STAGE = Stage(NAME, CollapseConfig, run, trigger=lambda config: config.collapse_trigger,
+              reads=frozenset({"config", "counter", "protected"}) | FIRING_RULE_READS)

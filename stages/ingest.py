@@ -17,7 +17,7 @@ from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Origin
 from worksurface.engine.pricing import unsent_ids
 from worksurface.engine.reduce_output import reduce_output
-from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.toolkinds import call_target, effective_kind
 from worksurface.core.view import calls_for, new_messages_start
 
@@ -79,3 +79,7 @@ def run(state: PipelineState, config: IngestConfig, ctx: StageContext) -> StageR
 
 def _skip(tokens: int, started: float, why: str) -> StageResult:
     return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000, skipped=why))
+
+
+# Runs on every call (trigger 0): only results new since the previous call are looked at.
+STAGE = Stage(NAME, IngestConfig, run, reads=frozenset({"counter", "artifacts", "unsent_ids", "transcript"}))

@@ -18,8 +18,8 @@ from typing import Sequence
 from worksurface.core.config import MicrocompactConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, ToolCall, ToolResult
-from worksurface.engine.pricing import decide_edit
-from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
+from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.toolkinds import effective_kind, normalize_name, tool_kind
 from worksurface.core.view import calls_for
 
@@ -124,3 +124,8 @@ def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageC
         if size > MIN_CLEARABLE_TOKENS:
             out.append((i, call, r, size))
     return out
+
+
+STAGE = Stage(NAME, MicrocompactConfig, run, trigger=lambda config: config.microcompact.trigger_tokens,
+              fires_when_cold=True,
+              reads=frozenset({"config", "counter", "artifacts", "idle_seconds", "forced", "protected"}) | FIRING_RULE_READS)

@@ -20,8 +20,8 @@ from rapidfuzz import fuzz
 from worksurface.core.config import SnipConfig
 from worksurface.core.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
-from worksurface.engine.pricing import decide_edit
-from worksurface.engine.state import PipelineState, StageContext, StageReport, StageResult
+from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
+from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.tokens import TokenCounter
 from worksurface.core.toolkinds import call_path, call_target, effective_kind
 from worksurface.core.view import calls_by_id
@@ -34,6 +34,27 @@ _Reading = tuple[dict[str, tuple[int, ToolResult]], dict[str, tuple[str, int]], 
 LENGTH_RATIO_FOR_NEAR_DUPLICATE = 0.9
 # Partial reads (offset/limit) show part of a file; only a full re-read supersedes a read.
 _PARTIAL_READ_KEYS = ("offset", "limit", "view_range", "start_line", "end_line")
+
+
+@dataclass(frozen=True)
+class SnipRequests:
+    """Snip's input on a call: the harness's explicit requests (`Session.snip(ids, reason)`) not yet
+    carried out, as (message ids, reason)."""
+
+    explicit: Sequence[tuple[tuple[str, ...], str]] = ()
+
+
+NO_REQUESTS = SnipRequests()
+
+
+class SnipMemory:
+    """What snip keeps of a session between calls (the session holds one per session, in
+    `StageContext.inputs`): its index of the view read so far. Without it snip reads the whole view."""
+
+    __slots__ = ("index",)
+
+    def __init__(self) -> None:
+        self.index: _Index | None = None
 
 
 def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageResult:
@@ -122,12 +143,13 @@ class _Index:
 
 
 def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageContext) -> _Reading | None:
-    """`_read_whole_view`'s answer, reading only what is new since the previous call (None: no scratch,
+    """`_read_whole_view`'s answer, reading only what is new since the previous call (None: no memory,
     or a view this index cannot follow, such as a protected message that carries results)."""
-    if ctx.scratch is None:
+    memory = ctx.inputs.get(SnipMemory)
+    if memory is None:
         return None
     frontier = next((i + 1 for i in range(len(view) - 1, -1, -1) if view[i].role == "assistant"), 0)
-    index = ctx.scratch.get(NAME)
+    index = memory.index
     if (not isinstance(index, _Index) or index.config is not config or len(index.prefix) > frontier
             or not all(map(operator.is_, view[:len(index.prefix)], index.prefix))):
         index = _Index(config)
@@ -140,7 +162,7 @@ def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageC
         if m.origin is not Origin.CONVERSATION or not m.tool_results:
             continue
         if m.id in ctx.protected:
-            ctx.scratch.pop(NAME, None)
+            memory.index = None
             return None
         for r in m.tool_results:
             if edited_stage(m, r.call_id) is None and not r.is_error:
@@ -151,7 +173,7 @@ def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageC
     for call_id in new:
         _join_groups(index, call_id, config)
     _redecide(index, new, config)
-    ctx.scratch[NAME] = index
+    memory.index = index
     replacements = dict(_newest_first(index, index.reads))
     for call_id, marker in _newest_first(index, index.copies):
         replacements.setdefault(call_id, marker)
@@ -300,11 +322,12 @@ def _superseded_status(view: Sequence[Message]) -> list[Message]:
 def _explicit(view: Sequence[Message], ctx: StageContext, counter: TokenCounter) -> ReplaceMessages | None:
     """`session.snip(ids, reason)`: remove whole messages, with their calls' results (or the calls
     of removed results) so no pair is split, and leave one marker listing what went."""
-    if not ctx.explicit_snips:
+    explicit = ctx.inputs.get(SnipRequests, NO_REQUESTS).explicit
+    if not explicit:
         return None
     wanted: set[str] = set()
     reasons = []
-    for ids, reason in ctx.explicit_snips:
+    for ids, reason in explicit:
         wanted.update(ids)
         reasons.append(reason)
     present = {m.id for m in view}
@@ -328,3 +351,8 @@ def _explicit(view: Sequence[Message], ctx: StageContext, counter: TokenCounter)
                            f"Reason: {'; '.join(sorted(set(reasons)))}]"),),
                      Origin.SNIP_MARKER, {"stage": NAME, "removed": list(ids), "tokens_freed": gain})
     return ReplaceMessages(NAME, ids, (marker,), tokens_freed=gain)
+
+
+# Runs on every call (trigger 0): it batches by gain instead (`min_gain_tokens`, or a cold cache).
+STAGE = Stage(NAME, SnipConfig, run, needs=(SnipRequests,), memory=SnipMemory,
+              reads=frozenset({"config", "counter", "idle_seconds", "protected", "inputs"}) | FIRING_RULE_READS)

@@ -123,3 +123,21 @@ def test_common_prefix_counts_whole_equal_messages_then_tokens_of_the_first_diff
 def test_percentile_interpolates():
     assert percentile([1, 2, 3, 4, 5], 50) == 3
     assert percentile([0, 10], 95) == pytest.approx(9.5)
+
+
+def test_store_section_compares_both_backends_and_checks_the_concurrent_run(plan, postgres_url, monkeypatch):
+    from dataclasses import replace
+
+    from benchmarks import store
+    from shared import TRANSCRIPTS
+    monkeypatch.setenv(store.BENCH_URL_ENV, postgres_url)
+    r = store.run(replace(plan, store_sessions=2, store_calls=2))
+    row = r["backends"]["rows"][0]
+    for backend in ("diskcache", "postgres"):
+        assert row[backend]["prepare_ms"]["n"] == row["calls"] > 3
+        assert row[backend]["commit_ms"]["n"] >= 1 and row[backend]["stored_bytes"] > 0
+    assert row["diskcache"]["records"] == row["postgres"]["records"]  # the same session, record for record
+    c = r["concurrent"]
+    if TRANSCRIPTS.exists():
+        assert c["sessions"] == 2 and c["calls"] == 4 and c["records_ok"] and c["identical_views"] == 2
+    assert "## Session store" in store.render(r, "caption")

@@ -1,9 +1,9 @@
 """Crash safety: a process killed at any point during `prepare` leaves a consistent session.
 
 Children are forked (so they do not pay the import cost again), replay a transcript into one session
-directory and are SIGKILLed after a random delay. After each kill the directory must open, hold a log
-that is a prefix of the transcript and edits that refer only to logged messages, reproduce its last
-view, and accept the next `prepare`.
+(a directory, or a PostgreSQL database: the `backend` fixture) and are SIGKILLed after a random delay.
+After each kill the session must open, hold a log that is a prefix of the transcript and edits that
+refer only to logged messages, reproduce its last view, and accept the next `prepare`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import time
 import pytest
 
 from builders import Convo, words
-from worksurface import Session
 from worksurface.offline.replay import call_points
 from worksurface.core.view import check_pairing
 
@@ -37,17 +36,17 @@ def _transcript() -> Convo:
     return c
 
 
-def _replay_forever(directory: str, messages) -> None:
+def _replay_forever(backend, messages) -> None:
     points = list(call_points(messages))
-    with Session.open(directory, **SMALL) as session:
+    with backend.open("session", **SMALL) as session:
         for end in points:
             session.prepare(messages[:end], now=float(end))
     os._exit(0)
 
 
-def _consistent(directory: str, messages) -> None:
+def _consistent(backend, messages) -> None:
     ids = [m.id for m in messages]
-    with Session.open(directory, **SMALL) as session:
+    with backend.open("session", **SMALL) as session:
         log = [m.id for m in session._log]
         assert log == ids[: len(log)], "the log is not a prefix of the transcript"
         known = set(log) | {c.id for m in session._log for c in m.tool_calls}
@@ -57,41 +56,38 @@ def _consistent(directory: str, messages) -> None:
             assert set(edit.refs) <= known | made, "an edit refers to a message the log does not hold"
         view = session.view()
         assert not check_pairing(view)
-    with Session.open(directory, **SMALL) as again:
+    with backend.open("session", **SMALL) as again:
         assert again.view() == view, "reopening did not reproduce the view"
 
 
-def test_killed_prepares_leave_a_consistent_session(tmp_path):
+def test_killed_prepares_leave_a_consistent_session(backend):
     messages = _transcript().messages
-    directory = str(tmp_path / "session")
     rng = random.Random(7)
     for _ in range(KILLS):
         pid = os.fork()
         if pid == 0:  # child
             try:
-                _replay_forever(directory, messages)
+                _replay_forever(backend, messages)
             finally:
                 os._exit(1)
         time.sleep(rng.uniform(0.05, 0.6))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        _consistent(directory, messages)
-    with Session.open(directory, **SMALL) as session:
+        _consistent(backend, messages)
+    with backend.open("session", **SMALL) as session:
         prepared = session.prepare(messages, now=1e6)
         assert not check_pairing(prepared.messages)
 
 
-def test_two_processes_are_serialized_by_the_lock(tmp_path):
+def test_two_processes_are_serialized_by_the_lock(backend):
     from worksurface.core.errors import SessionLockedError
-    from worksurface.session.store import SessionStore
 
-    directory = tmp_path / "s"
     # Opening reads the log under the lock, so open before the other process takes it.
-    session = Session.open(directory)
+    session = backend.open("s")
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
-        store = SessionStore.open(directory)
+        store = backend.store("s")
         with store.lock():
             os.write(write_end, b"x")
             time.sleep(30)
@@ -105,4 +101,5 @@ def test_two_processes_are_serialized_by_the_lock(tmp_path):
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     with session.store.lock(timeout=5):
-        pass  # the OS released the dead holder's lock
+        pass  # the OS (or the database server) released the dead holder's lock
+    session.close()

@@ -1,4 +1,4 @@
-"""The direct walk of the graph (`graph.run_unedited`) on calls where no stage edits gives exactly what
+"""The direct walk of the graph (`StagedGraph.run_unedited`) on calls where no stage edits gives exactly what
 the compiled graph gives: same views, same stage reports, on every call of a replay that also has
 calls where stages fire (so the hand-off to the graph is exercised too)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.graph import compose as graph
+from worksurface.graph.compose import StagedGraph
 from worksurface.session.session import PrepareReport
 
 
@@ -36,7 +36,7 @@ def _summary(report: PrepareReport) -> list[tuple[Any, ...]]:
 
 def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list[str], list[tuple[Any, ...]], bool]]:
     if monkeypatch is not None:
-        monkeypatch.setattr("worksurface.session.session.run_unedited", lambda state, ctx: None)
+        monkeypatch.setattr(StagedGraph, "run_unedited", lambda self, state, ctx: None)
     out = []
     with Session.open(None, window=60_000) as session:
         for n in range(3, len(c.messages) + 1):
@@ -50,15 +50,15 @@ def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list
 
 def test_direct_walk_and_compiled_graph_agree_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
     c = _session_with_every_stage()
-    import worksurface.session.session as session_module
     walks: list[bool] = []
+    walk = StagedGraph.run_unedited
 
-    def counting(state: Any, ctx: Any) -> Any:
-        final = graph.run_unedited(state, ctx)
+    def counting(self: StagedGraph, state: Any, ctx: Any) -> Any:
+        final = walk(self, state, ctx)
         walks.append(final is not None)
         return final
 
-    monkeypatch.setattr(session_module, "run_unedited", counting)
+    monkeypatch.setattr(StagedGraph, "run_unedited", counting)
     walked = _replay(c, None)
     monkeypatch.undo()
     assert any(walks) and not all(walks)  # walked directly on quiet calls, handed to the graph on others
@@ -72,24 +72,21 @@ def test_direct_walk_and_compiled_graph_agree_on_every_call(monkeypatch: pytest.
     assert any(all(s[1] for s in stages) for _, stages, _ in walked)
 
 
-def test_a_forced_call_is_left_to_the_graph() -> None:
+def test_a_forced_call_is_left_to_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     c = _session_with_every_stage(steps=4)
     with Session.open(None) as session:
         session.prepare(c.messages[:-1], now=10.0)
         calls = []
-        original = graph.run_unedited
+        walk = StagedGraph.run_unedited
 
-        def spy(state: Any, ctx: Any) -> Any:
-            calls.append(ctx.forced)
-            return original(state, ctx)
+        def spy(self: StagedGraph, state: Any, ctx: Any) -> Any:
+            final = walk(self, state, ctx)
+            calls.append((ctx.forced, final))
+            return final
 
-        import worksurface.session.session as session_module
-        session_module.run_unedited = spy  # type: ignore[assignment]
-        try:
-            prepared = session.compact(c.messages, now=20.0)
-        finally:
-            session_module.run_unedited = original  # type: ignore[assignment]
-    assert calls == [True]
+        monkeypatch.setattr(StagedGraph, "run_unedited", spy)
+        prepared = session.compact(c.messages, now=20.0)
+    assert calls == [(True, None)]
     assert prepared.report.boundary is not None
 
 
@@ -97,22 +94,19 @@ def test_the_status_reserves_what_its_baseline_takes_not_its_whole_cap() -> None
     """The reinjectors before the status get the target's room less the baseline's actual size."""
     from worksurface.core.config import Config
     from worksurface.reinjectors import status
-    from worksurface.engine.state import Reinjection
+    from worksurface.engine.state import Reinjection, Reinjector
     from worksurface.session.store import MemoryStore
     from worksurface.engine.reinject import report as reinject_report
 
     budgets: list[int] = []
 
-    class Recorder:
-        NAME = "recorder"
-
-        @staticmethod
-        def run(view: Any, config: Any, ctx: Any, budget: int) -> Reinjection:
-            budgets.append(budget)
-            return Reinjection([], reinject_report("recorder", 0, 0, [], [], []))
+    def record(view: Any, config: Any, ctx: Any, budget: int) -> Reinjection:
+        budgets.append(budget)
+        return Reinjection([], reinject_report("recorder", 0, 0, [], [], []))
 
     config = Config(window=60_000, post_compact_target_tokens=6_000)
-    session = Session(MemoryStore(), config, reinjectors=(Recorder(), status))
+    recorder = Reinjector("recorder", record, reads=frozenset())
+    session = Session(MemoryStore(), config, reinjectors=(recorder, status.REINJECTOR))
     prepared = session.compact(_session_with_every_stage(steps=12).messages, now=10.0)
     base = next(m for m in prepared.messages if m.origin.value == "status")
     compacted = prepared.report.boundary["post_tokens"]

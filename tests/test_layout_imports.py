@@ -1,4 +1,4 @@
-"""Layering: no import cycle among worksurface's modules, and the type check's path mapping.
+"""Layering: no import cycle among worksurface's modules, and the layer contract CI checks is the map's.
 
 The import graph is read from the source (ast), so the test imports nothing heavy. A cycle closed
 by an import inside a function still counts: it only hides the loop from import time.
@@ -7,7 +7,7 @@ by an import inside a function still counts: it only hides the loop from import 
 from __future__ import annotations
 
 import ast
-import runpy
+import tomllib
 from pathlib import Path
 from typing import TypeGuard
 
@@ -134,17 +134,32 @@ def test_the_cycle_finder_finds_a_cycle_closed_inside_a_function(tmp_path):
     assert _cycles(graph) == [["pkg.a", "pkg.b"]]
 
 
-def test_typecheck_reports_repository_paths(tmp_path):
-    script = runpy.run_path(str(REPO / ".ci" / "typecheck"))
-    prefixes = script["build_tree"](tmp_path)
-    package = tmp_path / "worksurface"
-    assert (package / "stages").resolve() == REPO / "stages"
-    assert (package / "session").resolve() == REPO / "pipeline" / "session"
+def _floors_of_the_map() -> list[str]:
+    """The Floors diagram of ARCHITECTURE.md as import-linter layers, top to bottom (`a > b`: a above b;
+    `a | b`: siblings on one floor that do not import each other)."""
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    block = text.split("## Floors", 1)[1].split("```", 2)[1]
+    layers = []
+    for line in block.strip().splitlines():
+        names = line.split("  ", 1)[0].strip()
+        layers.extend(part.strip() for part in names.split(">"))
+    return layers
 
-    def mapped(line: str) -> str:
-        return script["to_repo_path"](line, prefixes, tmp_path)
 
-    assert mapped("worksurface/stages/snip.py:12: error: x") == "stages/snip.py:12: error: x"
-    assert mapped("worksurface/reinjectors/files.py:3: note: y") == "reinjectors/files.py:3: note: y"
-    assert mapped(f"{tmp_path}/worksurface/status/snapshot.py:9: error: z") == "pipeline/status/snapshot.py:9: error: z"
-    assert mapped("Found 2 errors in 1 file") == "Found 2 errors in 1 file"
+def _contract(contract_id: str) -> dict[str, object]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    return next(c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == contract_id)
+
+
+def test_the_layer_contract_is_the_map_s_floors():
+    """CI checks the floors with `lint-imports`; the contract and the map must say the same."""
+    assert _contract("floors")["layers"] == _floors_of_the_map()
+
+
+def test_every_subpackage_has_a_floor():
+    """A new subpackage (gateway/, hooks/ ...) is placed on a floor, or the contract could not see it."""
+    placed = {name.strip() for layer in _contract("floors")["layers"] for name in layer.split("|")}
+    packages = {path.parent.name for path in (REPO / "pipeline").glob("*/__init__.py")}
+    mapped = {name.rpartition(".")[2] for name in ROOTS if name != "worksurface"}  # stages, reinjectors
+    assert placed == packages | mapped
+    assert _contract("floors")["exhaustive"] is True

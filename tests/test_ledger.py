@@ -252,3 +252,32 @@ def test_the_agents_findings_survive_repeated_compactions():
     assert compactions >= 5
     assert "stale lockfile in the vendored parser" in "\n".join(m.text for m in prepared.messages)
     assert any("stale lockfile" in f.text for f in session.ledger.upto().findings())
+
+
+def test_the_file_tracker_saves_through_its_own_interface():
+    """The ledger writes the tracker a file at a time (`head_json` + `file_json` for the paths whose
+    `file_marks` changed): together they are `to_json`, a mark moves exactly when a call touches its
+    file, and a tracker loaded back keeps tracking (a later edit applies to the restored lines)."""
+    from worksurface.facts.files import FileTracker
+
+    c = Convo().user("Tidy the client.")
+    c.tool("Read", {"file_path": "/repo/client.py"}, "     1\tdef get(url):\n     2\t    return http(url)\n")
+    c.tool("Read", {"file_path": "/repo/util.py"}, "     1\tX = 1\n")
+    tracker = FileTracker()
+    tracker.feed(c.messages, range(len(c.messages)), 0)
+    whole = tracker.to_json()
+    assert {"files": {p: tracker.file_json(p) for p in tracker.file_marks()}, **tracker.head_json()} == whole
+    assert set(whole["files"]) == {"/repo/client.py", "/repo/util.py"}
+
+    marks, fed = tracker.file_marks(), len(c.messages)
+    saved = FileTracker.from_json(json.loads(json.dumps(whole)))
+    assert saved.to_json() == whole and saved.facts() == tracker.facts()
+    c.tool("Edit", {"file_path": "/repo/client.py", "old_string": "    return http(url)",
+                    "new_string": "    return retry(http, url)"}, "The file was updated.")
+    for t in (tracker, saved):
+        t.feed(c.messages, range(len(c.messages)), fed)
+    moved = {p for p, mark in tracker.file_marks().items() if marks[p] != mark}
+    assert moved == {"/repo/client.py"}
+    assert saved.to_json() == tracker.to_json()
+    client = next(f for f in saved.facts() if f.path == "/repo/client.py")
+    assert "retry(http, url)" in (client.content or "")

@@ -6,7 +6,7 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.graph.compose import STAGE_NAMES
+from worksurface.graph.registry import STAGE_NAMES
 
 # Microcompact fires early on these sessions (a 20k trigger) so the rule, not the trigger, decides.
 SMALL_MC = {"microcompact": {"trigger_tokens": 20_000, "clear_at_least": 2_000, "protect_tokens": 2_000}}

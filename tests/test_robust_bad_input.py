@@ -1,6 +1,7 @@
 """Bad input and hostile surface commands (issue 26, items 6 and 7): numbers JSON holds but Python would
-not write back (a 5,000-digit integer, `1e400`, `NaN`) are refused with the file and line, in every
-JSON format and on every command; a byte order mark is skipped; `fetch_artifact` answers anything the
+not write back (a 5,000-digit integer, `1e400`, `NaN`) are refused with the file and line in every
+JSON document format; in a session file (JSON Lines) such a line is read around like any damaged line
+and `--strict` refuses it on every command; a byte order mark is skipped; `fetch_artifact` answers anything the
 model sends with a result, never an exception; the report, artifact, brief and status commands give
 one-line errors, never tracebacks; and the only user request of a trajectory is never dropped."""
 
@@ -63,12 +64,18 @@ def test_a_number_that_would_not_round_trip_is_a_format_error_naming_the_file(na
 @settings(max_examples=30, deadline=None)
 @given(literal=UNREADABLE, line=st.integers(1, 4))
 @example(literal="9" * 5000, line=2)
-def test_in_json_lines_the_error_names_the_line(literal: str, line: int) -> None:
+def test_in_json_lines_the_line_is_read_around_kept_as_it_was_and_refused_by_strict(literal: str, line: int) -> None:
+    """In a session file such a line is a damaged line (as a redactor's broken escape is): read around,
+    written back byte for byte, and `strict` refuses the file naming the line."""
     records = [json.dumps({**CC_LINE, "uuid": f"u{i}"}) for i in range(1, 5)]
     records[line - 1] = records[line - 1][:-1] + f', "n": {literal}}}'
+    text = "\n".join(records) + "\n"
+    transcript = loads(text, "claude-code", "s.jsonl")
+    assert [m.id for m in transcript.messages] == [f"u{i}" for i in range(1, 5) if i != line]
+    assert records[line - 1] in dumps(transcript).split("\n")
     with pytest.raises(FormatError) as caught:
-        loads("\n".join(records) + "\n", "claude-code", "s.jsonl")
-    assert caught.value.line == line
+        loads(text, "claude-code", "s.jsonl", strict=True)
+    assert caught.value.line == line and caught.value.path == "s.jsonl"
 
 
 @settings(max_examples=40, deadline=None)
@@ -92,13 +99,13 @@ def test_a_byte_order_mark_is_skipped(name: str) -> None:
                                      ["report", "-o", "{tmp}/r.html"], ["compact", "-o", "{tmp}/o.json"]],
                          ids=lambda c: c[0] if c[0] != "probe" else "probe derive")
 @pytest.mark.parametrize("literal", ["9" * 5000, "1e400", "NaN"], ids=["5000-digit integer", "1e400", "NaN"])
-def test_every_command_names_the_file_and_line_of_a_bad_number(tmp_path: Path, command: list[str],
+def test_every_command_with_strict_names_the_file_and_line_of_a_bad_number(tmp_path: Path, command: list[str],
                                                                literal: str) -> None:
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps(CC_LINE) + "\n" + json.dumps({**CC_LINE, "uuid": "u2"})[:-1] + f', "n": {literal}}}\n')
     args = [command[0], *command[1:2] * (command[0] == "probe"), str(src)]
     args += [a.replace("{tmp}", str(tmp_path)) for a in command[1 + (command[0] == "probe"):]]
-    result = runner.invoke(app, args)
+    result = runner.invoke(app, [*args, "--strict"])
     assert result.exit_code == 2 and f"{src}:2:" in result.output, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 

@@ -1,4 +1,5 @@
-"""SessionStore / MemoryStore: persistence, truncation, transactions, artifacts and the lock."""
+"""The store contract on every backend (directory, PostgreSQL, memory): persistence, truncation,
+transactions, artifacts and the lock."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from worksurface.core.edits import Compact, Insert, ReplaceMessages, ReplaceResult
 from worksurface.core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
 from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
-from worksurface.session.store import MemoryStore, SessionStore, content_digest
+from worksurface.session.diskstore import DiskStore
+from worksurface.session.store import MemoryStore, content_digest
 
 
 def _messages(n: int, start: int = 0) -> list[Message]:
@@ -29,11 +31,23 @@ def _messages(n: int, start: int = 0) -> list[Message]:
     return out
 
 
-@pytest.fixture(params=["disk", "memory"])
+@pytest.fixture(params=["disk", "postgres", "memory"])
 def store(request, tmp_path):
-    s = SessionStore.open(tmp_path / "sess") if request.param == "disk" else MemoryStore()
+    if request.param == "memory":
+        s = MemoryStore()
+    else:
+        from backends import Backend
+        backend = (Backend.disk(tmp_path) if request.param == "disk"
+                   else Backend.postgres(request.getfixturevalue("postgres_url")))
+        s = backend.store("sess")
     yield s
     s.close()
+
+
+@pytest.fixture
+def persistent(backend):
+    """Open (and reopen) one named session of the backend under test."""
+    return lambda: backend.store("sess")
 
 
 def test_log_append_and_read(store):
@@ -129,7 +143,7 @@ def test_artifacts_are_content_addressed(store):
     assert store.artifact_info(a.id)["kind"] == "budget"
     with pytest.raises(ArtifactNotFoundError):
         store.get_artifact("0" * 16)
-    if isinstance(store, SessionStore):
+    if isinstance(store, DiskStore):
         path = Path(a.path)
         assert path == store.path / "artifacts" / f"{a.id}.txt"
         assert path.read_text() == "big output\n" * 100
@@ -148,17 +162,16 @@ def test_meta_and_token_cache(store):
         store.set_meta("bad", object())
 
 
-def test_reopen_reproduces_everything(tmp_path):
-    path = tmp_path / "sess"
+def test_reopen_reproduces_everything(persistent):
     view = _messages(4) + [Message("sum", "user", (Text("summary"),), Origin.SUMMARY, {"epoch": 1})]
-    with SessionStore.open(path) as s:
+    with persistent() as s:
         s.append_messages(_messages(6))
         s.add_edits([Compact(stage="autocompact", tail_start="m4", head=(view[-1],),
                              covered=("m0", "m1"), info={"trigger": "auto"})])
         art = s.put_artifact("stored", kind="budget")
         s.set_meta("epoch", 3)
         s.update_token_cache({"abc": 12})
-    with SessionStore.open(path) as s:
+    with persistent() as s:
         assert [m.id for m in s.log_messages()] == [f"m{i}" for i in range(6)]
         assert s.edits()[0].head == (view[-1],)
         assert s.edits()[0].covered == ("m0", "m1") and s.edits()[0].tail_start == "m4"
@@ -169,31 +182,58 @@ def test_reopen_reproduces_everything(tmp_path):
         assert head.meta == {"epoch": 1} and head.origin is Origin.SUMMARY
 
 
+def test_a_large_artifact_round_trips_across_reopen(persistent):
+    content = "".join(f"line {i} \u00e9 \ud83d\n" for i in range(60_000))  # two PostgreSQL chunks
+    with persistent() as s:
+        art = s.put_artifact(content, kind="budget")
+    with persistent() as s:
+        assert s.get_artifact(art.id) == content
+        assert s.artifact_info(art.id)["tokens"] == art.tokens
+
+
+def test_a_writer_sees_what_another_store_object_committed(persistent):
+    with persistent() as a, persistent() as b:
+        with a.lock():
+            a.set_meta("epoch", 1)
+            assert a.get_meta("epoch") == 1
+        with b.lock():
+            assert b.get_meta("epoch") == 1
+            b.set_meta("epoch", 2)
+            b.append_messages(_messages(2))
+        with a.lock():  # what `a` read under its last lock is stale now
+            assert a.get_meta("epoch") == 2
+            assert a.log_length() == 2
+
+
 def test_open_rejects_a_file(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(SessionError, match="not a directory"):
-        SessionStore.open(tmp_path / "f")
+        DiskStore.open(tmp_path / "f")
 
 
 _HOLDER = """
 import sys, time
-from worksurface.session.store import SessionStore
-store = SessionStore.open(sys.argv[1])
+from worksurface.session.locations import open_store
+store = open_store(sys.argv[1], sys.argv[2])
 with store.lock():
     print("locked", flush=True)
     time.sleep(120)
 """
 
 
-def test_lock_is_interprocess_and_released_when_holder_dies(tmp_path):
-    path = tmp_path / "sess"
-    SessionStore.open(path).close()
-    child = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+def test_lock_is_interprocess_and_released_when_holder_dies(backend):
+    backend.store("sess").close()
+    where = backend.where("sess")
+    child = subprocess.Popen([sys.executable, "-c", _HOLDER, where["location"], where["session_id"]],
+                             stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "locked"
-        with SessionStore.open(path) as s:
-            with pytest.raises(SessionLockedError, match=str(path)):
+        with backend.store("sess") as s:
+            with pytest.raises(SessionLockedError, match="locked by another process"):
                 with s.lock(timeout=0.2):
+                    pass
+            with pytest.raises(SessionLockedError):
+                with s.lock(timeout=0):
                     pass
             os.kill(child.pid, signal.SIGKILL)
             child.wait(timeout=10)
@@ -207,8 +247,8 @@ def test_lock_is_interprocess_and_released_when_holder_dies(tmp_path):
         child.stdout.close()
 
 
-def test_two_stores_in_one_process_exclude_each_other(tmp_path):
-    with SessionStore.open(tmp_path / "s") as a, SessionStore.open(tmp_path / "s") as b:
+def test_two_stores_in_one_process_exclude_each_other(persistent):
+    with persistent() as a, persistent() as b:
         with a.lock():
             with pytest.raises(SessionLockedError):
                 with b.lock(timeout=0.1):

@@ -17,6 +17,7 @@ from . import probe_cmd  # noqa: E402,F401
 from . import replay_cmd  # noqa: E402,F401
 from . import report_cmd  # noqa: E402,F401
 from . import serve_cmd  # noqa: E402,F401
+from . import session_cmd  # noqa: E402,F401
 from . import status_cmd  # noqa: E402,F401
 
 

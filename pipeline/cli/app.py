@@ -103,6 +103,13 @@ app = typer.Typer(
 )
 
 
+# --session on the commands that keep a session: a directory, or a database.
+SESSION_HELP = ("Keep the session here: a directory, or a postgresql:// URL (with --session-id) to keep it in "
+                "a PostgreSQL database shared by several machines.")
+SESSION_ID_HELP = ("The session's id: required with a postgresql:// --session (it names the session in the "
+                   "database); with a directory, the session is kept in that subdirectory of it.")
+
+
 def choices(name: str, values: Iterable[str]) -> Any:
     """A str Enum for a typer option, so help lists the values and a typo is a usage error."""
     return Enum(name, {v: v for v in values}, type=str)

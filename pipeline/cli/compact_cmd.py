@@ -24,7 +24,10 @@ from ..core.usage import find_usage, usage_report
 from ..core.view import live_slice
 from ..probes.cut import cut, cut_transcript
 from ..session import homes
-from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, STRICT_HELP, app, fail, with_pins
+from ..session.locations import describe
+from ..session.pgstore import is_postgres_url, redacted
+from .app import (BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP, STRICT_HELP, app,
+                  fail, with_pins)
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -54,10 +57,12 @@ def compact(
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would."),
     pin: List[str] = typer.Option([], "--pin", help=PIN_HELP),
-    session_dir: Optional[Path] = typer.Option(
+    session: Optional[str] = typer.Option(
         None, "--session",
-        help="Keep the session (log, decisions, artifacts) in this directory (default: <OUT>.worksurface beside "
-             "the output, or <session-id>/worksurface in the Claude Code session's folder)."),
+        help="Keep the session (log, decisions, artifacts) in this directory, or in a postgresql:// database "
+             "with --session-id (default: <OUT>.worksurface beside the output, or <session-id>/worksurface in "
+             "the Claude Code session's folder)."),
+    session_id: Optional[str] = typer.Option(None, "--session-id", help=SESSION_ID_HELP),
     no_session: bool = typer.Option(False, "--no-session",
                                     help="Keep the session in memory only: the artifact markers the output holds "
                                          "then point at nothing."),
@@ -77,9 +82,9 @@ def compact(
     """Run the staged pipeline once on a saved transcript and write the resulting view."""
     from ..session.session import Session  # LangGraph is slow to import; only commands that compact pay for it
 
-    if no_session and session_dir is not None:
+    if no_session and session is not None:
         raise fail("--session and --no-session exclude each other")
-    home: Path | None = None
+    home: Path | str | None = None  # a session directory, or a database URL (with session_id)
     created = False
     try:
         text = read_text(path, "transcript")
@@ -125,8 +130,12 @@ def compact(
             goal = Target(destination, new_id, file_hash(destination), path)
         else:
             destination = out or _default_destination(path, fmt, transcript.format)
-        if not no_session and not (to_stdout and session_dir is None):  # standard output: --session only
-            home = session_dir
+        if session is not None and is_postgres_url(session):
+            home = session
+        elif not no_session and not (to_stdout and session is None):  # standard output: --session only
+            home = Path(session) / session_id if session is not None and session_id else (
+                Path(session) if session is not None else None)
+            session_id = None  # a directory's subdirectory: named by home itself
             if home is None:
                 home = (homes.claude_session_folder(destination) if goal is not None
                         else homes.beside(destination)).absolute()
@@ -134,17 +143,17 @@ def compact(
             created = not home.exists()
         live = live_slice(transcript.messages)
         anchor = None if no_usage else find_usage(live)
-        with Session.open(home, config=config) as session:
-            prepared = session.prepare(transcript, usage=anchor, force=force)
-            sizes = usage_report(live, live if _nothing_new(transcript, prepared.report) else prepared.messages,
-                                 anchor, session.counter)
-            if _nothing_new(transcript, prepared.report):
+        with Session.open(home, session_id=session_id, config=config) as kept:
+            prepared = kept.prepare(transcript, usage=anchor, force=force)
+            nothing_new = _nothing_new(transcript, prepared.report)
+            sizes = usage_report(live, live if nothing_new else prepared.messages, anchor, kept.counter)
+            if nothing_new:
                 # An already compacted file with nothing new: written back as it was, not grown by a
                 # second status bar (the session it is read into has not seen the first one).
                 prepared = dataclasses.replace(prepared, messages=list(transcript.messages))
                 prepared.report.notices.append("nothing new to compact since the last compaction: "
                                                "the transcript is written as it was")
-            artifacts = len(session.store.artifact_ids())
+            artifacts = len(kept.store.artifact_ids())
         if not prepared.messages:
             raise fail(f"{path}: nothing to write (the transcript has no messages)")
         text_out = ""
@@ -165,7 +174,7 @@ def compact(
     except BaseException:
         _discard(home if created else None)
         raise
-    kept = _say_where(home, destination, artifacts)
+    where = _say_where(home, session_id, destination, artifacts)
     report = prepared.report
     if to_stdout:
         typer.echo(text_out, nl=False)
@@ -174,7 +183,7 @@ def compact(
         return
     if as_json:
         typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt,
-                               "conversion": dropped.to_json(), "usage": sizes, "artifacts": kept,
+                               "conversion": dropped.to_json(), "usage": sizes, "artifacts": where,
                                **({"session_id": new_id} if new_id else {})}, indent=2))
         return
     _print_report(report, destination, fmt, dropped)
@@ -187,13 +196,14 @@ def _nothing_new(transcript: Transcript, report: Any) -> bool:
             and any(m.origin in (Origin.BOUNDARY, Origin.SUMMARY) for m in transcript.messages))
 
 
-def _discard(home: Path | None) -> None:
-    """Remove a session directory this run created when the run failed: nothing is left half-made."""
-    if home is not None and home.is_dir():
+def _discard(home: Path | str | None) -> None:
+    """Remove a session directory this run created when the run failed: nothing is left half-made (a
+    database session is never half-made: each prepare commits whole or not at all)."""
+    if isinstance(home, Path) and home.is_dir():
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _say_where(home: Path | None, destination: Path, artifacts: int) -> dict[str, Any]:
+def _say_where(home: Path | str | None, session_id: str | None, destination: Path, artifacts: int) -> dict[str, Any]:
     """One line on stderr saying where the artifacts the output's markers name are kept (or that they
     are not); the same as JSON for --json."""
     if home is None:
@@ -201,10 +211,13 @@ def _say_where(home: Path | None, destination: Path, artifacts: int) -> dict[str
             typer.echo(f"worksurface: warning: {artifacts} artifacts were kept in memory only (--no-session): "
                        f"the markers in {destination} point at nothing", err=True)
         return {"session": None, "count": artifacts}
-    fetch = f"worksurface artifact {destination} ID"
+    if isinstance(home, Path):
+        session, fetch = str(home), f"worksurface artifact {destination} ID"
+    else:
+        session, fetch = describe(home, session_id), f"worksurface artifact {redacted(home)} ID --session-id {session_id}"
     count = f"{artifacts} artifact{'' if artifacts == 1 else 's'}"
-    typer.echo(f"worksurface: session kept in {home} ({count}; `{fetch}` prints one)", err=True)
-    return {"session": str(home), "count": artifacts, "fetch": fetch}
+    typer.echo(f"worksurface: session kept in {session} ({count}; `{fetch}` prints one)", err=True)
+    return {"session": session, "count": artifacts, "fetch": fetch}
 
 
 def _default_destination(path: Path, fmt: str, source_format: str) -> Path:

@@ -16,8 +16,8 @@ from ..core.config import PRICE_PRESETS, Config
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..status.publish import STRATEGIES
-from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, NO_AUTOCOMPACT_HELP, PIN_HELP, THRESHOLD_HELP, InputFormat, app,
-                  choices, fail, STRICT_HELP, with_pins)
+from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, NO_AUTOCOMPACT_HELP, PIN_HELP, SESSION_HELP, SESSION_ID_HELP,
+                  THRESHOLD_HELP, InputFormat, app, choices, fail, STRICT_HELP, with_pins)
 
 if TYPE_CHECKING:     # members are STRATEGIES and PRICE_PRESETS; to mypy, str Enums
     class Strategy(str, Enum): ...
@@ -30,8 +30,9 @@ else:
 @app.command("replay")
 def replay_command(
     path: Path = typer.Argument(..., help="Transcript file (any supported format)."),
-    session_dir: Optional[Path] = typer.Option(None, "--session",
-                                               help="Session directory (default: a fresh temporary one)."),
+    session: Optional[str] = typer.Option(None, "--session", help=SESSION_HELP + " Default: a fresh temporary "
+                                          "directory."),
+    session_id: Optional[str] = typer.Option(None, "--session-id", help=SESSION_ID_HELP),
     format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     window: Optional[int] = typer.Option(None, "--window", help="Context window in tokens (default 200000)."),
@@ -72,10 +73,10 @@ def replay_command(
         prices = price_model(config.pricing, preset=price.value if price else None, input=price_input, cache_read=price_cache_read,
                              cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
         with tempfile.TemporaryDirectory(prefix="worksurface-replay-") as tmp:
-            with Session.open(session_dir or Path(tmp) / "session", config=config) as session:
-                harnesses = default_harnesses(config.threshold, config.post_compact_target, session.counter) \
+            with Session.open(session or Path(tmp) / "session", session_id=session_id, config=config) as kept:
+                harnesses = default_harnesses(config.threshold, config.post_compact_target, kept.counter) \
                     if baselines else []
-                result = replay(transcript.messages, session, prices, harnesses, use_usage=not no_usage)
+                result = replay(transcript.messages, kept, prices, harnesses, use_usage=not no_usage)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     data = result.to_json()

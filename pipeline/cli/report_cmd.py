@@ -12,7 +12,7 @@ from ..core.config import Config
 from ..core.errors import WorksurfaceError
 from ..core.fileio import STDOUT, atomic_write, output_file
 from ..formats import read_transcript
-from .app import BUFFER_HELP, MAX_OUTPUT_HELP, InputFormat, app, fail, STRICT_HELP
+from .app import BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, InputFormat, STRICT_HELP, app, fail
 
 
 @app.command("report")
@@ -39,9 +39,9 @@ def report_command(
     replay: bool = typer.Option(False, "--replay",
                                 help="Replay every model call (token sawtooth, prompt-cache share, cost) "
                                      "instead of one prepare."),
-    session_dir: Optional[Path] = typer.Option(None, "--session",
-                                               help="Keep the session in this directory, so the artifact ids "
-                                                    "on the page can be fetched back."),
+    session: Optional[str] = typer.Option(None, "--session", help=SESSION_HELP + " Then the artifact ids on the "
+                                          "page can be fetched back."),
+    session_id: Optional[str] = typer.Option(None, "--session-id", help=SESSION_ID_HELP),
     as_json: bool = typer.Option(False, "--json", help="Also print the report's data as JSON."),
     batch: Optional[Path] = typer.Option(None, "--batch",
                                          help="Render a `worksurface batch` results folder instead (default "
@@ -70,7 +70,7 @@ def report_command(
         config = Config.load().with_overrides(window=window, post_compact_target_tokens=target,
                                               max_output=max_output, autocompact_buffer=buffer)
         data = build_report(transcript, source=path.name, at=at, config=config, force=force, replay=replay,
-                            probes=probe_set, session_dir=session_dir)
+                            probes=probe_set, session=session, session_id=session_id)
         page = render_html(data)
         if to_stdout:
             typer.echo(page, nl=False)

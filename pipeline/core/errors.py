@@ -87,6 +87,44 @@ class SessionLockedError(SessionError):
     """Another process holds the session lock past the timeout."""
 
 
+class SessionNotFoundError(SessionError):
+    """No session by that id (or at that location) exists, where one was asked to exist."""
+
+
+class InvalidSessionIdError(SessionError):
+    """A session id that cannot name a session where it is asked to (missing for a database, or not a
+    safe directory name)."""
+
+
+class StoreDamagedError(SessionError):
+    """A session store whose stored values do not hold together: a garbage record, a missing entry, a
+    length past the end, an emptied database. Names the store, the value and the problem; the store
+    is left as it is (never silently started over)."""
+
+    def __init__(self, problem: str, *, store: str, key: str | None = None) -> None:
+        self.problem = problem
+        self.store = store
+        self.key = key
+        where = store if key is None else f"{store}: stored value {key!r}"
+        super().__init__(f"{where}: {problem}")
+
+
+class StoreSchemaError(SessionError):
+    """A database whose worksurface schema this version cannot use (newer than it knows, or not
+    worksurface's)."""
+
+
+class MissingExtraError(WorksurfaceError):
+    """A feature needs an optional dependency that is not installed; says which extra brings it."""
+
+    def __init__(self, feature: str, extra: str, missing: str) -> None:
+        self.feature = feature
+        self.extra = extra
+        self.missing = missing
+        super().__init__(f"{feature} needs {missing}, which is not installed: "
+                         f"pip install 'worksurface[{extra}]'")
+
+
 class SummarizerError(WorksurfaceError):
     """A summarizer failed to produce a usable summary."""
 

@@ -17,7 +17,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable
+from contextlib import contextmanager
+from typing import BinaryIO, Iterable, Iterator
 
 from .errors import FormatError, OutputPathError, SourceChangedError, WorkspaceReadError
 
@@ -53,9 +54,19 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | No
     whose emoji was cut in half) becomes the same `\\ud83d` escape again, which reads back as the
     same string from JSON and stays visible text elsewhere.
     """
+    with atomic_writer(path, mode, inputs=inputs) as fh:
+        fh.write(_encoded(data))
+
+
+@contextmanager
+def atomic_writer(path: str | os.PathLike[str], mode: int | None = None, *,
+                  inputs: Iterable[str | os.PathLike[str]] = ()) -> Iterator[BinaryIO]:
+    """`atomic_write` for output written as it is produced: a binary file to write to, renamed over
+    `path` (with `mode`, or `output_mode` when None) only when the block ends without an exception."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(target, data, output_mode(target, inputs) if mode is None else mode)
+    with _temp_beside(target, output_mode(target, inputs) if mode is None else mode) as (fh, tmp):
+        yield fh
     try:
         os.replace(tmp, target)
     except BaseException:
@@ -63,19 +74,30 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | No
         raise
 
 
-def _write_temp(target: Path, data: bytes | str, mode: int) -> str:
-    """A fsynced temp file beside `target` holding `data`, with `mode`; its path."""
-    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+def _encoded(data: bytes | str) -> bytes:
+    return data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+
+
+@contextmanager
+def _temp_beside(target: Path, mode: int) -> Iterator[tuple[BinaryIO, str]]:
+    """A temp file beside `target` and its path, given `mode` and fsynced when the block ends; removed
+    when the block raises."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+            yield fh, tmp
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _write_temp(target: Path, data: bytes | str, mode: int) -> str:
+    """A fsynced temp file beside `target` holding `data`, with `mode`; its path."""
+    with _temp_beside(target, mode) as (fh, tmp):
+        fh.write(_encoded(data))
     return tmp
 
 

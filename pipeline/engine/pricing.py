@@ -460,3 +460,7 @@ def decide_edit(state: PipelineState, ctx: StageContext, *, first_index: int, sa
                                    growth_per_call=stats.tokens_per_call) if config.batching else 0.0)
     return worth_editing(prices, saved_tokens=saved_tokens, rebilled_tokens=rebilled, remaining_calls=remaining,
                          must_fire=must, cold=cold, force=ctx.forced, batch_tokens=batch)
+
+
+# The context fields `decide_edit` reads: a stage that applies the firing rule reads them too.
+FIRING_RULE_READS = frozenset({"config", "counter", "idle_seconds", "forced", "call_stats", "transcript", "unsent_ids"})

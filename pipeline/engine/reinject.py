@@ -1,6 +1,6 @@
 """Shared by the reinjectors: where the kept tail starts, what it shows, and how to make a message.
 
-A reinjector (`worksurface.engine.state.Reinjector`) is a module with `NAME` and
+A reinjector (`worksurface.engine.state.Reinjector`, declared as `REINJECTOR` by its module) runs
 `run(view, config, ctx, budget) -> Reinjection`; `ctx.transcript` is the full live transcript
 (original content, before any clearing).
 """
@@ -14,6 +14,12 @@ from ..core.edits import edited_stage
 from ..ledger.source import FactSource, MessageFacts
 from ..core.model import Message, Origin, Text, ToolResult, message_text
 from .state import StageContext, StageReport
+
+
+# The context fields `facts_of` reads: a reinjector that restores from the facts reads them too.
+FACTS_READS = frozenset({"ledger", "transcript", "queued_inputs"})
+# The context fields `reinjected` reads: a reinjector that makes a message reads them too.
+MESSAGE_READS = frozenset({"epoch"})
 
 
 def facts_of(ctx: StageContext, view: Sequence[Message]) -> FactSource:

@@ -1,20 +1,28 @@
-"""The contract between the graph and its parts: the `Stage` and `Reinjector` protocols, the typed
-per-call context, the graph state and the reports.
+"""The contract between the graph and its parts: how a stage and a reinjector declare themselves
+(`Stage`, `Reinjector`), the typed per-call context they share, the graph state and the reports.
 
 A stage reads the current view and decides new edits; the core applies and stores them, so a stage
 never touches the session and never imports another stage. A reinjector returns the messages that
-rebuild one part of the working surface after a compaction. Both get a frozen `StageContext`, passed
-as LangGraph's run context (`context_schema`), never through a loose dict.
+rebuild one part of the working surface after a compaction. Each module of stages/ and reinjectors/
+ends with its declaration (`STAGE` / `REINJECTOR`): its name, its config section (by type), its
+trigger, the context fields it reads and the per-call inputs it takes; the graph composes them from
+those declarations alone. All of them share one frozen `StageContext`, passed as LangGraph's run
+context (`context_schema`); what a single part needs travels in `StageContext.inputs` under the type
+its declaration names, never through a loose dict.
 """
 
 from __future__ import annotations
 
 import operator
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Callable, NotRequired, Protocol, Sequence, TypedDict
+from dataclasses import asdict, dataclass, field, fields
+from typing import (TYPE_CHECKING, Annotated, Any, Callable, Generic, NotRequired, Protocol, Sequence, TypedDict,
+                    TypeVar, overload)
+
+from pydantic import BaseModel
 
 from ..core.config import Config, ReinjectConfig
 from ..core.edits import Edit
+from ..core.errors import ConfigError
 from ..core.model import Message
 from ..core.tokens import TokenCounter
 
@@ -24,7 +32,10 @@ if TYPE_CHECKING:
     from ..core.usage import Calibration
     from ..status.publish import PublisherState
     from ..status.snapshot import Snapshot
-    from ..summarizers.base import Summarizer
+
+T = TypeVar("T")
+C = TypeVar("C", bound=BaseModel)
+C_contra = TypeVar("C_contra", bound=BaseModel, contravariant=True)
 
 
 @dataclass
@@ -79,9 +90,35 @@ class StatusUpdate:
     tokens: int | None = None
 
 
+class StageInputs:
+    """What single stages and reinjectors take on a call beyond the shared context, one object per
+    type their declarations name (`Stage.needs`, `Stage.memory`, `Reinjector.needs`): the session
+    builds it for each call, a part reads its own with `ctx.inputs.get(TheType)`."""
+
+    __slots__ = ("_by_type",)
+
+    def __init__(self, *items: object) -> None:
+        self._by_type: dict[type, object] = {type(item): item for item in items}
+
+    @overload
+    def get(self, kind: type[T]) -> T | None: ...
+    @overload
+    def get(self, kind: type[T], default: T) -> T: ...
+
+    def get(self, kind: type[T], default: T | None = None) -> T | None:
+        """The input of this type, else `default` (None: the caller supplied none, a part does without)."""
+        item = self._by_type.get(kind)
+        return item if isinstance(item, kind) else default
+
+    def types(self) -> frozenset[type]:
+        return frozenset(self._by_type)
+
+
 @dataclass(frozen=True)
 class StageContext:
-    """Everything a stage or reinjector may use besides the view; built once per call by the session."""
+    """What every stage and reinjector may use besides the view; built once per call by the session.
+    Fields only one part reads do not belong here: that part declares an input type and reads it
+    from `inputs`."""
 
     config: Config
     counter: TokenCounter
@@ -89,16 +126,13 @@ class StageContext:
     now: float
     # Seconds since the previous call; None on the first call (nothing cached yet).
     idle_seconds: float | None = None
-    # A manual compaction (`Session.compact`, `--force`): autocompact fires whatever the size.
+    # A manual compaction (`Session.compact`, `--force`): every stage runs, autocompact fires whatever the size.
     forced: bool = False
-    # The user's focus for a manual compaction, quoted in the summary.
-    instructions: str | None = None
+    # The session's current epoch: a compaction starts the next one, and its summary, boundary and
+    # reinjected messages all name that one.
     epoch: int = 1
-    explicit_snips: Sequence[tuple[tuple[str, ...], str]] = ()
-    summarizer: Summarizer | None = None
     # Ids a stage must leave alone: the newest user message and everything after the last assistant turn.
     protected: frozenset[str] = frozenset()
-    consecutive_failures: int = 0
     # Tokens the view costs beyond its counted text: the harness's measured usage anchor and the
     # status publication planned after the graph. Every trigger compares against the sum.
     token_offset: int = 0
@@ -111,8 +145,6 @@ class StageContext:
     transcript: Sequence[Message] = ()
     # User text typed while the agent was busy, as (after message id, text): user input too.
     queued_inputs: Sequence[tuple[str | None, str]] = ()
-    status: StatusInputs | None = None
-    reinjectors: Sequence[Reinjector] = ()
     # The session's working-state ledger, updated with every message before the graph runs.
     ledger: Ledger | None = None
     # Cache economics (worksurface.engine.pricing). The session so far: model calls made before this one and
@@ -121,9 +153,17 @@ class StageContext:
     # Transcript ids no earlier call sent (new since the previous view): ingestion reduces only
     # these, and an edit re-bills only the others. None: the transcript's last assistant turn on.
     unsent_ids: frozenset[str] | None = None
-    # Per-session memory a stage may keep between calls (keyed by stage name), so it reads only what
-    # is new; a stage validates what it finds there and decides exactly as without it. None: no memory.
-    scratch: dict[str, Any] | None = None
+    # Each part's own inputs for this call (see `StageInputs`).
+    inputs: StageInputs = field(default_factory=StageInputs)
+
+
+CONTEXT_FIELDS = frozenset(f.name for f in fields(StageContext))
+
+
+def cache_is_cold(ctx: StageContext) -> bool:
+    """Whether the provider's prompt cache has expired since the previous call (idle past its TTL):
+    the whole prefix is billed again whatever a stage edits."""
+    return ctx.idle_seconds is not None and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
 
 
 def tokenizer_ratio(ctx: StageContext) -> float:
@@ -180,21 +220,77 @@ class PipelineState(TypedDict):
     status_update: NotRequired[StatusUpdate | None]
 
 
-class Stage(Protocol):
-    """A reducing stage: a module of `stages/` with a `NAME` and a `run` function."""
+class StageRun(Protocol[C_contra]):
+    """A stage's decision: edits for the view in `state`; `config` is the stage's own section."""
 
-    NAME: str
-
-    def run(self, state: PipelineState, config: Any, ctx: StageContext) -> StageResult:
-        """Decide edits for the view in `state`; `config` is this stage's own section of the Config."""
-        ...
+    def __call__(self, state: PipelineState, config: C_contra, ctx: StageContext, /) -> StageResult: ...
 
 
-class Reinjector(Protocol):
-    """A part of the working surface rebuilt after a compaction: a module of `reinjectors/`."""
+class StageDecline(Protocol[C_contra]):
+    """A cheap decision without side effects: the stage's skipped result when it would not edit on
+    this call, None when it would (then only `run` decides what)."""
 
-    NAME: str
+    def __call__(self, state: PipelineState, config: C_contra, ctx: StageContext, /) -> StageResult | None: ...
 
-    def run(self, view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
-        """Messages restoring this part that the view does not already show, within `budget` tokens."""
-        ...
+
+class ReinjectorRun(Protocol):
+    """Messages restoring one part of the working surface that the view does not already show,
+    within `budget` tokens (worksurface's tokenizer)."""
+
+    def __call__(self, view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int, /) -> Reinjection: ...
+
+
+def section_name(kind: type[BaseModel]) -> str:
+    """The field of Config whose type is `kind` (ConfigError unless exactly one is): a part declares
+    its config by type, not by name."""
+    names = [name for name, f in Config.model_fields.items() if f.annotation is kind]
+    if len(names) != 1:
+        raise ConfigError(f"{kind.__name__} is not one section of Config (found {names or 'none'})")
+    return names[0]
+
+
+def _no_trigger(config: Config) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Stage(Generic[C]):
+    """A reducing stage as its module declares it (`STAGE`, at the end of each module of stages/).
+
+    `trigger` is the view size (the call's tokens) at or below which the stage cannot fire: once the
+    view is under the trigger of every stage after the current one, the graph ends (0: it may fire on
+    any call, so it always gets its turn). `reads` names the `StageContext` fields it reads (through
+    the engine's helpers too; a test holds it to that)."""
+
+    name: str
+    config: type[C]
+    run: StageRun[C]
+    reads: frozenset[str]
+    trigger: Callable[[Config], int] = _no_trigger
+    # On a cold cache it may fire at any size (the prefix is billed again anyway).
+    fires_when_cold: bool = False
+    # Its inputs in `StageContext.inputs`, beyond the shared context.
+    needs: tuple[type, ...] = ()
+    # A per-session memory the session keeps for it between calls (in `StageContext.inputs`): the
+    # stage validates what it finds there and decides exactly as without it.
+    memory: Callable[[], object] | None = None
+    # For a stage whose run may be costly (a summary may call a model): the quiet-call walk takes
+    # only this decision and leaves an edit to the compiled graph.
+    decline: StageDecline[C] | None = None
+
+
+@dataclass(frozen=True)
+class Reinjector:
+    """A part of the working surface rebuilt after a compaction, as its module declares it
+    (`REINJECTOR`, at the end of each module of reinjectors/). Reinjectors run when a call wrote a new
+    compact boundary, in their registered order, each within what the ones before it left of the
+    post-compact target."""
+
+    name: str
+    run: ReinjectorRun
+    reads: frozenset[str]
+    config: type[ReinjectConfig] = ReinjectConfig
+    needs: tuple[type, ...] = ()
+    # A part that reports on the rebuilt view (the status baseline): it keeps a claim on the budget
+    # up to this cap, reserved first from a dry run, and runs after every other reinjector.
+    reserve: Callable[[ReinjectConfig], int] | None = None

@@ -769,13 +769,35 @@ class FileTracker:
         facts.sort(key=lambda f: (-f.last_index, f.path))
         return facts
 
+    # --- persistence: whole (`to_json`), or a file at a time for a saver that writes only what changed
+
     def to_json(self) -> dict[str, Any]:
-        files = {p: dataclasses.asdict(st) for p, st in self._tracker.files.items()}
-        for data in files.values():
-            data["actions"] = sorted(data["actions"])
-            if data["lines"] is not None:
-                data["lines"] = {str(k): v for k, v in data["lines"].items()}
-        return {"files": files, "open_file": self._tracker.open_file, "cwd": self.cwd, "fed": sorted(self._fed)}
+        return {"files": {path: self.file_json(path) for path in self._tracker.files}, **self.head_json()}
+
+    def head_json(self) -> dict[str, Any]:
+        """`to_json()` without its files (which a saver can write one by one, with `file_json`)."""
+        return {"open_file": self._tracker.open_file, "cwd": self.cwd, "fed": sorted(self._fed)}
+
+    def file_json(self, path: str) -> dict[str, Any]:
+        """One tracked file of `to_json()["files"]`. Field by field rather than `dataclasses.asdict`,
+        which deep-copies every held line of the file before it is serialized anyway."""
+        st = self._tracker.files[path]
+        data = {f.name: getattr(st, f.name) for f in dataclasses.fields(st)}
+        data["actions"] = sorted(data["actions"])
+        data["added"], data["removed"] = list(data["added"]), list(data["removed"])
+        if data["lines"] is not None:
+            data["lines"] = {str(k): v for k, v in data["lines"].items()}
+        return data
+
+    def file_marks(self) -> dict[str, tuple[Any, ...]]:
+        """Per tracked file, a mark that changes whenever its state does (a saver writes, a renderer
+        re-renders, only the files whose mark changed): every change touches the file at a newer
+        message or counts an edit, replaces or grows its lines, or sets one of these flags."""
+        return {path: (st.first_index, st.last_index, st.last_message_id, len(st.actions), st.content_index,
+                       st.content_message_id, st.edits, st.stale, st.complete, st.total, st.gone, st.moved_to,
+                       st.moved_from, len(st.added), len(st.removed), id(st.lines),
+                       -1 if st.lines is None else len(st.lines))
+                for path, st in self._tracker.files.items()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> "FileTracker":

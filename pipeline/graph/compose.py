@@ -1,44 +1,36 @@
-"""The staged graph: ingest -> budget -> snip -> microcompact -> collapse -> autocompact [-> reinject].
+"""The staged graph: the declared stages in their order [-> reinject].
 
-A LangGraph `StateGraph` with conditional edges: once the view is under every remaining trigger the
-reducing stages are skipped, and the reinjection node runs only when this call wrote a new compact
-boundary. Each node wraps one stage function: it applies the stage's edits to the view and
-recounts, so stages stay pure deciders. Most calls of a session edit nothing; `run_unedited` walks
-the same nodes and edges directly for them and hands the call to the compiled graph as soon as a
-stage decides an edit (the framework's per-node cost is then paid only when something happens).
+A LangGraph `StateGraph` with conditional edges, composed from the stages' and reinjectors'
+declarations (`engine.state.Stage`, `engine.state.Reinjector`) without naming any: once the view is
+under the trigger of every remaining stage the reducing stages are skipped, and the reinjection node
+runs only when this call wrote a new compact boundary. Each node wraps one stage function: it applies
+the stage's edits to the view and recounts, so stages stay pure deciders. Most calls of a session
+edit nothing; `StagedGraph.run_unedited` walks the same nodes and edges directly for them and hands
+the call to the compiled graph as soon as a stage decides an edit (the framework's per-node cost is
+then paid only when something happens). Both follow one definition of the order: `_next_step`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from worksurface.stages import autocompact, budget, collapse, ingest, microcompact, snip
-
 from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
+from ..core.errors import ConfigError
 from ..core.model import Message
 from ..core.view import insertion_point
-from ..engine.state import (PipelineState, Reinjection, Stage, StageContext, StageReport, StageResult, StatusUpdate,
-                    tokenizer_ratio, view_offset)
+from ..engine.state import (PipelineState, Reinjection, Reinjector, Stage, StageContext, StageReport, StageResult,
+                            StatusUpdate, cache_is_cold, section_name, tokenizer_ratio, view_offset)
 
-REDUCING_STAGES: tuple[Stage, ...] = (ingest, budget, snip, microcompact, collapse, autocompact)
-STAGE_NAMES = tuple(s.NAME for s in REDUCING_STAGES)
-_STAGES = {s.NAME: s for s in REDUCING_STAGES}
-SUMMARIZING_STAGE = autocompact.NAME
 REINJECT = "reinject"
-STATUS_REINJECTOR = "status"
-# The status baseline quotes the rebuilt view's size: between its dry run and the real one its figures
-# can grow by a few tokens.
-STATUS_SIZE_MARGIN = 16
-
-
-def _stage_config(config: Config, name: str) -> Any:
-    return getattr(config, name)
+# A part that reports the rebuilt view's size (the status baseline) quotes figures that can grow by a
+# few tokens between its dry run and the real one.
+RESERVE_SIZE_MARGIN = 16
 
 
 class _StageNode(Protocol):
@@ -47,9 +39,8 @@ class _StageNode(Protocol):
     def __call__(self, state: PipelineState, *, runtime: Runtime[StageContext]) -> dict[str, Any]: ...
 
 
-def _apply_stage(stage: Stage, state: PipelineState, ctx: StageContext) -> dict[str, Any]:
-    """One stage's node body: decide, apply its edits to the view and recount."""
-    result: StageResult = stage.run(state, _stage_config(ctx.config, stage.NAME), ctx)
+def _applied(result: StageResult, state: PipelineState, ctx: StageContext) -> dict[str, Any]:
+    """A stage's decision as a state update: its report, and its edits applied to the view and recounted."""
     update: dict[str, Any] = {"reports": [result.report]}
     if result.edits:
         view = apply_edits(state["view"], result.edits)
@@ -62,13 +53,6 @@ def _apply_stage(stage: Stage, state: PipelineState, ctx: StageContext) -> dict[
     return update
 
 
-def _node(stage: Stage) -> _StageNode:
-    def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-        return _apply_stage(stage, state, runtime.context)
-    node.__name__ = stage.NAME
-    return node
-
-
 @dataclass(frozen=True)
 class Rebuilt:
     """What the reinjectors rebuilt: their messages (the status baseline last), one report each, and
@@ -79,36 +63,39 @@ class Rebuilt:
     status: StatusUpdate | None
 
 
-def run_reinjectors(view: list[Message], budget: int, ctx: StageContext) -> Rebuilt:
-    """Run the context's reinjectors over `view` in their order, each within what the ones before it
-    left of `budget` (in the provider's tokens). The status baseline keeps its priority claim on the
-    budget but runs last, so that it reports the size of the rebuilt view. Used by the graph after a
-    compaction and by the harness hooks after the harness's own compaction."""
+def run_reinjectors(reinjectors: Sequence[Reinjector], view: list[Message], budget: int,
+                    ctx: StageContext) -> Rebuilt:
+    """Run `reinjectors` over `view` in their order, each within what the ones before it left of
+    `budget` (in the provider's tokens; reinjectors count with worksurface's tokenizer). Used by the
+    graph after a compaction and by the harness hooks after the harness's own compaction."""
     reports: list[StageReport] = []
     added: list[Message] = []
     status: StatusUpdate | None = None
     budget_left = budget
-    status_last = [r for r in ctx.reinjectors if r.NAME == STATUS_REINJECTOR]
     ratio = tokenizer_ratio(ctx)
-    reserved = 0
-    if status_last:
-        # Reserve what the baseline takes (a dry run at the current size; the figures it quotes change
-        # by a few tokens), not its whole cap: the rest of the cap is room the other reinjectors can use.
-        cap = min(ctx.config.reinject.status_tokens, max(0, budget_left))
-        dry = status_last[0].run(view, ctx.config.reinject, ctx, int(cap / ratio))
-        reserved = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + STATUS_SIZE_MARGIN)
-    budget_left -= reserved
+    # Each part's config section, by its declared type (a reinjection is rare: looked up when it runs).
+    parts = [(r, getattr(ctx.config, section_name(r.config))) for r in reinjectors]
+    # A part that reports on the rebuilt view keeps its claim on the budget but runs last, so that it
+    # reports the size of the rebuilt view (summary, tail and every other reinjected part). It
+    # reserves what it takes (a dry run at the current size; the figures it quotes change by a few
+    # tokens), not its whole cap: the rest of the cap is room the other reinjectors can use.
+    last = [(i, r, section) for i, (r, section) in enumerate(parts) if r.reserve is not None]
+    reserved: dict[int, int] = {}
+    for i, r, section in last:
+        assert r.reserve is not None
+        cap = min(r.reserve(section), max(0, budget_left))
+        dry = r.run(view, section, ctx, int(cap / ratio))
+        reserved[i] = min(cap, round(ctx.counter.messages(dry.messages) * ratio) + RESERVE_SIZE_MARGIN)
+        budget_left -= reserved[i]
     # A reinjected message's id names its epoch and a digest of its text: one the view already holds
     # (the same rebuild met again) is shown already and is not added twice. An earlier compaction's
     # reinjection kept in the tail has another epoch in its id; each reinjector skips what the view
     # shows instead (files: `_reinjected_in_tail`).
     present = {m.id for m in view}
-    for reinjector in [r for r in ctx.reinjectors if r.NAME != STATUS_REINJECTOR] + status_last:
-        if reinjector.NAME == STATUS_REINJECTOR:
-            budget_left += reserved
+    for i, reinjector, section in [(i, r, c) for i, (r, c) in enumerate(parts) if r.reserve is None] + last:
+        budget_left += reserved.get(i, 0)
         started = time.perf_counter()
-        # Reinjectors count with worksurface's tokenizer; the budget is in the provider's tokens.
-        result: Reinjection = reinjector.run(view + added, ctx.config.reinject, ctx, int(budget_left / ratio))
+        result: Reinjection = reinjector.run(view + added, section, ctx, int(budget_left / ratio))
         fresh = [m for m in result.messages if m.id not in present]
         present.update(m.id for m in fresh)
         budget_left -= round(ctx.counter.messages(fresh) * ratio)
@@ -121,10 +108,10 @@ def run_reinjectors(view: list[Message], budget: int, ctx: StageContext) -> Rebu
     return Rebuilt(added, reports, status)
 
 
-def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-    ctx = runtime.context
+def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: StageContext) -> dict[str, Any]:
+    """The reinjection node's body: the reinjectors within what the post-compact target leaves."""
     view, tokens = state["view"], state["tokens"]
-    rebuilt = run_reinjectors(view, ctx.config.post_compact_target - tokens, ctx)
+    rebuilt = run_reinjectors(reinjectors, view, ctx.config.post_compact_target - tokens, ctx)
     if not rebuilt.messages:
         return {"reports": rebuilt.reports, "status_update": rebuilt.status}
     # After the view's last message, unless its last turn still waits for a tool result: then before
@@ -137,80 +124,113 @@ def _reinject_node(state: PipelineState, runtime: Runtime[StageContext]) -> dict
             "status_update": rebuilt.status}
 
 
-def _min_remaining_trigger(ctx: StageContext, after: str) -> int:
-    """The lowest token trigger among the stages after `after`."""
-    # Snip has no token trigger (it batches by gain), so it always gets its turn.
-    triggers = {"budget": 0, "snip": 0, "microcompact": ctx.config.microcompact.trigger_tokens,
-                "collapse": ctx.config.collapse_trigger,
-                "autocompact": ctx.config.compaction_floor}
-    remaining = STAGE_NAMES[STAGE_NAMES.index(after) + 1:]
-    return min((triggers[n] for n in remaining if n in triggers), default=0)
+class StagedGraph:
+    """The stages and reinjectors of one session, composed: the compiled LangGraph (`invoke`) and the
+    direct walk over the same order for calls on which no stage edits (`run_unedited`)."""
 
+    def __init__(self, stages: Sequence[Stage[Any]], reinjectors: Sequence[Reinjector]) -> None:
+        names = [s.name for s in stages]
+        if not stages or len(set(names)) != len(names) or REINJECT in names:
+            raise ConfigError(f"the graph needs stages with distinct names other than {REINJECT!r}: {names}")
+        self.stages: tuple[Stage[Any], ...] = tuple(stages)
+        self.reinjectors: tuple[Reinjector, ...] = tuple(reinjectors)
+        self.names: tuple[str, ...] = tuple(names)
+        # Each stage's config section, found by its declared type once, here; a stage or reinjector
+        # whose type is not a section of Config fails at composition, not on a call.
+        self._sections = tuple(section_name(s.config) for s in self.stages)
+        for reinjector in self.reinjectors:
+            section_name(reinjector.config)
+        self._cold_after = tuple(any(s.fires_when_cold for s in self.stages[i + 1:]) for i in range(len(self.stages)))
+        self._triggers: tuple[Config, tuple[int, ...]] | None = None
+        self._compiled = self._compile()
 
-def _next_step(name: str, state: PipelineState, ctx: StageContext) -> str:
-    """Where the graph goes after stage `name`: reinjection after a compaction, the end once the view
-    is under every remaining trigger (unless forced, or a cold cache invites microcompact), else the
-    next stage."""
-    if state.get("compacted"):
-        return REINJECT
-    index = STAGE_NAMES.index(name)
-    if index + 1 >= len(STAGE_NAMES):
-        return END
-    cold = (ctx.idle_seconds is not None
-            and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
-            and index < STAGE_NAMES.index("microcompact"))
-    if not ctx.forced and not cold and state["tokens"] <= _min_remaining_trigger(ctx, name):
-        return END
-    return STAGE_NAMES[index + 1]
+    def _lowest_trigger_after(self, config: Config) -> tuple[int, ...]:
+        """For each stage, the lowest trigger among the stages after it (kept per Config: it is frozen,
+        and a session passes the same one on every call)."""
+        if self._triggers is None or self._triggers[0] is not config:
+            triggers = [s.trigger(config) for s in self.stages]
+            self._triggers = (config, tuple(min(triggers[i + 1:], default=0) for i in range(len(triggers))))
+        return self._triggers[1]
 
+    def _decide(self, index: int, state: PipelineState, ctx: StageContext) -> StageResult:
+        return self.stages[index].run(state, getattr(ctx.config, self._sections[index]), ctx)
 
-def _route_after(name: str) -> Callable[[PipelineState, Runtime[StageContext]], str]:
-    def route(state: PipelineState, runtime: Runtime[StageContext]) -> str:
-        return _next_step(name, state, runtime.context)
-    return route
+    def _next_step(self, index: int, state: PipelineState, ctx: StageContext) -> str:
+        """Where the graph goes after the stage at `index`: reinjection after a compaction, the end once
+        the view is under the trigger of every remaining stage (unless forced, or a cold cache
+        invites one that fires when cold), else the next stage."""
+        if state.get("compacted"):
+            return REINJECT
+        if index + 1 >= len(self.stages):
+            return END
+        cold = self._cold_after[index] and cache_is_cold(ctx)
+        if not ctx.forced and not cold and state["tokens"] <= self._lowest_trigger_after(ctx.config)[index]:
+            return END
+        return self.names[index + 1]
 
-
-def run_unedited(state: PipelineState, ctx: StageContext) -> PipelineState | None:
-    """The graph's own path for a call on which no stage edits: the same stage functions and the same
-    edges, walked directly, without the framework's per-node cost (most calls of a session are such
-    calls). None as soon as a stage decides an edit: the caller then runs the compiled graph, which
-    decides again from the start (stage decisions are pure; artifacts are content-addressed). At
-    autocompact only its decision is taken here (`autocompact.decline`): a summary may call a model,
-    so a compaction is left to the graph, and a forced call goes there from the start."""
-    if ctx.forced:
-        return None
-    reports: list[StageReport] = []
-    name = STAGE_NAMES[0]
-    while True:
-        update = _apply_stage(_STAGES[name], state, ctx)
-        if "view" in update:
+    def run_unedited(self, state: PipelineState, ctx: StageContext) -> PipelineState | None:
+        """The graph's own path for a call on which no stage edits: the same stage functions and the
+        same edges, walked directly, without the framework's per-node cost (most calls of a session are
+        such calls). None as soon as a stage decides an edit: the caller then runs the compiled graph,
+        which decides again from the start (stage decisions are pure; artifacts are content-addressed).
+        A stage that declares a `decline` is only asked that here (a summary may call a model), and a
+        forced call goes to the graph from the start."""
+        if ctx.forced:
             return None
-        reports += update["reports"]
-        step = _next_step(name, state, ctx)
-        if step == END:
-            return {**state, "reports": list(state["reports"]) + reports}
-        if step == REINJECT:
-            return None
-        if step == SUMMARIZING_STAGE:
-            # Whether to compact is decided without writing a summary; only a compaction needs the graph.
-            declined = autocompact.decline(state, _stage_config(ctx.config, step), ctx)
-            if declined is None:
+        reports: list[StageReport] = []
+        index = 0
+        while True:
+            stage = self.stages[index]
+            if stage.decline is not None:
+                declined = stage.decline(state, getattr(ctx.config, self._sections[index]), ctx)
+                if declined is None:
+                    return None
+                result = declined
+            else:
+                result = self._decide(index, state, ctx)
+            update = _applied(result, state, ctx)
+            if "view" in update:
                 return None
-            return {**state, "reports": list(state["reports"]) + reports + [declined.report]}
-        name = step
+            reports += update["reports"]
+            step = self._next_step(index, state, ctx)
+            if step == END:
+                return {**state, "reports": list(state["reports"]) + reports}
+            if step == REINJECT:
+                return None
+            index += 1
 
+    def invoke(self, state: PipelineState, ctx: StageContext) -> PipelineState:
+        """The compiled graph on one call (each invocation passes its StageContext as the run context)."""
+        final: PipelineState = self._compiled.invoke(state, context=ctx)
+        return final
 
-def build_graph() -> Any:
-    """Compile the staged graph (done once per Session; each invocation passes its StageContext as
-    the run context: `graph.invoke(state, context=ctx)`)."""
-    graph = StateGraph(PipelineState, context_schema=StageContext)
-    for stage in REDUCING_STAGES:
-        graph.add_node(stage.NAME, _node(stage))
-    graph.add_node(REINJECT, _reinject_node)
-    graph.add_edge(START, STAGE_NAMES[0])
-    for i, name in enumerate(STAGE_NAMES):
-        nxt = STAGE_NAMES[i + 1] if i + 1 < len(STAGE_NAMES) else None
-        targets = [REINJECT, END] + ([nxt] if nxt else [])
-        graph.add_conditional_edges(name, _route_after(name), targets)
-    graph.add_edge(REINJECT, END)
-    return graph.compile()
+    def run(self, state: PipelineState, ctx: StageContext) -> PipelineState:
+        """One call: walked directly when no stage edits, else the compiled graph."""
+        final = self.run_unedited(state, ctx)
+        return final if final is not None else self.invoke(state, ctx)
+
+    def _node(self, index: int) -> _StageNode:
+        def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+            return _applied(self._decide(index, state, runtime.context), state, runtime.context)
+        node.__name__ = self.names[index]
+        return node
+
+    def _route_after(self, index: int) -> Callable[[PipelineState, Runtime[StageContext]], str]:
+        def route(state: PipelineState, runtime: Runtime[StageContext]) -> str:
+            return self._next_step(index, state, runtime.context)
+        return route
+
+    def _reinject_node(self, state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+        return _reinjected(self.reinjectors, state, runtime.context)
+
+    def _compile(self) -> Any:
+        graph = StateGraph(PipelineState, context_schema=StageContext)
+        for i, name in enumerate(self.names):
+            graph.add_node(name, self._node(i))
+        graph.add_node(REINJECT, self._reinject_node)
+        graph.add_edge(START, self.names[0])
+        for i, name in enumerate(self.names):
+            targets = [REINJECT, END] + list(self.names[i + 1:i + 2])
+            graph.add_conditional_edges(name, self._route_after(i), targets)
+        graph.add_edge(REINJECT, END)
+        return graph.compile()

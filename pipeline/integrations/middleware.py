@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 class WorksurfaceMiddleware(AgentMiddleware):
     """For `create_agent(middleware=[WorksurfaceMiddleware(...)])`. Sessions as in
-    `make_pre_model_hook`: a base directory, None (memory-only) or a callable key -> Session,
+    `make_pre_model_hook`: a base directory, a `postgresql://` URL (sessions shared by every machine
+    running the agent), None (memory-only) or a callable key -> Session,
     one per LangGraph thread id and named agent (`create_agent(name=...)`); `config` goes to
     `Session.open` (`summarizer=` takes a LangChain chat model or a "provider:model" string, as
     SummarizationMiddleware does). The agent gets the `fetch_artifact` tool (`self.tools`), so the

@@ -72,10 +72,22 @@ def thread_dirname(thread_id: str) -> str:
     return f"{_UNSAFE_CHARS.sub('_', thread_id)[:48]}-{digest}"
 
 
+def session_id_for(key: str) -> str:
+    """A database session id for a pool key: the key itself when a database can hold it, else its
+    sanitized form with a hash (as a directory name would be)."""
+    from ..core.errors import InvalidSessionIdError
+    from ..session.pgstore import check_session_id
+
+    try:
+        return check_session_id(key)
+    except InvalidSessionIdError:
+        return thread_dirname(key)
+
+
 class SessionPool:
     """Sessions by thread id and agent, opened on first use. `source` is a base directory (one
-    subdirectory per thread, and per named agent on a thread), None (memory-only sessions), or a
-    callable key -> Session (the key is the thread id, or `session_key(thread, agent)`). `config`
+    subdirectory per thread, and per named agent on a thread), a `postgresql://` URL (one session per
+    key in that database), None (memory-only sessions), or a callable key -> Session (the key is the thread id, or `session_key(thread, agent)`). `config`
     goes to `Session.open` (config overrides, `summarizer=`...)."""
 
     def __init__(self, source: SessionSource = None, **config: Any) -> None:
@@ -104,6 +116,9 @@ class SessionPool:
         if callable(self._source):
             return self._source(key)
         from ..session.session import Session  # imported on first use: keeps importing an integration light
+        from ..session.pgstore import is_postgres_url
+        if is_postgres_url(self._source):
+            return Session.open(str(self._source), session_id=session_id_for(key), **self._config)
         name = thread_dirname(key) if plain_thread else key  # an agent key is already two safe names
         path = None if self._source is None else Path(self._source) / name
         return Session.open(path, **self._config)

@@ -254,7 +254,7 @@ class Ledger:
             r.edits = dict(newest)
         self.files.feed(messages, index, new_from)
         # Rendering every file's facts reads every line held; only when a tracked file changed.
-        marks = self._file_marks()
+        marks = self.files.file_marks()
         if marks != self._files_rendered:
             r.files = _with_newest_contents(self.files.facts())
             self._files_rendered = marks
@@ -378,24 +378,20 @@ class Ledger:
         self._json_memo[id(record)] = (record, data)  # the record is held, so its id is not reused
         return data
 
-    def _file_marks(self) -> dict[str, tuple[Any, ...]]:
-        return {path: _file_mark(st) for path, st in _tracker_files(self.files).items()}
-
     def save(self) -> "LedgerSave":
         """What to write so the store holds this ledger: the small head always, and only the parts and
         tracked files that changed since the last `saved` (a call's work follows what is new, not the
         size of the session). Call `saved(result)` once the store committed it."""
         sources = self._part_sources()
         marks = {name: mark for name, (mark, _) in sources.items()}
-        files = self._file_marks()
+        files = self.files.file_marks()
         old, old_files = self._saved
         parts = {PART_PREFIX + name: make() for name, (mark, make) in sources.items()
                  if name not in old or old[name] != mark}
-        tracked = _tracker_files(self.files)
-        parts.update({FILE_PREFIX + path: _file_json(tracked[path]) for path, mark in files.items()
+        parts.update({FILE_PREFIX + path: self.files.file_json(path) for path, mark in files.items()
                       if old_files.get(path) != mark})
         head = self._small_json()
-        head.update(parts=list(sources), file_tracker=_tracker_head(self.files, list(files)))
+        head.update(parts=list(sources), file_tracker={**self.files.head_json(), "paths": list(files)})
         return LedgerSave(head, parts, (marks, files))
 
     def write(self, set_meta: Callable[[str, Any], None]) -> "LedgerSave | None":
@@ -430,7 +426,7 @@ class Ledger:
         tracker["files"] = {path: get(FILE_PREFIX + path) for path in tracker.pop("paths")}
         data["file_tracker"] = tracker
         ledger = cls.from_json(data)
-        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()}, ledger._file_marks())
+        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()}, ledger.files.file_marks())
         return ledger
 
     @classmethod
@@ -458,7 +454,7 @@ class Ledger:
         r.own_summaries = dict(data.get("own_summaries", {}))
         r.conversation_seen = int(data.get("conversation_seen", 0))
         r.files = _with_newest_contents(ledger.files.facts())  # derived, not stored (DERIVED_PARTS)
-        ledger._files_rendered = ledger._file_marks()
+        ledger._files_rendered = ledger.files.file_marks()
         return ledger
 
 
@@ -590,35 +586,3 @@ def _open_call_start(transcript: Sequence[Message], start: int, end: int) -> int
         if any(c.id not in answered for c in transcript[i].tool_calls):
             return i
     return end
-
-
-def _tracker_files(tracker: FileTracker) -> dict[str, Any]:
-    """The tracker's per-file states (path -> its mutable state). Read here, beside the tracker's own
-    `to_json`, so the ledger saves and re-renders only the files a call changed."""
-    files: dict[str, Any] = tracker._tracker.files
-    return files
-
-
-def _file_mark(st: Any) -> tuple[Any, ...]:
-    """Changes whenever a file's state does: every change touches the file at a newer message or
-    counts an edit, replaces or grows its lines, or sets one of these flags."""
-    lines = st.lines
-    return (st.first_index, st.last_index, st.last_message_id, len(st.actions), st.content_index,
-            st.content_message_id, st.edits, st.stale, st.complete, st.total, st.gone, st.moved_to,
-            st.moved_from, len(st.added), len(st.removed), id(lines), -1 if lines is None else len(lines))
-
-
-def _file_json(st: Any) -> dict[str, Any]:
-    """One file of `FileTracker.to_json()["files"]`. Field by field rather than `dataclasses.asdict`,
-    which deep-copies every held line of the file before it is serialized anyway."""
-    data = {f.name: getattr(st, f.name) for f in dataclasses.fields(st)}
-    data["actions"] = sorted(data["actions"])
-    data["added"], data["removed"] = list(data["added"]), list(data["removed"])
-    if data["lines"] is not None:
-        data["lines"] = {str(k): v for k, v in data["lines"].items()}
-    return data
-
-
-def _tracker_head(tracker: FileTracker, paths: list[str]) -> dict[str, Any]:
-    """`FileTracker.to_json()` without its files, which are saved one per key."""
-    return {"open_file": tracker._tracker.open_file, "cwd": tracker.cwd, "fed": sorted(tracker._fed), "paths": paths}

@@ -17,6 +17,7 @@ from ..core.errors import ContextOverflowError
 from ..formats.base import Transcript
 from ..core.model import Message, Origin, message_text
 from ..offline.replay import cached_prefix_tokens, call_points, replay_clock
+from ..session.locations import describe
 from .fates import FATE_LABELS, Fate, clip, compute_cells
 
 REPORT_VERSION = 1
@@ -44,9 +45,10 @@ def text_chars(messages: int) -> int:
 
 def build_report(transcript: Transcript, *, source: str, at: str | int | None = None,
                  config: Config | None = None, force: bool = False, replay: bool = False,
-                 probes: Any = None, session_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """Run the transcript (cut at `at`) through a session and gather everything the page shows.
-    `probes` is a `ProbeSet` or None."""
+                 probes: Any = None, session: str | os.PathLike[str] | None = None,
+                 session_id: str | None = None) -> dict[str, Any]:
+    """Run the transcript (cut at `at`) through a session (kept at `session`, as `Session.open` takes
+    it, or in memory) and gather everything the page shows. `probes` is a `ProbeSet` or None."""
     from ..probes.cut import cut, cut_transcript
     from ..session.session import Session  # LangGraph is slow to import; load it when a report is built
 
@@ -58,16 +60,16 @@ def build_report(transcript: Transcript, *, source: str, at: str | int | None = 
     messages = transcript.messages
     started = time.perf_counter()
     calls: list[dict[str, Any]] = []
-    with Session.open(session_dir, config=cfg) as session:
+    with Session.open(session, session_id=session_id, config=cfg) as kept:
         if replay:
-            view, report, last_compaction, calls = _replay(messages, session)
+            view, report, last_compaction, calls = _replay(messages, kept)
         else:
-            prepared = session.prepare(transcript, force=force)
+            prepared = kept.prepare(transcript, force=force)
             view, report, last_compaction = prepared.messages, prepared.report.to_json(), None
-        edits = session.edits
-        cells = compute_cells(messages, edits, view, session.counter, text_chars(len(messages)))
-        surface = _surface(view, session)
-        counter = session.counter
+        edits = kept.edits
+        cells = compute_cells(messages, edits, view, kept.counter, text_chars(len(messages)))
+        surface = _surface(view, kept)
+        counter = kept.counter
         transcript_tokens = counter.messages(messages)
         view_tokens = counter.messages(view)
     built_ms = (time.perf_counter() - started) * 1000
@@ -78,7 +80,7 @@ def build_report(transcript: Transcript, *, source: str, at: str | int | None = 
                    "tokens": transcript_tokens, "at": at, "cut_from": len(original.messages)},
         "config": {"window": cfg.window, "threshold": cfg.threshold,
                    "post_compact_target": cfg.post_compact_target, "force": force, "replay": replay,
-                   "session": str(session_dir) if session_dir else None},
+                   "session": describe(session, session_id) if session else None},
         "view": {"messages": len(view), "tokens": view_tokens},
         "fates": [{"fate": f.value, "label": FATE_LABELS[f], "count": counts.get(f.value, 0)} for f in Fate],
         "counts": {f.value: counts.get(f.value, 0) for f in Fate},

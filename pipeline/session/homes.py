@@ -7,7 +7,7 @@ it serves, so the artifacts its markers name can be found from that file alone.
 - in Codex's home: `$CODEX_HOME/worksurface/<session-id>/` (the Codex hook).
 
 Session data holds whatever the transcript held, secrets included: these directories are created
-private (0700) and the artifact files in them 0600 (see `store.SessionStore`).
+private (0700) and the artifact files in them 0600 (see `diskstore.DiskStore`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..core.errors import SessionError
 
 SUFFIX = ".worksurface"
 FOLDER = "worksurface"
-# A session directory is recognised by its diskcache folder (see store.SessionStore).
+# A session directory is recognised by its diskcache folder (see diskstore.DiskStore).
 DB_FOLDER = "db"
 ARTIFACTS_FOLDER = "artifacts"
 # Session ids become directory names: only these characters, so an id can never climb out.

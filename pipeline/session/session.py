@@ -14,33 +14,37 @@ import hashlib
 import itertools
 import logging
 import operator
-import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..core.clearing import HARNESS_STAGE, clearing_edits
 from ..core.config import Config
 from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
-from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, WorksurfaceError
+from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError, WorksurfaceError
 from ..formats.base import Transcript
-from ..graph.compose import STAGE_NAMES, build_graph, run_unedited
+from ..graph.compose import StagedGraph
+from ..graph.registry import REINJECTORS, STAGE_NAMES, STAGES
 from ..ledger import Ledger
 from ..core.model import Message, Origin, orphans
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
-from ..engine.state import PipelineState, Reinjector, StageContext, StageReport, StatusInputs, view_offset
+from ..engine.state import (PipelineState, Reinjector, StageContext, StageInputs, StageReport, StatusInputs,
+                            view_offset)
 from ..status import PublisherState, event_to_json
 from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
 from ..status.replay import epoch_after
-from .store import MemoryStore, SessionStore, Store
+from .locations import Location, open_store
+from .store import MemoryStore, Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.usage import calibrate
 from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
 from ..engine.protection import protected_ids
+from worksurface.stages.autocompact import CompactionInputs
+from worksurface.stages.snip import SnipRequests
 
 if TYPE_CHECKING:
     from ..subagents.brief import Brief
@@ -117,8 +121,8 @@ class Session:
         self.config = config
         self.summarizer = resolve_summarizer(summarizer) or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
-        self.reinjectors = tuple(reinjectors) if reinjectors is not None else _default_reinjectors()
-        self._graph = build_graph()
+        self.reinjectors = tuple(reinjectors) if reinjectors is not None else REINJECTORS
+        self._graph = StagedGraph(STAGES, self.reinjectors)
         self._noted: set[str] = set()  # messages whose recovery cleaning the report already named
         self.status_bar = StatusBar(config)
         with store.lock():
@@ -128,7 +132,9 @@ class Session:
         """(Re)read the log, edits and ledger from the store: at open, and when another process
         committed since (its generation number moved on)."""
         store = self.store
-        self.counter.load_message_counts(store.token_cache())
+        store.check()
+        with _reading(store, "token cache"):
+            self.counter.load_message_counts(store.token_cache())
         self._log: list[Message] = store.log_messages()
         self._digests: list[str] = [m.digest for m in self._log]
         # Running token totals, so a call counts only its new messages: _log_tokens[i] is the tokens of
@@ -142,15 +148,19 @@ class Session:
         self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
         self._boundary_seen: tuple[int, Message, int] | None = None  # (messages read, the last, epoch)
         self._calls_seen: tuple[int, int] = (0, 0)  # (live messages read, model calls among them)
-        self._scratch: dict[str, Any] = {}  # stages' memory between calls (StageContext.scratch)
+        # The stages' memory between calls, one object per stage that declares one (Stage.memory).
+        self._memories = tuple(s.memory() for s in self._graph.stages if s.memory is not None)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
-        self.ledger = Ledger.load(store.get_meta)
+        with _reading(store, "ledger"):
+            self.ledger = Ledger.load(store.get_meta)
         self.status_bar = StatusBar(self.config)
         self.status_bar.tokens_override = store.get_meta("status_tokens_override")
-        self._verify_reopened()
+        with _reading(store, "log and edits"):
+            self._verify_reopened()
         self._billing = PromptCache(price_model(self.config.pricing), self.counter)
-        self._billing.restore(store.get_meta("billing"), self._cached[2] if self._cached else None)
+        with _reading(store, "billing state"):
+            self._billing.restore(store.get_meta("billing"), self._cached[2] if self._cached else None)
 
     def _verify_reopened(self) -> None:
         """A reopened session must rebuild exactly the view it last returned."""
@@ -159,8 +169,8 @@ class Session:
             return
         view = self.view()
         if view_digest(view) != stored:
-            raise SessionError(f"{getattr(self.store, 'path', 'session')}: the stored log and edits do not rebuild "
-                               "the last view (damaged directory, or written by another worksurface version)")
+            raise StoreDamagedError("the stored log and edits do not rebuild the last view (damaged, or written "
+                                    "by another worksurface version)", store=self.store.location)
         self._cached = (len(self._log), len(self._edits), view)
 
     @staticmethod
@@ -173,23 +183,33 @@ class Session:
         return summarizer
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None,
-             summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
-        """Open or create the session at `path`; config from `config`, else defaults, then overrides.
-        `summarizer`: a Summarizer, a LangChain chat model, a "provider:model" string for LangChain's
-        init_chat_model, or None for the configured one (the structured summarizer by default)."""
+    def open(cls, location: Location | Store | None = None, *, session_id: str | None = None,
+             config: Config | None = None, summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
+        """Open or create the session at `location`: a directory (the session itself, or with
+        `session_id` its subdirectory of that name), a `postgresql://` URL (`session_id` required: it
+        names the session in the database), an open `Store`, or None for memory only. Config from
+        `config`, else defaults, then `overrides`. `summarizer`: a Summarizer, a LangChain chat model, a
+        "provider:model" string for LangChain's init_chat_model, or None for the configured one (the
+        structured summarizer by default)."""
         cfg = (config or Config()).with_overrides(**overrides)
-        counter = TokenCounter()
-        store: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
-        return cls(store, cfg, summarizer, counter=counter)
+        if isinstance(location, Store):
+            store, counter = location, location.counter
+        else:
+            counter = TokenCounter()
+            store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
+        try:
+            return cls(store, cfg, summarizer, counter=counter)
+        except BaseException:
+            store.close()
+            raise
 
-    def fork(self, path: str | os.PathLike[str] | None = None) -> "Session":
+    def fork(self, location: Location | None = None, *, session_id: str | None = None) -> "Session":
         """An independent child session from a snapshot of this one (log, edits, artifacts, ledger,
-        status state), in a new directory at `path` or in memory. Its view at the fork point is this
-        session's, byte for byte (a provider's prompt cache is shared); later changes on either side
-        never reach the other (seed 003: a fork copies the decisions, not the mutable container)."""
+        status state), at a new `location` (as `open` takes it) or in memory. Its view at the fork point
+        is this session's, byte for byte (a provider's prompt cache is shared); later changes on either
+        side never reach the other (seed 003: a fork copies the decisions, not the mutable container)."""
         counter = TokenCounter()
-        child: Store = MemoryStore(counter) if path is None else SessionStore.open(Path(path), counter)
+        child: Store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
         try:
             self.store.copy_to(child)
             return Session(child, self.config, self.summarizer, self.reinjectors, counter)
@@ -407,18 +427,19 @@ class Session:
             # The breaker half-opens once the view has grown enough for another attempt to differ.
             if self.counter.messages(view) + offset >= store.get_meta("breaker_retry_tokens", 0):
                 failures = 0
+        epoch = max(store.get_meta("epoch", FIRST_EPOCH), self._live_epoch(live, keep),
+                    self._boundary_epoch(_as_messages(transcript)))
+        inputs = StageInputs(CompactionInputs(instructions, self.summarizer, failures), SnipRequests(snips),
+                             status, *self._memories)
         return StageContext(
             config=self.config, counter=self.counter, artifacts=store, now=now,
-            idle_seconds=None if last is None else max(0.0, now - last), forced=force,
-            instructions=instructions, epoch=max(store.get_meta("epoch", FIRST_EPOCH), self._live_epoch(live, keep),
-                                                 self._boundary_epoch(_as_messages(transcript))),
-            explicit_snips=snips, summarizer=self.summarizer, protected=protected_ids(view),
-            consecutive_failures=failures, token_offset=offset, transcript=live,
-            queued_inputs=_queued(transcript), status=status, reinjectors=self.reinjectors, ledger=self.ledger,
+            idle_seconds=None if last is None else max(0.0, now - last), forced=force, epoch=epoch,
+            protected=protected_ids(view), token_offset=offset, transcript=live,
+            queued_inputs=_queued(transcript), ledger=self.ledger,
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
             unsent_ids=frozenset(m.id for m in live[keep:]) if self._log else None,
-            call_stats=self._call_stats(live, keep, raw_tokens), scratch=self._scratch)
+            call_stats=self._call_stats(live, keep, raw_tokens), inputs=inputs)
 
     def _call_stats(self, live: list[Message], keep: int, tokens: int) -> CallStats:
         """`pricing.stats_from_transcript(live)` (whose size is `tokens`), counting call starts only in
@@ -456,11 +477,8 @@ class Session:
     def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
         start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
                                 "compacted": False}
-        # Most calls edit nothing: walk the graph's path directly, and compile-run it only when a stage acts.
-        final = run_unedited(start, ctx)
-        if final is None:
-            final = self._graph.invoke(start, context=ctx)
-        return final
+        # Most calls edit nothing: the graph's path is walked directly, compile-run only when a stage acts.
+        return self._graph.run(start, ctx)
 
     def _check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True) -> None:
         if not rewound and edits and all(_status_only(e) for e in edits):
@@ -492,7 +510,8 @@ class Session:
         auto = next(s for s in report.stages if s.name == "autocompact")
         if auto.skipped and auto.skipped.startswith("stopped after") and report.tokens_after > self.config.threshold:
             retry = self.store.get_meta("breaker_retry_tokens", 0)
-            report.notices.append(f"autocompact is paused after {ctx.consecutive_failures} failed compactions: the "
+            failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures
+            report.notices.append(f"autocompact is paused after {failures} failed compactions: the "
                                   f"view is {report.tokens_after} tokens, over the threshold of "
                                   f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
         target = self.config.post_compact_target
@@ -547,9 +566,8 @@ class Session:
             if keep < len(self._log):
                 store.truncate_log(keep)
                 store.drop_edits(HARNESS_STAGE)  # derived again from the transcript (see _sync)
-            if self.status_bar.reset_pending:
+            if self.status_bar.reset_pending:  # cleared once committed: a failed commit is retried whole
                 store.drop_edits("status")
-                self.status_bar.reset_pending = False
             if keep < len(live):
                 store.append_messages(live[keep:])
             if new_edits:
@@ -574,6 +592,7 @@ class Session:
             store.update_token_cache(self.counter.take_unsaved())
             store.set_meta("billing", self._billing.state_json())
             self._bump_generation()
+        self.status_bar.reset_pending = False
         if ledger_save is not None:
             self.ledger.saved(ledger_save)
         self._log = self._log[:keep] + list(live[keep:])
@@ -603,6 +622,18 @@ class Session:
     def _bump_generation(self) -> None:
         self._generation = self.store.get_meta("generation", 0) + 1
         self.store.set_meta("generation", self._generation)
+
+
+@contextmanager
+def _reading(store: Store, what: str) -> Iterator[None]:
+    """Stored state whose shape the reader does not expect is damage of the store, named as such."""
+    try:
+        yield
+    except StoreDamagedError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise StoreDamagedError(f"the stored {what} does not read back ({type(exc).__name__}: {exc})",
+                                store=store.location) from None
 
 
 def _breaks_cache(edits: Sequence[Edit], new: Sequence[Message]) -> bool:
@@ -644,11 +675,6 @@ def _transcript_epoch(live: Sequence[Message]) -> int:
     file worksurface compacted before), so new ids never collide with the ones already there."""
     epochs = [m.meta.get("epoch") for m in live if m.origin is not Origin.CONVERSATION]
     return max((e for e in epochs if isinstance(e, int)), default=FIRST_EPOCH)
-
-
-def _default_reinjectors() -> tuple[Reinjector, ...]:
-    from worksurface.reinjectors import DEFAULT_REINJECTORS
-    return tuple(DEFAULT_REINJECTORS)
 
 
 def compact(messages: Transcript | Sequence[Message], *, force: bool = False, instructions: str | None = None,

@@ -1,64 +1,49 @@
-"""Session storage: the append-only message log, sticky edits, artifacts, metadata and the last view.
+"""The session store contract: the append-only message log, sticky edits, artifacts, metadata, the
+token cache and transactions, implemented once (`Store`) over a tiny key-value layer of JSON texts
+that each backend provides.
 
-`SessionStore` keeps a session in a directory (diskcache over SQLite) so a harness process can crash,
-restart and reproduce the same view byte for byte. `MemoryStore` has the same API in memory, for the
-one-shot `compact()`. Both keep every value as JSON text behind one small key-value layer, so they
-behave identically and a transaction can roll back either one.
-
-Directory layout: `db/` (the diskcache), `artifacts/<id>.txt` (artifact files a model can open),
-`lock` (the inter-process lock file). A session holds what the transcript held, secrets included: the
-directories it creates are private (0700) and its artifact and lock files 0600.
+Backends: `DiskStore` (`diskstore.py`: a directory, diskcache over SQLite, the embedded default),
+`PostgresStore` (`pgstore.py`: one session in a PostgreSQL database, for workers on several hosts)
+and `MemoryStore` (here: the one-shot `compact()`). Every value is JSON text, so the backends behave
+identically, a transaction rolls back any of them, and a session moves between them record by record
+(`records` / `restore`: fork, export, import). Every read is checked (`integrity.py`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Self, Sequence
-
-import diskcache
+from typing import Any, Callable, Iterable, Iterator, Mapping, Self, Sequence
 
 from ..core.edits import Edit, edit_from_json, edit_to_json, refers_to
 from ..core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
-from ..core.fileio import PRIVATE_FILE_MODE, atomic_write
+from ..core.lazy import lazy_getattr
 from ..core.model import Message
 from ..core.serial import message_from_json, message_to_json
-from ..engine.state import Artifact
 from ..core.tokens import TokenCounter
+from ..engine.state import Artifact
+from . import integrity
+from .integrity import VERSION_KEY
 
-# Bumped when the key layout changes, so an old directory is refused instead of misread.
+# Bumped when the key layout changes, so an old store is refused instead of misread.
 STORE_VERSION = 1
 # The artifact id is this many hex chars of the content's blake2b: 64 bits, collision-free in practice
 # for one session, and short enough to quote in a marker the model reads.
 ARTIFACT_ID_CHARS = 16
-# How often a waiting `lock()` retries; short enough to feel instant, long enough not to spin.
-LOCK_POLL_SECONDS = 0.05
 # The token cache is written as appended chunks (cheap updates); past this many it is merged into one
 # so reading it stays a handful of lookups.
 TOKEN_CACHE_MAX_CHUNKS = 32
-# diskcache defaults to evicting old entries past 1 GB; a session must never lose data silently.
-# diskcache keeps values of `disk_min_file_size` bytes or more in separate files and deletes those
-# files at once inside a transaction, before the SQL commit: a crash then leaves rows pointing at
-# missing files, which no rollback brings back. Every value stays inside SQLite (its limit is 1 GB a
-# value), so a transaction is all or nothing.
-INLINE_VALUE_LIMIT = 2**30 - 1
-DISKCACHE_SETTINGS: dict[str, Any] = {"eviction_policy": "none", "statistics": 0, "tag_index": 0,
-                                      "disk_min_file_size": INLINE_VALUE_LIMIT}
-# Session directories (the session, its db and artifacts) are created readable by their owner only.
-PRIVATE_DIR_MODE = 0o700
+ARTIFACT_PREFIX = "artifact:"
+INFO_SUFFIX = ":info"
 
 
 def _dumps(value: Any, what: str) -> str:
-    """JSON text for storage. ASCII-escaped so lone surrogates from odd transcripts survive SQLite;
-    key order kept (not sorted) so raw provider records round-trip unchanged."""
+    """JSON text for storage. ASCII-escaped so lone surrogates from odd transcripts survive SQLite (and
+    no NUL reaches PostgreSQL's text); key order kept (not sorted) so raw provider records round-trip."""
     try:
         return json.dumps(value, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -70,13 +55,20 @@ def content_digest(content: str) -> str:
     return hashlib.blake2b(content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def is_artifact_content(key: str) -> bool:
+    """`artifact:<id>` holds an artifact's content (large; backends may keep it apart), `artifact:<id>:info`
+    its record."""
+    return key.startswith(ARTIFACT_PREFIX) and not key.endswith(INFO_SUFFIX)
+
+
 def _edit_refs(data: Mapping[str, Any]) -> tuple[str, ...]:
     return edit_from_json(dict(data)).refs
 
 
 class Store(ABC):
-    """The session store API (type against this to accept either backend). Implemented once over a
-    tiny key-value layer of JSON texts (`_get`, `_put`, `_delete`, `_atomic`) that backends provide."""
+    """The session store API (type against this to accept any backend). Implemented once over a tiny
+    key-value layer of JSON texts (`_get`, `_get_many`, `_put`, `_delete`, `_keys`, `_atomic`) that
+    backends provide, with `lock` (one writer per session) and `_materialize` (an artifact file)."""
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self._counter = counter
@@ -86,6 +78,10 @@ class Store(ABC):
 
     @abstractmethod
     def _get(self, key: str) -> str | None: ...
+
+    def _get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """The texts of several keys, in order (a backend with round trips answers in one)."""
+        return [self._get(k) for k in keys]
 
     @abstractmethod
     def _put(self, key: str, text: str) -> None: ...
@@ -107,7 +103,13 @@ class Store(ABC):
 
     @abstractmethod
     def lock(self, timeout: float = 30.0) -> Any:
-        """Serialize users of this session (re-entrant within one store object)."""
+        """Serialize users of this session (re-entrant within one store object); raises
+        `SessionLockedError` after `timeout` seconds."""
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where this session is, for messages (never a password)."""
 
     def close(self) -> None:
         """Release resources; the store must not be used afterwards."""
@@ -120,10 +122,45 @@ class Store(ABC):
 
     def _load(self, key: str, default: Any = None) -> Any:
         text = self._get(key)
-        return default if text is None else json.loads(text)
+        return default if text is None else integrity.decode(self.location, key, text)
 
     def _save(self, key: str, value: Any, what: str) -> None:
         self._put(key, _dumps(value, what))
+
+    def _count(self, key: str) -> int:
+        return integrity.count(self.location, key, self._load(key, 0))
+
+    def _entries(self, pattern: str, n: int, what: str) -> list[Any]:
+        """Entries 0..n-1 of a sequence, decoded; a missing one is damage."""
+        keys = [pattern.format(i) for i in range(n)]
+        out = []
+        for key, text in zip(keys, self._get_many(keys)):
+            if text is None:
+                raise integrity.StoreDamagedError(f"{what} entry is missing (the length says {n})",
+                                                  store=self.location, key=key)
+            out.append(integrity.decode(self.location, key, text))
+        return out
+
+    def _open_checked(self) -> None:
+        """At open: check the version record; stamp a new store with this version. A store that looks
+        new is checked again under the lock before it is stamped: another process may be stamping it
+        (or writing to it) between this one's reads, which must read as neither new nor damaged."""
+        if self._get(VERSION_KEY) is not None:
+            integrity.check_version_record(self, STORE_VERSION)
+            return
+        with self.lock():
+            if integrity.check_version_record(self, STORE_VERSION):
+                with self._atomic():
+                    self._save(VERSION_KEY, STORE_VERSION, "store version")
+
+    def _committed_before(self) -> bool:
+        """Under the lock: whether values were ever committed to this session, where the backend keeps
+        count (a database's revision); such a store that holds nothing was emptied, not new."""
+        return False
+
+    def check(self) -> None:
+        """The integrity check before a session is read (`integrity.check_lengths`); call it under `lock()`."""
+        integrity.check_lengths(self)
 
     # --- transactions -----------------------------------------------------------------------------
 
@@ -139,46 +176,62 @@ class Store(ABC):
             self._token_mirror = None
             raise
 
-    # --- copying (fork) ---------------------------------------------------------------------------
+    # --- moving a whole session (fork, export, import) --------------------------------------------
+
+    def records(self) -> Iterator[tuple[str, str]]:
+        """Every stored key with its JSON text, in key order, except the version record: the session's
+        whole state as `restore` takes it. Hold `lock()` around the iteration for one snapshot."""
+        for key in sorted(self._keys()):
+            if key == VERSION_KEY:
+                continue
+            text = self._get(key)
+            if text is not None:
+                yield key, text
+
+    def restore(self, records: Iterable[tuple[str, str]]) -> None:
+        """Fill this new, empty store with another store's `records`, in one transaction. Artifacts are
+        materialized where this store keeps them and their recorded path becomes the new one (the texts
+        already in the view keep naming the old path, so the view stays byte-identical)."""
+        with self.lock():
+            if self.log_length() or self._edit_count() or any(k.startswith("meta:") for k in self._keys()):
+                raise SessionError(f"{self.location}: the destination must be a new, empty session")
+            with self.transaction():
+                materialized: dict[str, str | None] = {}
+                for key, text in records:
+                    if key == VERSION_KEY:
+                        continue
+                    if key.startswith(ARTIFACT_PREFIX) and key.endswith(INFO_SUFFIX):
+                        artifact_id = key[len(ARTIFACT_PREFIX):-len(INFO_SUFFIX)]
+                        info = integrity.decode(self.location, key, text)
+                        if isinstance(info, dict):
+                            text = _dumps({**info, "path": materialized.get(artifact_id)},
+                                          f"artifact {artifact_id} meta")
+                    elif is_artifact_content(key):
+                        artifact_id = key[len(ARTIFACT_PREFIX):]
+                        content = integrity.decode(self.location, key, text)
+                        materialized[artifact_id] = self._materialize(artifact_id, content)
+                    self._put(key, text)
+        self._token_mirror = None
 
     def copy_to(self, other: "Store") -> None:
-        """Copy everything this store holds (log, edits, artifacts, metadata, ledger, token
-        counts) into the empty store `other`, as one snapshot: under this store's lock, in one
-        transaction of `other`. Artifact files are written where `other` keeps them; their recorded
-        path becomes the new one (the texts already in the view keep naming the old path, so the
-        child's view stays byte-identical to the parent's). Later writes on either side stay there."""
+        """Copy everything this store holds into the new, empty store `other` as one snapshot (under
+        this store's lock, in one transaction of `other`); later writes on either side stay there."""
         if other is self:
             raise SessionError("cannot copy a session store onto itself")
-        with self.lock(), other.lock():
-            if other.log_length() or other._edit_count() or any(k.startswith("meta:") for k in other._keys()):
-                raise SessionError(f"{getattr(other, 'path', '<memory store>')}: the destination of a fork "
-                                   "must be a new, empty session")
-            with other.transaction():
-                for key in self._keys():
-                    if key == "store:version":
-                        continue
-                    text = self._get(key)
-                    if text is None:
-                        continue
-                    if key.startswith("artifact:") and key.endswith(":info"):
-                        continue  # written below, with the destination's path
-                    other._put(key, text)
-                    if key.startswith("artifact:"):
-                        artifact_id = key.split(":", 1)[1]
-                        info = self._load(f"{key}:info") or {}
-                        path = other._materialize(artifact_id, json.loads(text))
-                        other._save(f"{key}:info", {**info, "path": path}, f"artifact {artifact_id} meta")
-        other._token_mirror = None
+        with self.lock():
+            other.restore(self.records())
 
     # --- message log ------------------------------------------------------------------------------
 
     def log_length(self) -> int:
         """Number of messages in the log."""
-        return int(self._load("log:len", 0))
+        return self._count("log:len")
 
     def log_messages(self) -> list[Message]:
         """The logged messages, in order."""
-        return [message_from_json(self._load(f"logmsg:{i}")) for i in range(self.log_length())]
+        entries = self._entries("logmsg:{}", self.log_length(), "log message")
+        return [integrity.parsed(self.location, f"logmsg:{i}", "a log message", message_from_json, e)
+                for i, e in enumerate(entries)]
 
     def append_messages(self, messages: Iterable[Message]) -> None:
         """Append to the log; one key per entry, so the existing log is never rewritten."""
@@ -202,11 +255,12 @@ class Store(ABC):
             if n >= length:
                 return 0
             removed = set()
-            for i in range(n, length):
-                entry = self._load(f"log:{i}")
-                removed.add(entry["id"])
-                removed.update(entry["calls"])
-                self._delete(f"log:{i}")
+            for i, entry in enumerate(self._entries("log:{}", length, "log index")[n:], n):
+                key = f"log:{i}"
+                removed.add(integrity.parsed(self.location, key, "a log index entry", lambda e: str(e["id"]), entry))
+                removed.update(integrity.parsed(self.location, key, "a log index entry",
+                                                lambda e: [str(c) for c in e["calls"]], entry))
+                self._delete(key)
                 self._delete(f"logmsg:{i}")
             self._save("log:len", n, "log length")
             kept = [e for e in self._edit_jsons() if not refers_to(_edit_refs(e), removed)]
@@ -218,14 +272,20 @@ class Store(ABC):
     # --- edits ------------------------------------------------------------------------------------
 
     def _edit_count(self) -> int:
-        return int(self._load("edits:len", 0))
+        return self._count("edits:len")
 
     def _edit_jsons(self) -> list[dict[str, Any]]:
-        return [self._load(f"edit:{i}") for i in range(self._edit_count())]
+        entries = self._entries("edit:{}", self._edit_count(), "edit")
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not isinstance(e.get("stage"), str):
+                raise integrity.StoreDamagedError("an edit is not an edit record", store=self.location,
+                                                  key=f"edit:{i}")
+        return entries
 
     def edits(self) -> list[Edit]:
         """Every stored edit, in the order the core applies them."""
-        return [edit_from_json(e) for e in self._edit_jsons()]
+        return [integrity.parsed(self.location, f"edit:{i}", "an edit", edit_from_json, e)
+                for i, e in enumerate(self._edit_jsons())]
 
     def add_edits(self, edits: Iterable[Edit]) -> None:
         """Append edits, after the stored ones (the core applies them in this order)."""
@@ -260,35 +320,48 @@ class Store(ABC):
         artifact_id = digest[:ARTIFACT_ID_CHARS]
         path = self._materialize(artifact_id, content)
         with self.transaction():
-            known = self._load(f"artifact:{artifact_id}:info")
-            if known is not None:
+            known = self._load(f"{ARTIFACT_PREFIX}{artifact_id}{INFO_SUFFIX}")
+            if isinstance(known, dict) and isinstance(known.get("tokens"), int):
                 return Artifact(artifact_id, path, known["tokens"])
-            tokens = self._token_counter().text(content)
-            self._put(f"artifact:{artifact_id}", _dumps(content, f"artifact {artifact_id}"))
-            self._save(f"artifact:{artifact_id}:info",
+            tokens = self.counter.text(content)
+            self._put(f"{ARTIFACT_PREFIX}{artifact_id}", _dumps(content, f"artifact {artifact_id}"))
+            self._save(f"{ARTIFACT_PREFIX}{artifact_id}{INFO_SUFFIX}",
                        {"digest": digest, "kind": kind, "meta": meta or {}, "tokens": tokens, "path": path},
                        f"artifact {artifact_id} meta")
         return Artifact(artifact_id, path, tokens)
 
     def get_artifact(self, id: str) -> str:
-        """The stored content of artifact `id`; `ArtifactNotFoundError` if there is none."""
-        text = self._get(f"artifact:{id}")
+        """The stored content of artifact `id`; `ArtifactNotFoundError` if there is none,
+        `StoreDamagedError` if it is not the content its record names."""
+        key = f"{ARTIFACT_PREFIX}{id}"
+        text = self._get(key)
         if text is None:
             raise ArtifactNotFoundError(f"no artifact {id!r} in this session")
-        return json.loads(text)
+        content = integrity.decode(self.location, key, text)
+        if not isinstance(content, str):
+            raise integrity.StoreDamagedError("an artifact's content is not text", store=self.location, key=key)
+        info = self._load(key + INFO_SUFFIX)
+        integrity.check_artifact(self.location, id, content, info.get("digest") if isinstance(info, dict) else None,
+                                 content_digest)
+        return content
 
     def artifact_ids(self) -> list[str]:
         """The ids of every artifact the session holds."""
-        return sorted(k.split(":")[1] for k in self._keys() if k.startswith("artifact:") and k.endswith(":info"))
+        return sorted(k[len(ARTIFACT_PREFIX):] for k in self._keys() if is_artifact_content(k))
 
     def artifact_info(self, id: str) -> dict[str, Any]:
         """What was recorded with artifact `id`: digest, kind, meta, tokens, path."""
-        info = self._load(f"artifact:{id}:info")
+        info = self._load(f"{ARTIFACT_PREFIX}{id}{INFO_SUFFIX}")
         if info is None:
             raise ArtifactNotFoundError(f"no artifact {id!r} in this session")
+        if not isinstance(info, dict):
+            raise integrity.StoreDamagedError("an artifact record is not an object", store=self.location,
+                                              key=f"{ARTIFACT_PREFIX}{id}{INFO_SUFFIX}")
         return info
 
-    def _token_counter(self) -> TokenCounter:
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter artifact sizes are counted with (shared with the session on it)."""
         if self._counter is None:
             self._counter = TokenCounter()
         return self._counter
@@ -308,8 +381,8 @@ class Store(ABC):
     def _tokens(self) -> dict[str, int]:
         if self._token_mirror is None:
             merged: dict[str, int] = {}
-            for i in range(int(self._load("tokens:len", 0))):
-                merged.update(self._load(f"tokens:{i}"))
+            for i, chunk in enumerate(self._entries("tokens:{}", self._count("tokens:len"), "token cache")):
+                merged.update(integrity.parsed(self.location, f"tokens:{i}", "a token-cache chunk", _counts, chunk))
             self._token_mirror = merged
         return self._token_mirror
 
@@ -325,7 +398,7 @@ class Store(ABC):
         if not new:
             return
         with self.transaction():
-            chunks = int(self._load("tokens:len", 0))
+            chunks = self._count("tokens:len")
             if chunks >= TOKEN_CACHE_MAX_CHUNKS:
                 for i in range(1, chunks):
                     self._delete(f"tokens:{i}")
@@ -337,95 +410,49 @@ class Store(ABC):
             mirror.update(new)
 
 
-class SessionStore(Store):
-    """A session kept in a directory; see the module docstring for the layout."""
+def _counts(chunk: Any) -> dict[str, int]:
+    """A token-cache chunk: digest -> count."""
+    if not isinstance(chunk, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in chunk.values()):
+        raise TypeError("a token-cache chunk maps block digests to integer counts")
+    return chunk
 
-    def __init__(self, path: str | os.PathLike[str], counter: TokenCounter | None = None) -> None:
-        super().__init__(counter)
-        self.path = Path(path)
-        if self.path.exists() and not self.path.is_dir():
-            raise SessionError(f"{self.path}: not a directory")
-        try:
-            for folder in (self.path, self.path / "artifacts", self.path / "db"):
-                folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-            self._cache = diskcache.Cache(str(self.path / "db"), **DISKCACHE_SETTINGS)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise SessionError(f"{self.path}: cannot open session directory ({exc})") from None
-        self._lock_fd: int | None = None
-        self._lock_depth = 0
+
+class ReentrantLock:
+    """One writer per session, as a store object holds it: re-entrant for the thread holding it,
+    exclusive across the object's threads (an RLock) and across processes (the backend's `acquire`
+    (deadline, timeout) and `release`, called for the outermost hold only)."""
+
+    def __init__(self, where: str, acquire: Callable[[float, float], None], release: Callable[[], None]) -> None:
+        self._where = where
+        self._acquire, self._release = acquire, release
         self._thread_lock = threading.RLock()
-        version = self._load("store:version")
-        if version is None:
-            self._save("store:version", STORE_VERSION, "store version")
-        elif version != STORE_VERSION:
-            self._cache.close()
-            raise SessionError(f"{self.path}: session store version {version}, this worksurface "
-                               f"reads version {STORE_VERSION}")
+        self._depth = 0
+        self._owner: int | None = None
 
-    @classmethod
-    def open(cls, path: str | os.PathLike[str], counter: TokenCounter | None = None) -> "SessionStore":
-        """Open (creating if needed) the session directory at `path`."""
-        return cls(path, counter)
-
-    def close(self) -> None:
-        self._cache.close()
-
-    def _get(self, key: str) -> str | None:
-        return self._cache.get(key)
-
-    def _put(self, key: str, text: str) -> None:
-        self._cache.set(key, text)
-
-    def _delete(self, key: str) -> None:
-        self._cache.delete(key)
-
-    def _keys(self) -> list[str]:
-        return [str(k) for k in self._cache.iterkeys()]
-
-    def _atomic(self) -> Any:
-        return self._cache.transact()
-
-    def _materialize(self, artifact_id: str, content: str) -> str:
-        path = self.path / "artifacts" / f"{artifact_id}.txt"
-        if not path.exists():
-            atomic_write(path, content, PRIVATE_FILE_MODE)
-        return os.path.abspath(path)  # a marker names a path the model can open from any directory
+    def held_here(self) -> bool:
+        """The calling thread holds the lock."""
+        return self._owner == threading.get_ident()
 
     @contextmanager
-    def lock(self, timeout: float = 30.0) -> Iterator[None]:
-        """Hold the session's inter-process lock (`flock` on `<dir>/lock`; the OS releases it when
-        the holder dies). Re-entrant within this object. Raises `SessionLockedError` after `timeout`."""
+    def hold(self, timeout: float) -> Iterator[None]:
+        """Hold it for the block; `SessionLockedError` after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         if not self._thread_lock.acquire(timeout=max(timeout, 0.0)):
-            raise SessionLockedError(f"{self.path}: session is locked by another thread "
-                                     f"(waited {timeout:g} s)")
+            raise SessionLockedError(f"{self._where}: session is locked by another thread (waited {timeout:g} s)")
         try:
-            if self._lock_depth == 0:
-                self._lock_fd = self._acquire(deadline, timeout)
-            self._lock_depth += 1
+            if self._depth == 0:
+                self._acquire(deadline, timeout)
+                self._owner = threading.get_ident()
+            self._depth += 1
             try:
                 yield
             finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0 and self._lock_fd is not None:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                    os.close(self._lock_fd)
-                    self._lock_fd = None
+                self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
+                    self._release()
         finally:
             self._thread_lock.release()
-
-    def _acquire(self, deadline: float, timeout: float) -> int:
-        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise SessionLockedError(
-                        f"{self.path}: session is locked by another process (waited {timeout:g} s)") from None
-                time.sleep(LOCK_POLL_SECONDS)
 
 
 class MemoryStore(Store):
@@ -435,10 +462,14 @@ class MemoryStore(Store):
         super().__init__(counter)
         self._data: dict[str, str] = {}
         self._depth = 0
-        self._lock = threading.RLock()
+        self._locking = ReentrantLock(self.location, lambda deadline, timeout: None, lambda: None)
         # Inside a transaction: each touched key's value before it (None: absent), to roll back to.
         # An undo journal rather than a copy of everything, so a call's commit costs what it writes.
         self._undo: dict[str, str | None] = {}
+
+    @property
+    def location(self) -> str:
+        return "<memory store>"
 
     def _get(self, key: str) -> str | None:
         return self._data.get(key)
@@ -478,15 +509,14 @@ class MemoryStore(Store):
     def _materialize(self, artifact_id: str, content: str) -> None:
         return None
 
-    @contextmanager
-    def lock(self, timeout: float = 30.0) -> Iterator[None]:
-        """A thread lock with the same timeout behaviour as `SessionStore.lock`."""
-        if not self._lock.acquire(timeout=timeout):
-            raise SessionLockedError(f"<memory store>: locked by another thread (waited {timeout:g} s)")
-        try:
-            yield
-        finally:
-            self._lock.release()
+    def lock(self, timeout: float = 30.0) -> Any:
+        """A thread lock with the same timeout behaviour as the other backends' locks."""
+        return self._locking.hold(timeout)
 
 
-__all__ = ["MemoryStore", "SessionStore", "Store", "content_digest"]
+# The directory backend keeps its old name here (`SessionStore`), loaded on first use.
+_LAZY = {"SessionStore": "diskstore", "DiskStore": "diskstore"}
+
+__getattr__ = lazy_getattr(__name__.rsplit(".", 1)[0], _LAZY, globals())
+
+__all__ = ["MemoryStore", "ReentrantLock", "STORE_VERSION", "Store", "content_digest", "is_artifact_content"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..core.model import Message
 from ..core.view import live_slice
-from ..engine.state import StageContext, StageReport, StatusInputs
+from ..engine.state import StageContext, StageInputs, StageReport, StatusInputs
 from ..formats.base import Transcript
 from ..graph.compose import run_reinjectors
 from ..status.events import SECTIONS
@@ -66,9 +66,9 @@ def rebuild_surface(session: "Session", transcript: Transcript, shown: Sequence[
             publisher = dataclasses.replace(publisher, epoch=max(1, publisher.epoch - 1))
         status = StatusInputs(snapshot, publisher, lambda tokens: snapshot)
         ctx = StageContext(config=session.config, counter=session.counter, artifacts=store, now=now,
-                           transcript=live, queued_inputs=transcript.queued_inputs, status=status,
-                           reinjectors=session.reinjectors, ledger=ledger, epoch=publisher.epoch)
-        rebuilt = run_reinjectors(list(shown), budget, ctx)
+                           transcript=live, queued_inputs=transcript.queued_inputs, ledger=ledger,
+                           epoch=publisher.epoch, inputs=StageInputs(status))
+        rebuilt = run_reinjectors(session.reinjectors, list(shown), budget, ctx)
         _save(session)
     return Surface(rebuilt.messages, rebuilt.reports, session.counter.messages(rebuilt.messages))
 
