@@ -137,7 +137,7 @@ def test_a_command_that_needs_an_extra_names_it(monkeypatch: pytest.MonkeyPatch)
     from worksurface.core import lazy
     monkeypatch.setattr(lazy, "find_spec", importlib.util.find_spec)
     code, out = _run("batch", str(CLAUDE), "--task", "inspect", "--workers", "0")
-    assert code == 2 and "install the [batch] extra" in out and "pyarrow" in out
+    assert code == 2 and "worksurface[batch]" in out and "pyarrow" in out
 
 
 def test_the_base_install_leaves_dask_pyarrow_and_matplotlib_to_extras() -> None:

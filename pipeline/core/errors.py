@@ -59,10 +59,6 @@ class WorkspaceReadError(WorksurfaceError):
         super().__init__(f"{path}: {reason}")
 
 
-class MissingExtraError(WorksurfaceError):
-    """A command needs an optional dependency that is not installed (`pip install 'worksurface[batch]'`)."""
-
-
 class ConfigError(WorksurfaceError):
     """A configuration value or file that cannot be used."""
 

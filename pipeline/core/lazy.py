@@ -30,5 +30,4 @@ def require_extra(extra: str, what: str, *modules: str) -> None:
     `what` starts (instead of an ImportError traceback halfway through)."""
     missing = [m for m in modules if find_spec(m) is None]
     if missing:
-        raise MissingExtraError(f"{what} needs {', '.join(missing)}: install the [{extra}] extra "
-                                f"(pip install 'worksurface[{extra}]')")
+        raise MissingExtraError(what, extra, ", ".join(missing))
