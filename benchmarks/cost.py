@@ -178,6 +178,8 @@ def _slug(name: str) -> str:
 
 def _plot(series: dict[str, dict[str, list[float]]], out_dir: Path) -> list[str]:
     """One PNG per transcript: cost per call (left) and cumulative cost (right), one line per method."""
+    from worksurface.core.lazy import require_extra
+    require_extra("bench", "the cost plots", "matplotlib")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
+from worksurface.core.lazy import require_extra
+
+require_extra("bench", "the benchmark plots", "matplotlib")
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # before pyplot: benchmarks run headless (CI, ssh)
 

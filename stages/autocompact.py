@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from worksurface.core.artifacts import FETCH_TOOL_NAME
 from worksurface.core.config import AutocompactConfig
@@ -20,6 +20,7 @@ from worksurface.core.edits import Compact, stable_prefix_length
 from worksurface.core.errors import SummarizerError
 from worksurface.facts.text import strip_reminders
 from worksurface.core.model import Message, Origin, Text, is_user_turn
+from worksurface.engine import pins
 from worksurface.engine.pricing import FIRING_RULE_READS, EditDecision, decide_edit
 from worksurface.engine.state import (PipelineState, Stage, StageContext, StageReport, StageResult, TextRoom,
                                       measured_size, text_room)
@@ -71,6 +72,8 @@ def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) 
     started = time.perf_counter()
     tokens = state["tokens"]
     threshold, floor = ctx.config.threshold, ctx.config.compaction_floor
+    if not ctx.forced and not config.enabled:
+        return _skip(tokens, started, "automatic compaction is off (autocompact.enabled = false)")
     if not ctx.forced and tokens <= floor:
         return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}"
                      + (f" (and the economic floor of {floor})" if floor < threshold else ""))
@@ -137,6 +140,11 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     head, tail = view[floor:start], view[start:]
     if not head:
         return _skip(tokens, started, "nothing before the kept tail to summarize")
+    # Asked to compact (not over the threshold): the tail the last compaction kept is not new either.
+    if not _has_new_conversation(head, view if ctx.forced else ()):
+        # An already compacted view (a compacted file compacted again): summarizing its own summary
+        # would only grow it and bump the epoch.
+        return _skip(tokens, started, "nothing new to compact since the last compaction")
     # A tail that must keep a large last turn can leave little for the summary; it still gets half
     # its share (the view then misses the target, and the session reports an overflow if it must):
     # a summary starved to nothing would forget everything before the tail.
@@ -170,8 +178,10 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     carried = {m.id for m in standing}
     covered = tuple(m.id for m in head if m.origin is Origin.CONVERSATION and m.id not in carried)
     compactions = epoch - 1
+    pinned = _check_pins(head, summary.text, (*standing, *tail, *kept), config, ctx)
     summary_msg = Message(f"summary-{epoch}-{_span_id(head)}", "user",
-                          (Text(SUMMARY_PREFIX + repeated_notice(compactions) + summary.text),),
+                          (Text(SUMMARY_PREFIX + repeated_notice(compactions) + summary.text
+                                + pins.render(pinned.restored)),),
                           Origin.SUMMARY, {"stage": NAME, "epoch": epoch, "summarizer": summary.summarizer,
                                            "compactions": compactions})
     post = (prefix_tokens + counter.messages(standing) + counter.messages(tail) + counter.message(summary_msg)
@@ -197,6 +207,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
                               "why": _floor_text(room, ctx)}
     if fallback_error:
         info["fallback"] = {"from": primary.name, "error": fallback_error}
+    if ctx.config.pins:
+        info["pins"] = {"restored": len(pinned.restored), "missed": pinned.missed}
     if summary.details:
         info["summarizer_details"] = summary.details  # retries, dropped rounds, trimmed sections
     edit = Compact(NAME, tail[0].id if tail else None, (boundary, *standing, summary_msg, *kept), covered, info)
@@ -223,7 +235,7 @@ def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], bu
     request = SummaryRequest(messages=head, tail=tail, budget_tokens=budget,
                              user_messages_tokens=min(config.user_messages_tokens, budget // 2),
                              instructions=instructions, queued_inputs=ctx.queued_inputs,
-                             ledger=ctx.ledger, kept=kept)
+                             ledger=ctx.ledger, kept=kept, keep_full=_full_summary_keeper(ctx))
     try:
         summary = primary.summarize(request, ctx.counter)
         if summary.tokens > budget:
@@ -231,6 +243,44 @@ def _summarize(primary: Summarizer, head: list[Message], tail: list[Message], bu
         return summary, None
     except SummarizerError as exc:
         return StructuredSummarizer().summarize(request, ctx.counter), str(exc)
+
+
+def _check_pins(head: Sequence[Message], summary: str, kept: Sequence[Message], config: AutocompactConfig,
+                ctx: StageContext) -> pins.PinCheck:
+    """The configured pins the summarized span holds and the kept view would lose (see engine.pins)."""
+    if not ctx.config.pins:
+        return pins.PinCheck()
+    kept_text = "\n".join([summary, *(pins.message_text(m) for m in kept)])
+    return pins.check(pins.compile_pins(ctx.config.pins), head, kept_text, config.pin_tokens, ctx.counter)
+
+
+def _has_new_conversation(head: Sequence[Message], view: Sequence[Message]) -> bool:
+    """Whether the span holds conversation a summary would cover (not only earlier summaries,
+    boundaries, reinjected surface or standing context carried whole, nor the tail the last compaction
+    kept verbatim: what sits between its summary and the surface it rebuilt after that tail)."""
+    carried = {m.id for m in standing_context(head)}
+    kept = _last_kept_tail(view)
+    return any(m.origin is Origin.CONVERSATION and m.id not in carried and m.id not in kept for m in head)
+
+
+def _last_kept_tail(view: Sequence[Message]) -> set[str]:
+    """The ids of the conversation the latest compaction kept after its summary, up to the first
+    message it reinjected (everything after that arrived since). Empty when there is no such surface."""
+    summary = max((i for i, m in enumerate(view) if m.origin is Origin.SUMMARY), default=None)
+    if summary is None:
+        return set()
+    surface = next((i for i in range(summary + 1, len(view))
+                    if view[i].origin in (Origin.REINJECTION, Origin.STATUS)), None)
+    return {m.id for m in view[summary + 1:surface]} if surface is not None else set()
+
+
+def _full_summary_keeper(ctx: StageContext) -> Callable[[str], str]:
+    """Stores the whole summary a tight budget cut, as an artifact the summary names."""
+    def keep(text: str) -> str:
+        artifact = ctx.artifacts.put_artifact(text, kind="summary")
+        return (f"artifact {artifact.id} (the {FETCH_TOOL_NAME} tool, or `worksurface artifact <compacted file> "
+                f"{artifact.id}`)")
+    return keep
 
 
 def _shares(available: int) -> tuple[float, float]:

@@ -241,13 +241,13 @@ def test_cli_serial_batch_writes_the_table_and_prints_the_summary(corpus: Path, 
     bad = malformed_copy(corpus)
     out = tmp_path / "res"
     result = CliRunner().invoke(app, ["batch", str(corpus), str(bad), "--task", "inspect", "--workers", "0",
-                                      "-o", str(out), "--format", "jsonl"])
+                                      "-o", str(out), "--results-format", "jsonl"])
     assert result.exit_code == 0, result.output
     assert "claude-code" in result.output and "broken.jsonl" in result.output
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and sum(1 for r in rows if r["error"]) == 1
     again = CliRunner().invoke(app, ["batch", str(corpus), "--task", "inspect", "--workers", "0", "-o", str(out),
-                                     "--format", "jsonl"])
+                                     "--results-format", "jsonl"])
     assert again.exit_code == 2 and "--resume" in again.output
     bad_targets = CliRunner().invoke(app, ["batch", str(corpus), "--task", "compact", "--targets", "4k",
                                            "-o", str(tmp_path / "x")])

@@ -50,7 +50,7 @@ def test_one_shot_commands_make_the_same_compaction(transcript, tmp_path, usage)
     assert check["methods"]["worksurface"]["tokens"] == after["counted"]
     out = tmp_path / "batch"
     assert runner.invoke(app, ["batch", str(path), "--task", "probe", "--probes-from", str(probes.parent),
-                               "--targets", f"{TARGET},{TARGET * 3}", "--workers", "0", "--format", "jsonl",
+                               "--targets", f"{TARGET},{TARGET * 3}", "--workers", "0", "--results-format", "jsonl",
                                "-o", str(out), *FLAGS, *usage]).exit_code == 0
     rows = {r["target"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     assert rows[TARGET]["tokens_worksurface"] == after["counted"] and rows[TARGET]["unit"] == unit

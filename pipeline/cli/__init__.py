@@ -9,6 +9,7 @@ from . import artifact_cmd  # noqa: E402,F401
 from . import batch_cmd  # noqa: E402,F401
 from . import brief_cmd  # noqa: E402,F401
 from . import compact_cmd  # noqa: E402,F401
+from . import config_cmd  # noqa: E402,F401
 from . import hook_cmd  # noqa: E402,F401
 from . import inspect_cmd  # noqa: E402,F401
 from . import mcp_cmd  # noqa: E402,F401

@@ -12,6 +12,7 @@ import logging
 import sys
 from enum import Enum
 from importlib.metadata import PackageNotFoundError, version as package_version
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NoReturn, Sequence
 
 import typer
@@ -38,6 +39,10 @@ class _OneLineErrors(TyperGroup):
     """The command group: usage and OS errors become one `worksurface: error:` line and exit 2, the
     same as worksurface's own errors, whether run as a script or through a test runner."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _flags_without_type(self)
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
              **extra: Any) -> Any:
@@ -46,8 +51,11 @@ class _OneLineErrors(TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             result = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
-        except _click_errors.NoArgsIsHelpError:
-            return super().main([*argv, "--help"], prog_name, complete_var, True, windows_expand_args, **extra)
+        except _click_errors.NoArgsIsHelpError as exc:
+            # Rich help is printed while the error is made; plain help is its message.
+            if exc.format_message():
+                typer.echo(exc.format_message())
+            sys.exit(0)
         except _click_errors.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             _exit(_one_line(exc.format_message()).replace("Value error, ", "") + where, EXIT_USAGE)
@@ -59,6 +67,25 @@ class _OneLineErrors(TyperGroup):
             _exit(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc),
                   EXIT_USAGE)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _flags_without_type(command: Any) -> None:
+    """A flag (`--json`) or a counted option (`-v`, `-vv`) takes no value, so its help shows no
+    `<bool>` or `<int>` beside it, in every command and sub-command."""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""
+    make_help = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:
+        option = make_help(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _flags_without_type(sub)
 
 
 def _exit(message: str, code: int) -> NoReturn:
@@ -89,6 +116,8 @@ def choices(name: str, values: Iterable[str]) -> Any:
 
 
 if TYPE_CHECKING:     # members come from the registered adapters at run time; to mypy, str Enums
+    from ..core.config import Config
+
     class InputFormat(str, Enum): ...
     class OutputFormat(str, Enum): ...
 else:
@@ -149,7 +178,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _global_options(
-    verbose: int = typer.Option(0, "-v", "--verbose", count=True,
+    verbose: int = typer.Option(0, "-v", "--verbose", count=True, show_default=False,
                                 help="Log what worksurface decides to stderr (-v: fallbacks, breakers, "
                                      "skipped stages; -vv: debug)."),
     show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
@@ -179,5 +208,28 @@ WINDOW_HELP = ("Context window in tokens (default: the window the transcript rec
                "else the configured one, 200000).")
 MAX_OUTPUT_HELP = "Tokens kept free for the model's answer (default: 10% of the window, at most 20000)."
 BUFFER_HELP = "Safety margin under the window (default: 6.5% of the window, at most 13000)."
+PIN_HELP = ("Content every compaction must keep verbatim (repeatable): TEXT, re:REGEX, or @PATH (the file's "
+            "text); added to the configured pins. A compaction that cannot keep one says so.")
+THRESHOLD_HELP = ("Compact automatically above this many tokens (default: window - max output - buffer); "
+                  "higher or lower than the default.")
+NO_AUTOCOMPACT_HELP = "Never compact automatically (the view may pass the threshold); --force still compacts."
+
+
+def with_pins(config: "Config", pins: Sequence[str]) -> "Config":
+    """The configuration with `--pin` values added to its pins (`@PATH`: the file's text)."""
+    if not pins:
+        return config
+    resolved = []
+    for pin in pins:
+        if pin.startswith("@"):
+            try:
+                resolved.append(Path(pin[1:]).read_text(encoding="utf-8").strip())
+            except OSError as exc:
+                raise fail(f"--pin {pin}: cannot read {pin[1:]}: {exc.strerror or exc}") from None
+        else:
+            resolved.append(pin)
+    return config.with_overrides(pins=(*config.pins, *resolved))
+
+
 STRICT_HELP = ("Refuse a session file with a damaged line (not a JSON record, or a cut last line) instead of "
                "reading around it with a notice.")

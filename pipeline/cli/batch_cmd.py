@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Any, List, Optional
+from enum import Enum
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 from rich.console import Console
@@ -15,8 +16,18 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
+from ..batch.results import FORMATS as RESULT_FORMATS
+from ..batch.tasks import TASKS
 from ..core.errors import WorksurfaceError
-from .app import STRICT_HELP, WINDOW_HELP, app, fail
+from ..core.lazy import require_extra
+from .app import STRICT_HELP, WINDOW_HELP, app, choices, fail
+
+if TYPE_CHECKING:     # members are TASKS and RESULT_FORMATS; to mypy, str Enums
+    class TaskName(str, Enum): ...
+    class ResultsFormat(str, Enum): ...
+else:
+    TaskName = choices("TaskName", TASKS)
+    ResultsFormat = choices("ResultsFormat", RESULT_FORMATS)
 
 # Exit status after Ctrl-C, as a shell reports a process ended by SIGINT.
 INTERRUPTED_EXIT = 130
@@ -47,7 +58,7 @@ def batch(
     inputs: List[str] = typer.Argument(..., metavar="DIR_OR_GLOB...",
                                        help="Folders (searched recursively), globs, transcript files, or "
                                             "@FILE manifests listing one path per line."),
-    task: str = typer.Option(..., "--task", "-t", help="compact, probe, replay or inspect."),
+    task_name: TaskName = typer.Option(..., "--task", "-t", help="What to run on each transcript."),
     probes_from: str = typer.Option("derive", "--probes-from",
                                     help="probe: 'derive' (probes derived from each transcript) or a folder "
                                          "of probe files, matched by their 'transcript' path or by name."),
@@ -64,7 +75,7 @@ def batch(
     workers: int = typer.Option(os.cpu_count() or 2, "--workers", "-w",
                                 help="Worker processes of the local cluster; 0 runs serially in this process."),
     out: Path = typer.Option(Path("batch-results"), "-o", "--out", help="Results folder."),
-    fmt: str = typer.Option("parquet", "--format", help="Results table: parquet or jsonl."),
+    results_format: ResultsFormat = typer.Option("parquet", "--results-format", help="Format of the results table."),
     resume: bool = typer.Option(False, "--resume",
                                 help="Skip transcripts already in the results (same path and content hash)."),
     force: bool = typer.Option(False, "--force", help="Replace results already in the folder."),
@@ -78,12 +89,18 @@ def batch(
     OUT/run.json the options and runs. A file that cannot be read or processed becomes an error row;
     Ctrl-C stops the workers and keeps every finished row (continue with --resume).
     """
+    try:
+        require_extra("batch", "worksurface batch", "distributed", "dask",
+                      *(("pyarrow",) if results_format.value == "parquet" else ()))
+    except WorksurfaceError as exc:
+        raise fail(str(exc)) from None
     from ..batch.job import BatchOptions, execute, plan
     from ..batch.results import summarize
 
+    task = task_name.value
     options = BatchOptions(inputs=inputs, task=task, out=out, targets=_targets(targets), probes_from=probes_from,
-                           window=window, fmt=fmt, scheduler=scheduler, workers=workers, resume=resume,
-                           force=force, max_bytes=max_bytes, use_usage=not no_usage, strict=strict)
+                           window=window, fmt=results_format.value, scheduler=scheduler, workers=workers,
+                           resume=resume, force=force, max_bytes=max_bytes, use_usage=not no_usage, strict=strict)
     console = Console(stderr=True)
     try:
         p = plan(options)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from ..core.errors import WorksurfaceError
+from ..core.model import Origin
 from ..core.fileio import STDIN, STDOUT, display_name, output_file, read_text, replace_unchanged
 from ..formats import WRITABLE_FORMATS, Dropped, Transcript, claude_code, dumps_report, loads, write_transcript
 from ..formats.claude_code_projects import (Target, content_hash, file_hash, new_session_id, projects_target,
@@ -22,8 +24,8 @@ from ..probes.cut import cut, cut_transcript
 from ..session import homes
 from ..session.locations import describe
 from ..session.pgstore import is_postgres_url, redacted
-from .app import (BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP,
-                  app, fail)
+from .app import (BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP, STRICT_HELP,
+                  WINDOW_HELP, app, fail, with_pins)
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -52,6 +54,7 @@ def compact(
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     force: bool = typer.Option(False, "--force", help="Compact now, as a manual /compact would."),
+    pin: List[str] = typer.Option([], "--pin", help=PIN_HELP),
     session: Optional[str] = typer.Option(
         None, "--session",
         help="Keep the session (log, decisions, artifacts) in this directory, or in a postgresql:// database "
@@ -90,7 +93,7 @@ def compact(
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
             transcript = before
         flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
-        config = flags.config(transcript)
+        config = with_pins(flags.config(transcript), pin)
         fmt = out_format.value if out_format is not None else (
             transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
         if in_place and out is None:
@@ -138,6 +141,12 @@ def compact(
             created = not home.exists()
         with Session.open(home, session_id=session_id, config=config) as kept:
             prepared = prepare_once(kept, transcript, use_usage=flags.use_usage, force=force)
+            if _nothing_new(transcript, prepared.report):
+                # An already compacted file with nothing new: written back as it was, not grown by a
+                # second status bar (the session it is read into has not seen the first one).
+                prepared = dataclasses.replace(prepared, messages=list(transcript.messages))
+                prepared.report.notices.append("nothing new to compact since the last compaction: "
+                                               "the transcript is written as it was")
             artifacts = len(kept.store.artifact_ids())
         sizes = prepared.report.sizes or {}
         if not prepared.messages:
@@ -174,6 +183,12 @@ def compact(
         return
     _print_report(report, destination, fmt, dropped)
     _print_sizes(sizes)
+
+
+def _nothing_new(transcript: Transcript, report: Any) -> bool:
+    """A compacted transcript no stage found anything in: no compaction, no edit of any stage."""
+    return (report.boundary is None and not any(s.items for s in report.stages)
+            and any(m.origin in (Origin.BOUNDARY, Origin.SUMMARY) for m in transcript.messages))
 
 
 def _discard(home: Path | str | None) -> None:

@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from enum import Enum
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..core.config import PRICE_PRESETS
 from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..offline.sizing import SizeFlags
-from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP, app,
-                  fail)
+from ..status.publish import STRATEGIES
+from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, NO_AUTOCOMPACT_HELP, PIN_HELP, SESSION_HELP, SESSION_ID_HELP,
+                  STRICT_HELP, THRESHOLD_HELP, WINDOW_HELP, InputFormat, app, choices, fail, with_pins)
+
+if TYPE_CHECKING:     # members are STRATEGIES and PRICE_PRESETS; to mypy, str Enums
+    class Strategy(str, Enum): ...
+    class PricePreset(str, Enum): ...
+else:
+    Strategy = choices("Strategy", STRATEGIES)
+    PricePreset = choices("PricePreset", PRICE_PRESETS)
 
 
 @app.command("replay")
@@ -23,19 +33,22 @@ def replay_command(
     session: Optional[str] = typer.Option(None, "--session", help=SESSION_HELP + " Default: in memory, as "
                                           "the other commands."),
     session_id: Optional[str] = typer.Option(None, "--session-id", help=SESSION_ID_HELP),
-    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     window: Optional[int] = typer.Option(None, "--window", help=WINDOW_HELP),
     target: Optional[int] = typer.Option(None, "--target",
                                          help="Post-compact target in tokens (default 20% of the window)."),
     max_output: Optional[int] = typer.Option(None, "--max-output", help=MAX_OUTPUT_HELP),
     buffer: Optional[int] = typer.Option(None, "--buffer", help=BUFFER_HELP),
-    strategy: Optional[str] = typer.Option(None, "--strategy", help="Status strategy: append, replace or delta."),
+    strategy: Optional[Strategy] = typer.Option(None, "--strategy", help="Status strategy (default: configured)."),
     as_json: bool = typer.Option(False, "--json", help="Print every call and the summary as JSON."),
+    pin: List[str] = typer.Option([], "--pin", help=PIN_HELP),
+    threshold: Optional[int] = typer.Option(None, "--threshold", min=1_000, help=THRESHOLD_HELP),
+    no_autocompact: bool = typer.Option(False, "--no-autocompact", help=NO_AUTOCOMPACT_HELP),
     no_usage: bool = typer.Option(False, "--no-usage", help="Count the text only; by default each call is "
                                   "anchored on the input tokens the transcript records."),
-    price: Optional[str] = typer.Option(None, "--price", help="Price preset: anthropic, openai, gemini or "
-                                        "deepseek (default: the config's pricing.preset, anthropic)."),
+    price: Optional[PricePreset] = typer.Option(None, "--price", help="Price preset (default: the config's "
+                                                "pricing.preset, anthropic)."),
     price_input: Optional[float] = typer.Option(None, "--price-input", help="USD per million uncached input tokens."),
     price_cache_read: Optional[float] = typer.Option(None, "--price-cache-read",
                                                      help="USD per million input tokens read from the cache."),
@@ -54,10 +67,14 @@ def replay_command(
     from ..session.session import Session
 
     try:
-        transcript = read_transcript(path, format, strict=strict)
-        flags = SizeFlags(window, target, max_output, buffer, strategy, use_usage=not no_usage)
-        config = flags.config(transcript)
-        prices = price_model(config.pricing, preset=price, input=price_input, cache_read=price_cache_read,
+        transcript = read_transcript(path, format.value, strict=strict)
+        flags = SizeFlags(window, target, max_output, buffer, strategy.value if strategy else None,
+                          use_usage=not no_usage)
+        config = with_pins(flags.config(transcript).with_overrides(
+            autocompact_threshold_tokens=threshold,
+            autocompact={"enabled": False} if no_autocompact else None), pin)
+        prices = price_model(config.pricing, preset=price.value if price else None, input=price_input,
+                             cache_read=price_cache_read,
                              cache_write=price_cache_write, cache_ttl_seconds=cache_ttl)
         # In memory unless --session, as every other command: a session directory also gives the
         # budget's previews a file path, which changes their size (and so where compactions fall).

@@ -12,8 +12,8 @@ from ..core.errors import WorksurfaceError
 from ..core.fileio import STDOUT, atomic_write, output_file
 from ..formats import read_transcript
 from ..offline.sizing import SizeFlags
-from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP, app,
-                  fail)
+from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP, InputFormat,
+                  app, fail)
 
 
 @app.command("report")
@@ -22,7 +22,7 @@ def report_command(
     out: Optional[Path] = typer.Option(None, "-o", "--out",
                                        help="Where to write the page (default: <name>.report.html in the "
                                             "current directory)."),
-    format: str = typer.Option("auto", "--format", help="Input format, or auto to detect."),
+    format: InputFormat = typer.Option("auto", "--format", help="Input format, or auto to detect."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     at: Optional[str] = typer.Option(None, "--at",
                                      help="Report the transcript as it stood at a point: 'boundary' (just before "
@@ -69,7 +69,7 @@ def report_command(
         destination = Path(STDOUT) if to_stdout else out or Path.cwd() / f"{path.stem}.report.html"
         if out is None:
             output_file(destination, inputs=inputs)  # refused before any work, as every output path is
-        transcript = read_transcript(path, format, strict=strict)
+        transcript = read_transcript(path, format.value, strict=strict)
         probe_set = ProbeSet.load(probes) if probes is not None else None
         flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
         data = build_report(transcript, source=path.name, at=at, config=flags.config(transcript), force=force,

@@ -2,21 +2,28 @@
 
 Thresholds derive from the window (every default is for a 200k window): autocompact fires at
 window - max_output - autocompact_buffer, and the post-compact view aims at 20% of the window.
-Values come from keyword arguments, `worksurface.toml`, or `[tool.worksurface]` in pyproject.toml.
+Values come from keyword arguments, `WORKSURFACE_*` environment variables, `worksurface.toml`, or
+`[tool.worksurface]` in pyproject.toml (later sources win, in the reverse of that order).
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
 
 # The configuration file worksurface looks for (pyproject.toml's [tool.worksurface] too).
 CONFIG_FILE = "worksurface.toml"
+# Environment overrides: WORKSURFACE_WINDOW=100000, WORKSURFACE_AUTOCOMPACT__SUMMARY_TOKENS=6000 (a
+# section's field after the delimiter; lists and tables as JSON). Names that are no field are ignored,
+# so the gateway's WORKSURFACE_GATEWAY_* and the clients' variables never collide with these.
+ENV_PREFIX = "WORKSURFACE_"
+ENV_NESTED_DELIMITER = "__"
 # Folders that end the upward search for a configuration file: a repository's root.
 REPOSITORY_MARKERS = (".git", ".hg")
 
@@ -33,25 +40,28 @@ class _Section(BaseModel):
 class BudgetConfig(_Section):
     """Large tool results stored as artifacts and replaced by a preview (values at a 200k window)."""
 
-    # One result over this is replaced: Claude Code's own per-result cap is of this order, and a
-    # single result larger than this crowds out everything else the model needs.
-    max_result_tokens: int = Field(12_000, ge=100)
-    # The results answering one assistant turn together: parallel calls can flood the view at once.
-    max_turn_tokens: int = Field(50_000, ge=100)
-    # Head and tail previews: an error's cause is usually at the end of the output.
-    preview_head_tokens: int = Field(600, ge=0)
-    preview_tail_tokens: int = Field(600, ge=0)
+    max_result_tokens: int = Field(12_000, ge=100, description=(
+        "One result over this is replaced: Claude Code's own per-result cap is of this order, and a single "
+        "result larger than this crowds out everything else the model needs."))
+    max_turn_tokens: int = Field(50_000, ge=100, description=(
+        "The results answering one assistant turn together: parallel calls can flood the view at once."))
+    preview_head_tokens: int = Field(600, ge=0, description=(
+        "Head and tail previews: an error's cause is usually at the end of the output."))
+    preview_tail_tokens: int = Field(600, ge=0, description=(
+        "Head and tail previews: an error's cause is usually at the end of the output."))
 
 
 class SnipConfig(_Section):
-    # Snipping edits the middle of the view and so breaks the provider's cache from that point;
-    # it is applied in batches worth at least this much, or when the cache is cold anyway.
-    min_gain_tokens: int = Field(4_000, ge=0)
-    # rapidfuzz ratio at which an earlier output counts as a near-duplicate of a later one (a
-    # re-run whose output changed in a timestamp or a count).
-    near_duplicate_ratio: float = Field(97.0, ge=50, le=100)
-    # Outputs smaller than this are never snipped: the marker would cost about as much.
-    min_result_tokens: int = Field(200, ge=0)
+    """Removing outputs a later one repeats or supersedes (a re-run, a re-read)."""
+
+    min_gain_tokens: int = Field(4_000, ge=0, description=(
+        "Snipping edits the middle of the view and so breaks the provider's cache from that point; it is "
+        "applied in batches worth at least this much, or when the cache is cold anyway."))
+    near_duplicate_ratio: float = Field(97.0, ge=50, le=100, description=(
+        "rapidfuzz ratio at which an earlier output counts as a near-duplicate of a later one (a re-run whose"
+        " output changed in a timestamp or a count)."))
+    min_result_tokens: int = Field(200, ge=0, description=(
+        "Outputs smaller than this are never snipped: the marker would cost about as much."))
 
 
 class MicrocompactConfig(_Section):
@@ -61,53 +71,63 @@ class MicrocompactConfig(_Section):
     the tokens it removes reach the economic batch for the tail it re-bills, so the view follows a
     sawtooth between a small kept tail and that batch instead of growing to the threshold."""
 
-    # Below this view size clearing is never considered: a view this small costs little to read, and
-    # the stage is not even run (measured on the cost benchmark: a low floor lets the firing rule keep
-    # the view small; 100k let it read a much larger cached prefix on every call).
-    trigger_tokens: int = Field(20_000, ge=0)
-    # A batch removes at least this much, whatever the firing rule says (a smaller one is not worth a
-    # changed prefix and a new artifact); the economic batch is usually larger.
-    clear_at_least: int = Field(1_000, ge=0)
-    # The newest results of compactable tools are kept whatever their size: the agent is using them
-    # (LangChain's ClearToolUsesEdit keeps 3 too).
-    keep_recent: int = Field(3, ge=0)
-    # ... and so is the newest stretch of this many tokens (the current step and its results). Each
-    # batch re-bills what follows its edit point, so a larger protected tail costs on every batch.
-    protect_tokens: int = Field(4_000, ge=0)
-    # Idle longer than this, the provider's cache has expired (Anthropic's default TTL is 5 minutes):
-    # the whole prefix is billed again anyway, so clearing costs nothing extra.
-    cache_ttl_seconds: float = Field(300.0, ge=0)
-    compactable_tools: tuple[str, ...] = DEFAULT_COMPACTABLE_TOOLS
-    excluded_tools: tuple[str, ...] = DEFAULT_EXCLUDED_TOOLS
+    trigger_tokens: int = Field(20_000, ge=0, description=(
+        "Below this view size clearing is never considered: a view this small costs little to read, and the "
+        "stage is not even run (measured on the cost benchmark: a low floor lets the firing rule keep the "
+        "view small; 100k let it read a much larger cached prefix on every call)."))
+    clear_at_least: int = Field(1_000, ge=0, description=(
+        "A batch removes at least this much, whatever the firing rule says (a smaller one is not worth a "
+        "changed prefix and a new artifact); the economic batch is usually larger."))
+    keep_recent: int = Field(3, ge=0, description=(
+        "The newest results of compactable tools are kept whatever their size: the agent is using them "
+        "(LangChain's ClearToolUsesEdit keeps 3 too)."))
+    protect_tokens: int = Field(4_000, ge=0, description=(
+        "... and so is the newest stretch of this many tokens (the current step and its results). Each batch "
+        "re-bills what follows its edit point, so a larger protected tail costs on every batch."))
+    cache_ttl_seconds: float = Field(300.0, ge=0, description=(
+        "Idle longer than this, the provider's cache has expired (Anthropic's default TTL is 5 minutes): the "
+        "whole prefix is billed again anyway, so clearing costs nothing extra."))
+    compactable_tools: tuple[str, ...] = Field(DEFAULT_COMPACTABLE_TOOLS, description=(
+        "Tool kinds whose old results may be cleared: re-running them (or re-reading) gets the content back."))
+    excluded_tools: tuple[str, ...] = Field(DEFAULT_EXCLUDED_TOOLS, description=(
+        "Tool kinds never cleared: memory and skill results hold instructions the agent cannot cheaply re-derive."))
 
 
 class CollapseConfig(_Section):
-    # Fraction of the autocompact threshold over which exploration spans are folded.
-    trigger_fraction: float = Field(0.9, gt=0, le=1)
-    # A span shorter than this is not worth a digest.
-    min_span_steps: int = Field(2, ge=1)
-    # The newest exploration steps stay as they are: the agent is still reading their results.
-    keep_recent_steps: int = Field(10, ge=0)
+    """Folding finished exploration spans (reads and searches) into a digest near the threshold."""
+
+    trigger_fraction: float = Field(0.9, gt=0, le=1, description=(
+        "Fraction of the autocompact threshold over which exploration spans are folded."))
+    min_span_steps: int = Field(2, ge=1, description=(
+        "A span shorter than this is not worth a digest."))
+    keep_recent_steps: int = Field(10, ge=0, description=(
+        "The newest exploration steps stay as they are: the agent is still reading their results."))
 
 
 class AutocompactConfig(_Section):
     """Summarizing everything before a kept tail; sizes are caps within the post-compact target."""
 
-    # The newest messages kept verbatim (the target's share decides below this cap).
-    keep_tail_tokens: int = Field(12_000, ge=0)
-    # The summary's cap: beyond it a summary repeats what the reinjectors restore.
-    summary_tokens: int = Field(8_000, ge=200)
-    # Of the summary, the room for the user's own earlier messages, quoted verbatim.
-    user_messages_tokens: int = Field(4_000, ge=0)
-    # After this many failed compactions in a row the breaker opens (it retries once the view has
-    # grown by a tenth of the window), so a session that cannot be compacted does not loop.
-    max_consecutive_failures: int = Field(3, ge=1)
-    # Below the threshold a compaction is considered once the view passes this share of it, and made
-    # only when the firing rule says it pays: the tokens it removes, read on every expected remaining
-    # call, against re-billing what stays, batched to its economic size (worksurface.engine.pricing). The
-    # ledger carries the working state across compactions, so an earlier one costs little retention
-    # and can save much of a long session's bill. 1.0: compact only at the threshold (Claude Code).
-    economic_from: float = Field(0.5, gt=0, le=1)
+    enabled: bool = Field(True, description=(
+        "False: never compact on its own (the view may then pass the threshold: the harness decides); "
+        "a manual compaction (`--force`, /compact) still runs."))
+    pin_tokens: int = Field(2_000, ge=0, description=(
+        "Room for pinned content (`pins`) a summary restores verbatim; pins beyond it are reported as not kept."))
+
+    keep_tail_tokens: int = Field(12_000, ge=0, description=(
+        "The newest messages kept verbatim (the target's share decides below this cap)."))
+    summary_tokens: int = Field(8_000, ge=200, description=(
+        "The summary's cap: beyond it a summary repeats what the reinjectors restore."))
+    user_messages_tokens: int = Field(4_000, ge=0, description=(
+        "Of the summary, the room for the user's own earlier messages, quoted verbatim."))
+    max_consecutive_failures: int = Field(3, ge=1, description=(
+        "After this many failed compactions in a row the breaker opens (it retries once the view has grown by"
+        " a tenth of the window), so a session that cannot be compacted does not loop."))
+    economic_from: float = Field(0.5, gt=0, le=1, description=(
+        "Below the threshold a compaction is considered once the view passes this share of it, and made only "
+        "when the firing rule says it pays: the tokens it removes, read on every expected remaining call, "
+        "against re-billing what stays, batched to its economic size (worksurface.engine.pricing). The ledger"
+        " carries the working state across compactions, so an earlier one costs little retention and can save"
+        " much of a long session's bill. 1.0: compact only at the threshold (Claude Code)."))
     text_floor: float = Field(0.25, ge=0, le=1, description=(
         "The least share of the post-compact target a compaction leaves to text (summary, kept tail, "
         "reinjected parts), in the target's own tokens. Where the harness's fixed part (system prompt, "
@@ -129,28 +149,29 @@ class AutocompactConfig(_Section):
 class ReinjectConfig(_Section):
     """What each reinjector may restore after a compaction (caps; the post-compact target decides)."""
 
-    # The status baseline: a few hundred tokens hold every section.
-    status_tokens: int = Field(600, ge=0)
-    # Standing rules and tried-and-excluded approaches, verbatim: what agents lose first.
-    constraints_tokens: int = Field(3_000, ge=0)
-    # The todo list and the latest plan (a long approved plan may take a quarter of the room left).
-    plan_tokens: int = Field(3_000, ge=0)
-    # Files the agent was working on, newest first: at least this many (more when the target has
-    # room), each up to file_tokens, together up to files_tokens or three quarters of the room left.
-    files_max: int = Field(5, ge=0)
-    file_tokens: int = Field(4_000, ge=0)
-    files_tokens: int = Field(16_000, ge=0)
-    # Skills invoked in the session, newest first (their instructions are not in the summary).
-    skill_tokens: int = Field(4_000, ge=0)
-    skills_tokens: int = Field(8_000, ge=0)
-    # Tools, MCP servers and agents announced mid-session.
-    tools_tokens: int = Field(1_000, ge=0)
-    # The newest tool results from before the kept tail, verbatim, in what the target still leaves
-    # once everything else was restored: together up to results_tokens, each up to result_tokens.
-    results_tokens: int = Field(24_000, ge=0)
-    result_tokens: int = Field(2_000, ge=0)
-    # rapidfuzz similarity at which the kept tail counts as already showing a file or a rule.
-    visible_similarity: float = Field(90.0, ge=0, le=100)
+    status_tokens: int = Field(600, ge=0, description=(
+        "The status baseline: a few hundred tokens hold every section."))
+    constraints_tokens: int = Field(3_000, ge=0, description=(
+        "Standing rules and tried-and-excluded approaches, verbatim: what agents lose first."))
+    plan_tokens: int = Field(3_000, ge=0, description=(
+        "The todo list and the latest plan (a long approved plan may take a quarter of the room left)."))
+    files_max: int = Field(5, ge=0, description=(
+        "Files the agent was working on, newest first: at least this many (more when the target has room), "
+        "each up to file_tokens, together up to files_tokens or three quarters of the room left."))
+    file_tokens: int = Field(4_000, ge=0, description="The most one reinjected file may take (see files_max).")
+    files_tokens: int = Field(16_000, ge=0, description="The most all reinjected files may take together (see files_max).")
+    skill_tokens: int = Field(4_000, ge=0, description=(
+        "Skills invoked in the session, newest first (their instructions are not in the summary): the most "
+        "one skill may take."))
+    skills_tokens: int = Field(8_000, ge=0, description="The most all reinjected skills may take together.")
+    tools_tokens: int = Field(1_000, ge=0, description=(
+        "Tools, MCP servers and agents announced mid-session."))
+    results_tokens: int = Field(24_000, ge=0, description=(
+        "The newest tool results from before the kept tail, verbatim, in what the target still leaves once "
+        "everything else was restored: together up to this, each up to result_tokens."))
+    result_tokens: int = Field(2_000, ge=0, description="The most one reinjected tool result may take.")
+    visible_similarity: float = Field(90.0, ge=0, le=100, description=(
+        "rapidfuzz similarity at which the kept tail counts as already showing a file or a rule."))
 
 
 class HookConfig(_Section):
@@ -169,62 +190,75 @@ class PricingConfig(_Section):
     """The provider's prices (see worksurface.engine.pricing for the presets and how a call is billed) and the
     firing rule that weighs an edit of the already-sent view against the re-billing it causes."""
 
-    # Start from this provider's documented prices; the fields below override single values.
-    preset: str = Field("anthropic", pattern="^(" + "|".join(PRICE_PRESETS) + ")$")
-    # USD per million input tokens not served from the cache (None: the preset's).
-    input_per_mtok: float | None = Field(None, ge=0)
-    # USD per million input tokens served from the cache (None: the preset's).
-    cache_read_per_mtok: float | None = Field(None, ge=0)
-    # USD per million tokens written to the cache (None: the preset's; equal to input where
-    # caching is automatic and writes carry no premium).
-    cache_write_per_mtok: float | None = Field(None, ge=0)
-    # USD per million output tokens, for replays that know them (None: the preset's).
-    output_per_mtok: float | None = Field(None, ge=0)
-    # Seconds a cached prefix lives without use (None: the preset's; Anthropic's default is 300).
-    cache_ttl_seconds: float | None = Field(None, ge=0)
-    # Prompts shorter than this are never cached (None: the preset's documented minimum).
-    min_cache_tokens: int | None = Field(None, ge=0)
-    # When false, snip, microcompact and collapse fire on their own triggers alone (the old rule).
-    firing_rule: bool = True
-    # How many more calls an edit's saving is counted over: "calls_so_far" (a session that ran k
-    # calls runs about k more), "until_threshold" (until autocompact rewrites the view anyway, at the
-    # session's mean growth per call), "auto" (the smaller of the two) or "fixed" (horizon_calls).
-    horizon: str = Field("auto", pattern="^(auto|calls_so_far|until_threshold|fixed)$")
-    horizon_calls: int = Field(20, ge=0)
-    # No estimate counts a saving over more calls than this (a long past is no promise).
-    max_horizon_calls: int = Field(200, ge=1)
-    # Wait until an edit that pays removes the economic batch (pricing.economic_batch_tokens: re-billing
-    # the tail once per batch against reading the removable tokens on every call until then), so the
-    # prefix changes in a few large steps instead of a little on every call. False: fire as soon as
-    # an edit pays at all.
-    batching: bool = True
+    preset: str = Field("anthropic", pattern="^(" + "|".join(PRICE_PRESETS) + ")$", description=(
+        "Start from this provider's documented prices; the fields below override single values."))
+    input_per_mtok: float | None = Field(None, ge=0, description=(
+        "USD per million input tokens not served from the cache (None: the preset's)."))
+    cache_read_per_mtok: float | None = Field(None, ge=0, description=(
+        "USD per million input tokens served from the cache (None: the preset's)."))
+    cache_write_per_mtok: float | None = Field(None, ge=0, description=(
+        "USD per million tokens written to the cache (None: the preset's; equal to input where caching is "
+        "automatic and writes carry no premium)."))
+    output_per_mtok: float | None = Field(None, ge=0, description=(
+        "USD per million output tokens, for replays that know them (None: the preset's)."))
+    cache_ttl_seconds: float | None = Field(None, ge=0, description=(
+        "Seconds a cached prefix lives without use (None: the preset's; Anthropic's default is 300)."))
+    min_cache_tokens: int | None = Field(None, ge=0, description=(
+        "Prompts shorter than this are never cached (None: the preset's documented minimum)."))
+    firing_rule: bool = Field(True, description=(
+        "When false, snip, microcompact and collapse fire on their own triggers alone (the old rule)."))
+    horizon: str = Field("auto", pattern="^(auto|calls_so_far|until_threshold|fixed)$", description=(
+        "How many more calls an edit's saving is counted over: \"calls_so_far\" (a session that ran k calls "
+        "runs about k more), \"until_threshold\" (until autocompact rewrites the view anyway, at the "
+        "session's mean growth per call), \"auto\" (the smaller of the two) or \"fixed\" (horizon_calls)."))
+    horizon_calls: int = Field(20, ge=0, description=(
+        "How many more calls an edit's saving is counted over: \"calls_so_far\" (a session that ran k calls "
+        "runs about k more), \"until_threshold\" (until autocompact rewrites the view anyway, at the "
+        "session's mean growth per call), \"auto\" (the smaller of the two) or \"fixed\" (horizon_calls)."))
+    max_horizon_calls: int = Field(200, ge=1, description=(
+        "No estimate counts a saving over more calls than this (a long past is no promise)."))
+    batching: bool = Field(True, description=(
+        "Wait until an edit that pays removes the economic batch (pricing.economic_batch_tokens: re-billing "
+        "the tail once per batch against reading the removable tokens on every call until then), so the "
+        "prefix changes in a few large steps instead of a little on every call. False: fire as soon as an "
+        "edit pays at all."))
 
 
 class IngestConfig(_Section):
     """Reduction of a new tool result before it is first sent (see worksurface.engine.reduce_output)."""
 
-    enabled: bool = True
-    # Only results whose reduction saves at least this many tokens are replaced (a smaller edit
-    # is not worth an artifact and a changed result).
-    min_gain_tokens: int = Field(40, ge=0)
-    # A run of this many identical lines or more becomes one line and a count.
-    repeat_min_run: int = Field(3, ge=2)
-    # A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items
-    # (items that mention an error are kept too).
-    json_max_items: int = Field(40, ge=2)
-    json_keep_head: int = Field(10, ge=0)
-    json_keep_tail: int = Field(5, ge=0)
-    # A run of base64 or hex characters at least this long, with no spaces, is a blob.
-    blob_min_chars: int = Field(256, ge=32)
-    # A log longer than this many lines keeps its head, its tail and every line that reports an
-    # error, failure or warning in between (up to log_max_kept_lines); the whole is an artifact.
-    log_max_lines: int = Field(400, ge=10)
-    log_head_lines: int = Field(60, ge=0)
-    log_tail_lines: int = Field(120, ge=0)
-    log_max_kept_lines: int = Field(150, ge=0)
-    # Tools whose output is a document the agent may edit line by line (or its memory):
-    # only terminal escapes are stripped from them, never content.
-    exempt_kinds: tuple[str, ...] = ("read", "edit", "write", "memory", "skill", "todo", "plan")
+    enabled: bool = Field(True, description="Reduce new tool results before they are first sent.")
+    min_gain_tokens: int = Field(40, ge=0, description=(
+        "Only results whose reduction saves at least this many tokens are replaced (a smaller edit is not "
+        "worth an artifact and a changed result)."))
+    repeat_min_run: int = Field(3, ge=2, description=(
+        "A run of this many identical lines or more becomes one line and a count."))
+    json_max_items: int = Field(40, ge=2, description=(
+        "A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items (items "
+        "that mention an error are kept too)."))
+    json_keep_head: int = Field(10, ge=0, description=(
+        "A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items (items "
+        "that mention an error are kept too)."))
+    json_keep_tail: int = Field(5, ge=0, description=(
+        "A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items (items "
+        "that mention an error are kept too)."))
+    blob_min_chars: int = Field(256, ge=32, description=(
+        "A run of base64 or hex characters at least this long, with no spaces, is a blob."))
+    log_max_lines: int = Field(400, ge=10, description=(
+        "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
+        "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
+    log_head_lines: int = Field(60, ge=0, description=(
+        "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
+        "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
+    log_tail_lines: int = Field(120, ge=0, description=(
+        "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
+        "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
+    log_max_kept_lines: int = Field(150, ge=0, description=(
+        "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
+        "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
+    exempt_kinds: tuple[str, ...] = Field(("read", "edit", "write", "memory", "skill", "todo", "plan"), description=(
+        "Tools whose output is a document the agent may edit line by line (or its memory): only terminal "
+        "escapes are stripped from them, never content."))
 
 
 # Defaults that are a share of the window, as (section or None, field, share): the 200k-window values
@@ -249,6 +283,8 @@ def _scaled_defaults(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     window = data.get("window", DEFAULT_WINDOW)
+    if isinstance(window, str) and window.strip().isdigit():     # from the environment
+        window = int(window)
     if not isinstance(window, int) or window >= DEFAULT_WINDOW:
         return data
     out = dict(data)
@@ -277,27 +313,36 @@ class Config(_Section):
     """Everything configurable; values come from keyword arguments, `worksurface.toml` or
     `[tool.worksurface]` in pyproject.toml (found from the current folder upwards)."""
 
-    # The model's context window in its provider's tokens.
-    window: int = Field(200_000, ge=1_000)
-    # Kept free for the model's answer (and its thinking): 10% of the window, at most 20k.
-    max_output: int = Field(20_000, ge=0)
-    # A margin under the window so a call never fails on a token-count difference: 6.5%, at most 13k
-    # (autocompact fires at window - max_output - autocompact_buffer, 167k of 200k, as Claude Code).
-    autocompact_buffer: int = Field(13_000, ge=0)
-    # The post-compact view aims at this share of the window, so the agent gets most of it back.
-    post_compact_fraction: float = Field(0.2, gt=0, le=1)
-    # An absolute post-compact target instead of the fraction.
-    post_compact_target_tokens: int | None = Field(None, ge=500)
-    # Reinject current file contents from here (never from outside it); None: the transcript's copy.
-    workspace_root: str | None = None
-    # How the status bar is published: a baseline then deltas (cache-friendly), every full bar
-    # appended, or the newest one replacing the previous.
-    status_strategy: str = Field("delta", pattern="^(append|replace|delta)$")
-    # Deltas accumulate at the tail; they are folded into one fresh baseline when a stage already
-    # breaks the cache on this call and at least `status_fold_min` are in view, or in any case once
-    # `status_fold_max` are (so the bar never grows without bound between compactions).
-    status_fold_min: int = Field(4, ge=1)
-    status_fold_max: int = Field(40, ge=2)
+    window: int = Field(200_000, ge=1_000, description=(
+        "The model's context window in its provider's tokens."))
+    max_output: int = Field(20_000, ge=0, description=(
+        "Kept free for the model's answer (and its thinking): 10% of the window, at most 20k."))
+    autocompact_buffer: int = Field(13_000, ge=0, description=(
+        "A margin under the window so a call never fails on a token-count difference: 6.5%, at most 13k "
+        "(autocompact fires at window - max_output - autocompact_buffer, 167k of 200k, as Claude Code)."))
+    post_compact_fraction: float = Field(0.2, gt=0, le=1, description=(
+        "The post-compact view aims at this share of the window, so the agent gets most of it back."))
+    autocompact_threshold_tokens: int | None = Field(None, ge=1_000, description=(
+        "An absolute autocompact threshold instead of window - max_output - autocompact_buffer: higher (up "
+        "to window - max_output) or lower than the derived one."))
+    pins: tuple[str, ...] = Field((), description=(
+        "Content that must survive every compaction verbatim: a literal text, or re:PATTERN (every match in "
+        "the summarized span). Each compaction reports any pin it could not keep."))
+    post_compact_target_tokens: int | None = Field(None, ge=500, description=(
+        "An absolute post-compact target instead of the fraction."))
+    workspace_root: str | None = Field(None, description=(
+        "Reinject current file contents from here (never from outside it); None: the transcript's copy."))
+    status_strategy: str = Field("delta", pattern="^(append|replace|delta)$", description=(
+        "How the status bar is published: a baseline then deltas (cache-friendly), every full bar appended, "
+        "or the newest one replacing the previous."))
+    status_fold_min: int = Field(4, ge=1, description=(
+        "Deltas accumulate at the tail; they are folded into one fresh baseline when a stage already breaks "
+        "the cache on this call and at least `status_fold_min` are in view, or in any case once "
+        "`status_fold_max` are (so the bar never grows without bound between compactions)."))
+    status_fold_max: int = Field(40, ge=2, description=(
+        "Deltas accumulate at the tail; they are folded into one fresh baseline when a stage already breaks "
+        "the cache on this call and at least `status_fold_min` are in view, or in any case once "
+        "`status_fold_max` are (so the bar never grows without bound between compactions)."))
     budget: BudgetConfig = BudgetConfig()
     snip: SnipConfig = SnipConfig()
     microcompact: MicrocompactConfig = MicrocompactConfig()
@@ -311,6 +356,8 @@ class Config(_Section):
     @property
     def threshold(self) -> int:
         """Autocompact threshold: the window less the output reserve and a safety buffer."""
+        if self.autocompact_threshold_tokens is not None:
+            return max(1, min(self.autocompact_threshold_tokens, self.window - self.max_output))
         return max(1, self.window - self.max_output - self.autocompact_buffer)
 
     @property
@@ -329,12 +376,17 @@ class Config(_Section):
         return int(self.threshold * self.collapse.trigger_fraction)
 
     @classmethod
-    def load(cls, directory: str | Path | None = None, **overrides: Any) -> "Config":
+    def load(cls, directory: str | Path | None = None, *, environ: Mapping[str, str] | None = None,
+             **overrides: Any) -> "Config":
         """Defaults, then the configuration file found from `directory` (the current directory when
-        None) upwards (see `find_config_file`), then keyword overrides."""
+        None) upwards (see `find_config_file`), then `WORKSURFACE_*` variables of `environ` (the
+        process's environment when None), then keyword overrides."""
         found = find_config_file(Path(directory) if directory is not None else Path.cwd())
         data = _config_table(found) if found is not None else {}
-        return cls.from_mapping(_merge(data, overrides), source=str(found or "<defaults>"))
+        env = environment_overrides(environ)
+        source = str(found or "<defaults>") + (f" and {ENV_PREFIX}* variables ({', '.join(env_names(env))})"
+                                                if env else "")
+        return cls.from_mapping(_merge(_merge(data, env), overrides), source=source)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any], source: str = "<arguments>") -> "Config":
@@ -343,6 +395,17 @@ class Config(_Section):
         except ValidationError as exc:
             problems = "; ".join(_problem(e) for e in exc.errors())
             raise ConfigError(f"{source}: invalid configuration: {problems}") from None
+
+    @field_validator("pins")
+    @classmethod
+    def _pin_patterns(cls, pins: tuple[str, ...]) -> tuple[str, ...]:
+        for pin in pins:
+            if pin.startswith("re:"):
+                try:
+                    re.compile(pin[3:])
+                except re.error as exc:
+                    raise ValueError(f"pin {pin!r} is not a valid regular expression ({exc})") from None
+        return pins
 
     @model_validator(mode="before")
     @classmethod
@@ -357,12 +420,42 @@ class Config(_Section):
         return Config.from_mapping(_merge(self.model_dump(exclude_unset=True), clean))
 
 
+def environment_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The configuration `WORKSURFACE_*` variables set, as a nested mapping (pydantic-settings reads
+    them: `__` separates a section from its field, case does not matter)."""
+    from pydantic_settings import EnvSettingsSource     # only when a configuration is loaded
+
+    source = EnvSettingsSource(Config, case_sensitive=False, env_prefix=ENV_PREFIX,  # type: ignore[arg-type]
+                               env_nested_delimiter=ENV_NESTED_DELIMITER)
+    if environ is not None:
+        source.env_vars = {k.lower(): v for k, v in environ.items()}
+    return dict(source())
+
+
+def env_names(overrides: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The variable names behind a mapping from `environment_overrides`, for messages."""
+    names: list[str] = []
+    for key, value in overrides.items():
+        name = f"{prefix}{ENV_NESTED_DELIMITER if prefix else ENV_PREFIX}{key.upper()}"
+        names += env_names(value, name) if isinstance(value, Mapping) and key != "summarizer_options" else [name]
+    return names
+
+
 def _problem(error: Any) -> str:
     """One pydantic error as `section.key: what is wrong (got value)`."""
     where = ".".join(str(p) for p in error["loc"]) or "(top level)"
     value = error.get("input")
     got = f" (got {value!r})" if error["loc"] and isinstance(value, (str, int, float, bool)) else ""
-    return f"{where}: {error['msg']}{got}"
+    return f"{where}: {_sentence(error)}{got}"
+
+
+def _sentence(error: Any) -> str:
+    """pydantic's message, except a choice written as a pattern (`^(a|b|c)$`), which reads as its choices."""
+    pattern = (error.get("ctx") or {}).get("pattern", "")
+    if error.get("type") == "string_pattern_mismatch" and pattern.startswith("^(") and pattern.endswith(")$"):
+        options = pattern[2:-2].split("|")
+        return "must be " + (options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1])
+    return str(error["msg"])
 
 
 def find_config_file(start: Path) -> Path | None:

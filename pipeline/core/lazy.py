@@ -4,7 +4,10 @@ plugin stay quick, and LangGraph, tiktoken and the fact parsers load only when s
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.util import find_spec
 from typing import Any, Callable, Mapping
+
+from .errors import MissingExtraError
 
 
 def lazy_getattr(package: str, names: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
@@ -20,3 +23,11 @@ def lazy_getattr(package: str, names: Mapping[str, str], namespace: dict[str, An
         return value
 
     return __getattr__
+
+
+def require_extra(extra: str, what: str, *modules: str) -> None:
+    """Raise MissingExtraError naming the extra to install when any of `modules` is missing, before
+    `what` starts (instead of an ImportError traceback halfway through)."""
+    missing = [m for m in modules if find_spec(m) is None]
+    if missing:
+        raise MissingExtraError(what, extra, ", ".join(missing))

@@ -160,6 +160,9 @@ def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floo
 # Meta of a message the format knows to be the harness's standing instructions for the session
 # (Codex's developer and permissions messages, AGENTS.md, environment context), not one event.
 STANDING = "standing"
+# How a routine repair of the view (empty text, orphan thinking removed) starts in a report's notices:
+# logged at INFO, since the view is valid again and nothing needs the user.
+RECOVERY_PREFIX = "recovery: "
 
 
 def standing_context(messages: Sequence[Message]) -> list[Message]:
@@ -238,7 +241,7 @@ class Recovered:
 
     def notes(self, skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
         """One report line per cleaned message not in `skip` (the ones already reported)."""
-        return [f"recovery: {what} in message {mid} removed from the view" for mid, what in self.removed
+        return [f"{RECOVERY_PREFIX}{what} in message {mid} removed from the view" for mid, what in self.removed
                 if mid not in skip]
 
 

@@ -66,12 +66,32 @@ def loads(text: str, format: str = "auto", path: str | None = None, *, strict: b
         transcript = adapter.read(text, path)
     except RecursionError:      # a deep value the adapter's own parsing let through
         raise FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=path) from None
+    if format != "auto" and not transcript.messages and text.strip():
+        _refuse_wrong_format(text, path, name)
     damaged = damaged_lines(transcript.extras)
     if damaged:
         if strict:
             raise strict_error(path, damaged)
         log.warning("%s", notice(path, damaged))
     return transcript
+
+
+# What the user called each format in a "not a ..." error.
+_FORMAT_LABELS = {"codex": "Codex rollout", "claude-code": "Claude Code session file"}
+
+
+def _refuse_wrong_format(text: str, path: str | None, name: str) -> None:
+    """An explicit --format that read nothing from a non-empty file is the wrong format, not an empty
+    session: say so, with the format the file does look like, instead of reporting 0 messages."""
+    if ADAPTERS[name].sniff(text, path):
+        return          # the format's own shape, just without messages (a session cut before its first turn)
+    try:
+        actual = detect_format(text, path)
+        looks = f"; it looks like {actual} (drop --format, or pass --format {actual})"
+    except FormatError:
+        looks = ""
+    label = _FORMAT_LABELS.get(name, f"{name} transcript")
+    raise FormatError(f"not a {label}: no {name} record in it{looks}", path=path)
 
 
 def read_transcript(path: str | os.PathLike[str], format: str = "auto", *, strict: bool = False) -> Transcript:

@@ -108,6 +108,25 @@ class _Records:
 # a rendering of the file tracker (saved per file), and re-encoding all of them whenever one file
 # changed was most of a call's save.
 DERIVED_PARTS = frozenset({"files"})
+# The fields that say what a record is, first found first: its text, or what it names.
+_ENTRY_TEXT_FIELDS = ("text", "summary", "gist", "subject", "description", "path", "command", "name", "target",
+                      "line", "label")
+_ENTRY_SOURCE_FIELDS = ("message_id", "last_message_id", "content_message_id")
+
+
+def _entry_text(record: Any) -> str:
+    """A record in one line for the report: its text, or its naming fields joined."""
+    parts = [str(v) for name in _ENTRY_TEXT_FIELDS if isinstance(v := getattr(record, name, None), str) and v]
+    return " · ".join(dict.fromkeys(parts[:3])) or type(record).__name__
+
+
+def _entry_source(record: Any) -> str | None:
+    ids = getattr(record, "message_ids", None)
+    if ids:
+        return str(next(iter(ids)))
+    return next((str(v) for name in _ENTRY_SOURCE_FIELDS if (v := getattr(record, name, None))), None)
+
+
 _RECORD_TYPES: dict[str, type] = {
     "requests": UserMessage, "constraints": Constraint, "approaches": Approach, "findings": Finding,
     "specs": TaskSpec,
@@ -321,6 +340,15 @@ class Ledger:
         counts.update(mcp=len(r.mcp), todo=int(r.todo is not None), plan=int(r.plan is not None),
                       earlier=len(r.earlier), own_summaries=len(r.own_summaries))
         return counts
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every record as `{kind, text, source_id}` (kind is the record type), in record order: what
+        the HTML report's Ledger section lists."""
+        out: list[dict[str, Any]] = []
+        for kind in _RECORD_TYPES:
+            for record in getattr(self.records, kind).values():
+                out.append({"kind": kind, "text": _entry_text(record), "source_id": _entry_source(record)})
+        return out
 
     # --- persistence --------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..core.config import Config
+from ..core.errors import ContextOverflowError
 from ..formats.base import Transcript
 from ..core.model import Message
 from ..core.tokens import TokenCounter
@@ -79,10 +80,19 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
 
     before = cut_transcript(transcript, c.before)
     flags = SizeFlags(window=window, target=target, use_usage=use_usage)
+    overflow = None
     with Session.open(None, config=flags.config(before, config or Config())) as session:
-        prepared = prepare_once(session, before, use_usage=use_usage, force=True)
+        try:
+            prepared = prepare_once(session, before, use_usage=use_usage, force=True)
+        except ContextOverflowError as exc:
+            if exc.prepared is None:
+                raise
+            # Scored as compacted: what the harness would be sent (it decides what to do about the size).
+            prepared, overflow = exc.prepared, str(exc)
     budget = counter.messages(prepared.messages)
     result = CheckResult(counter.messages(live), {}, usage=prepared.report.sizes)
+    if overflow is not None:
+        result.notes.append(f"{WORKSURFACE}: {overflow}")
     result.notes += (prepared.report.sizes or {}).get("usage_notices", [])
     result.methods[WORKSURFACE] = _method(prepared.messages, probe_list, counter)
     for name in baselines:

@@ -127,11 +127,14 @@ def _replay(messages: Sequence[Message], session: Any, use_usage: bool
             last["compaction"] = {"call": n, "report": last["report"]}
 
     result = replay(messages, session, use_usage=use_usage, on_call=keep)
+    ends = [0, *(c.messages for c in result.calls)]
     calls = [{"call": c.call, "messages": c.messages, "view_tokens": c.view_tokens,
               "measured_tokens": c.measured_tokens, "cached_tokens": c.cached_tokens, "fired": c.fired,
               "compacted": c.compaction is not None,
+              # The harness's own compaction (a boundary record the transcript holds) since the last call.
+              "harness_compaction": any(m.origin is Origin.BOUNDARY for m in messages[start:c.messages]),
               "overflow": "over the threshold after compaction" if c.overflow else None,
-              "ms": c.ms, "cost": c.cost} for c in result.calls]
+              "ms": c.ms, "cost": c.cost} for c, start in zip(result.calls, ends)]
     if "report" not in last:  # no call point: one plain prepare says why
         prepared = session.prepare(messages)
         last.update(view=prepared.messages, report=prepared.report.to_json())

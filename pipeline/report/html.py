@@ -273,6 +273,9 @@ def replay_section(replay: dict[str, Any]) -> str:
     measured = [(c["call"], c.get("measured_tokens", c["view_tokens"])) for c in calls]
     series = [Series("view tokens, measured", measured),
               Series("view tokens, counted", [(c["call"], c["view_tokens"]) for c in calls], colour="#999")]
+    harness = [(c["call"], c.get("measured_tokens", c["view_tokens"])) for c in calls if c.get("harness_compaction")]
+    if harness:     # the harness compacted on its own (its boundary is in the transcript)
+        series.append(Series("the harness's own compaction", harness, colour="#0072b2", markers_only=True))
     overflows = [(c["call"], c.get("measured_tokens", c["view_tokens"])) for c in calls if c.get("overflow")]
     if overflows:
         series.append(Series("over the threshold after compaction", overflows, colour="#c00", markers_only=True))
@@ -288,6 +291,7 @@ def replay_section(replay: dict[str, Any]) -> str:
            f"{s['cache_share']:.1%} of the view tokens after the first call were the previous view's prefix "
            "(what a provider's prompt cache serves)."
            + (f" {len(overflows)} calls stayed over the threshold (red marks)." if overflows else "")
+           + (f" The harness compacted on its own before {len(harness)} calls (blue marks)." if harness else "")
            + "</p>", saw, share]
     if s.get("total_cost") is not None:
         cost = line_chart(Chart([Series("billed cost", [(c["call"], c.get("cost", 0.0)) for c in calls],

@@ -42,7 +42,7 @@ from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, MeasurementLog, fit_points
 from ..core.sizes import COUNTED, MEASURED, plausible
-from ..core.view import IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
+from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
 from ..engine.protection import protected_ids
 from worksurface.stages.autocompact import CompactionInputs
 from worksurface.stages.snip import SnipRequests
@@ -302,8 +302,11 @@ class Session:
             report.status = status_report
             billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view))
             report.cost, report.cost_total = billed.cost, billed.total
-            report.notices += recovered.notes(self._noted)
+            recovery = recovered.notes(self._noted)
+            report.notices += recovery
             self._noted.update(mid for mid, _ in recovered.removed)
+            for note in recovery:      # routine repairs (empty text, orphan thinking): the report has them
+                log.info("%s", note)
             self._notices(report, ctx)
             size = self._measured_size(report, ctx)
             overflowed = self._overflowed(report, size)
@@ -544,10 +547,10 @@ class Session:
     def _overflowed(self, report: PrepareReport, size: int) -> bool:
         """Over the threshold (at `size`, the measured size the stages judged by) after autocompact had
         its chance (not when its breaker is open: then the report says it stopped trying, and the
-        harness decides)."""
+        harness decides; nor when automatic compaction is off: the harness chose to compact itself)."""
         auto = next(s for s in report.stages if s.name == "autocompact")
         breaker_open = bool(auto.skipped and auto.skipped.startswith("stopped after"))
-        return size > self.config.threshold and not breaker_open
+        return size > self.config.threshold and not breaker_open and self.config.autocompact.enabled
 
     def _notices(self, report: PrepareReport, ctx: StageContext) -> None:
         """Say what the harness must know in the report and the log, not only in the JSON details."""
@@ -570,12 +573,17 @@ class Session:
             report.notices.append(f"the compacted view is {over} tokens over the post-compact target of {target}: "
                                   "what must stay (the system prompt and tools the harness sends, the newest "
                                   "user message, the last turn) is larger than the target")
+        missed = ((report.boundary or {}).get("pins") or {}).get("missed")
+        if missed:
+            report.notices.append(f"{len(missed)} pinned snippet(s) could not be kept verbatim (over "
+                                  f"autocompact.pin_tokens): " + "; ".join(repr(m[:80]) for m in missed))
         fallback = (report.boundary or {}).get("fallback")
         if fallback:
             report.notices.append(f"summarizer {fallback['from']} failed ({fallback['error']}); "
                                   "the structured summary was used instead")
         for notice in report.notices:
-            log.warning("%s", notice)
+            if not notice.startswith(RECOVERY_PREFIX):
+                log.warning("%s", notice)
 
     def _report(self, final: PipelineState, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
         by_name = {r.name: r for r in final["reports"]}

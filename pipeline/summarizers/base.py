@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
 from ..core.model import Message
 from ..core.tokens import TokenCounter
@@ -29,6 +29,9 @@ class SummaryRequest:
     # Messages of the summarized span kept verbatim right after the summary (the user's one request
     # that opens a trajectory and did not fit): the summary points at them instead of quoting them.
     kept: Sequence[Message] = ()
+    # Keeps the whole, unbudgeted summary when the budget leaves items out, and returns how it is
+    # fetched back ("artifact <id> ..."), so the summary can say where the rest is (None: nowhere).
+    keep_full: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)

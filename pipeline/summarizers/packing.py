@@ -83,16 +83,28 @@ class Section:
     skip_repeats: bool = False
     chosen: list[Item] = field(default_factory=list)
     used: int = 0
+    # Say how many items were left out for room instead of showing fewer, or "none", as if that
+    # were all there was.
+    note_left_out: bool = False
+
+    def left_out(self) -> int:
+        return len(self.items) - len(self.chosen)
+
+
+def left_out_line(section: Section) -> str:
+    """`- 13 of 16 items left out for room (3 shown)`."""
+    return f"- {section.left_out()} of {len(section.items)} items left out for room ({len(section.chosen)} shown)"
 
 
 def render_section(section: Section, omit_empty: bool = False) -> str:
     lines = [f"## {section.heading}"] if section.heading else []
     items = sorted(section.chosen, key=lambda it: it.order)
+    omitted = section.note_left_out and section.left_out() > 0
     if not items:
-        if omit_empty:
+        if omit_empty and not omitted:
             return ""
         if section.heading:
-            lines.append(section.empty)
+            lines.append(left_out_line(section) if omitted else section.empty)
         return "\n".join(lines)
     groups: dict[str, list[Item]] = {}
     for it in items:
@@ -105,6 +117,8 @@ def render_section(section: Section, omit_empty: bool = False) -> str:
             if group:
                 lines.append(group)
             lines += [m.text for m in members]
+    if omitted:
+        lines.append(left_out_line(section))
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ messages, current work) and the least important items are trimmed first (see pac
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Sequence
 
 from .. import facts
@@ -24,7 +25,7 @@ from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
 from ..facts.requests import UserMessage, is_user_message
 from ..ledger.source import FactSource, MessageFacts
 from .base import Summary, SummaryRequest
-from .packing import Item, Section, pack, shrink
+from .packing import Item, Section, pack, render, shrink
 from .sections import (ACTIVE_REQUEST, CARRIED_GROUP, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS,
                        IDENTIFIERS, NEXT_STEP, PROGRESS, TITLE, TRIED, USER_MESSAGES, USER_QUOTES, carried_lines)
 
@@ -93,12 +94,29 @@ class StructuredSummarizer:
         budget = request.budget_tokens - PER_MESSAGE_OVERHEAD
         if budget <= 0:
             raise SummarizerError(f"summary budget of {request.budget_tokens} tokens leaves no room for text")
-        builder = _Builder(request)
-        sections = builder.sections()
+        candidates = _Builder(request).sections()
+        sections = _honest(candidates)
         text = pack(sections, budget, counter)
+        if request.keep_full is not None and any(s.left_out() for s in sections if s.note_left_out):
+            # Items were left out for room: keep the whole summary and say once where it is.
+            where = f"Left out for room above: the whole summary is {request.keep_full(render(_everything(candidates)))}."
+            room = budget - counter.text(where) - 2
+            if room > 0:
+                sections = _honest(candidates)
+                text = pack(sections, room, counter) + "\n\n" + where
         kept = {s.heading or "preamble": len(s.chosen) for s in sections}
         offered = {s.heading or "preamble": len(s.items) for s in sections}
         return Summary(text, NAME, counter.text(text), {"items_kept": kept, "items_offered": offered})
+
+
+def _honest(candidates: list[Section]) -> list[Section]:
+    """Fresh copies to pack (packing cuts items in place) that say what they leave out: every
+    section with a heading ends with a count of its items left out for room."""
+    return [replace(s, items=list(s.items), chosen=[], used=0, note_left_out=bool(s.heading)) for s in candidates]
+
+
+def _everything(candidates: list[Section]) -> list[Section]:
+    return [replace(s, chosen=list(s.items)) for s in candidates]
 
 
 def candidate_sections(request: SummaryRequest) -> list[Section]:
