@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from worksurface import Config, Session
 from worksurface.core.calibration import Calibration, fit_measurements, measurements
 from worksurface.core.clearing import HARNESS_CLEARING
+from worksurface.core.errors import ContextOverflowError
 from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from worksurface.core.sizes import measured_usage
 from worksurface.core.tokens import TokenCounter
@@ -145,7 +146,11 @@ def test_an_implausible_measurement_is_refused_and_named() -> None:
 def forced(messages: list[Message], target: int | None = None, path: str = "t.jsonl"):
     config = Config(post_compact_target_tokens=target) if target else Config()
     with Session.open(None, config=config) as session:
-        return prepare_once(session, Transcript(messages, "claude-code", path), force=True)
+        try:
+            return prepare_once(session, Transcript(messages, "claude-code", path), force=True)
+        except ContextOverflowError as exc:  # a fixed part near the threshold: the view comes with the error
+            assert exc.prepared is not None
+            return exc.prepared
 
 
 def test_regression_uncached_usage_never_gives_a_negative_size() -> None:
@@ -217,7 +222,7 @@ def test_text_room_never_under_the_floor_and_sizes_never_negative(fixed, ratio, 
     assert Calibration(fixed, ratio, 2).size(counted) >= 0
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(50, 3_000), st.integers(-5_000, 300_000)), min_size=2, max_size=14))
 def test_any_usage_sequence_compacts_with_non_negative_sizes_and_the_floor(steps) -> None:
     messages: list[Message] = []

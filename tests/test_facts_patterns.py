@@ -32,7 +32,26 @@ CALLS = [
      "[Command finished]"),
 ]
 
+COMMANDS = [
+    ("COMMAND_TAG_RE", "search", "<command-name>/review</command-name><command-args>PR 12</command-args>",
+     "<command-name>/review</command-args>"),
+    ("PROMPT_TAG_RE", "search", "<instructions>Review the diff</instructions>", "a < b and c > d"),
+]
+
+OBSERVATIONS = [
+    ("ANSI_RE", "search", "\x1b[31mFAILED\x1b[0m tests/test_app.py", "[31m plain brackets"),
+]
+
+PLANS = [
+    ("PLAN_DIR_RE", "search", "/repo/.planning/phase-2.md", "/repo/src/planner.py"),
+    ("PLAN_NAME_RE", "search", "refactor-plan", "planetary"),
+]
+
 CONSTRAINTS = [
+    ("QUESTION_END_RE", "search", "Should we keep the old endpoint?", "Keep the old endpoint (why? see #12)."),
+    ("QUESTION_OPEN_RE", "match", "should we keep the old endpoint", "we should keep the old endpoint"),
+    ("DECIDED_RE", "search", "The retry wrapper already handles timeouts, so no change there.",
+     "The retry wrapper handles timeouts after this change."),
     ("STRONG_RE", "search", "Don't touch the migrations folder.", "No problem, the migrations ran fine."),
     ("MEDIUM_RE", "search", "Always run the linter before committing.", "The linter ran before the commit."),
     ("IMPERATIVE_RE", "match", "Use the existing HTTP client", "Useful helpers live in utils/"),
@@ -198,6 +217,7 @@ TEXT = [
     ("HEADING_RE", "match", "Ground rules:", "Ground rules: keep it simple"),
     ("SENTENCE_SPLIT_RE", "search", "Fix the bug. Then run the tests.", "Fix the bug in v1.2 first."),
     (r"\s+", "search", "Edit   /repo/app.py\n", "Edit"),
+    ("HEADER_LINE_RE", "match", "Process exited with code 1", "the process exited with code 1"),
 ]
 
 TODOS = [
@@ -228,7 +248,7 @@ TRACKER = [
 ]
 
 TABLES: dict[str, list[tuple[str, str, str, str]]] = {
-    "calls": CALLS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "findings": FINDINGS,
+    "calls": CALLS, "commands": COMMANDS, "observations": OBSERVATIONS, "plans": PLANS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "findings": FINDINGS,
     "identifiers": IDENTIFIERS, "progress": PROGRESS, "provenance": PROVENANCE, "shell": SHELL,
     "subagents": SUBAGENTS, "testsummary": TESTSUMMARY, "text": TEXT, "todos": TODOS, "tools": TOOLS,
     "tracker": TRACKER,

@@ -212,8 +212,11 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
     forwarded = [r.fields for r in caplog.records if r.getMessage() == "forwarded" and hasattr(r, "fields")]
     assert len(forwarded) == len(turns) and all(f["outcome"] == "prepared" for f in forwarded)
     assert max(f["tokens_in"] for f in forwarded) > 60000 > max(f["tokens_out"] for f in forwarded)
+    # Reduced (tool results budgeted and cleared; a compaction only where it pays, which on these
+    # uniform reads it need not): what Codex sends keeps growing, what the provider gets does not.
+    last = forwarded[-1]
+    assert last["tokens_out"] < last["tokens_in"] / 3, last
     sizes = [len(json.dumps(r.body["input"])) for r in turns]
-    assert any(b < a * 0.8 for a, b in zip(sizes, sizes[1:])), "worksurface compacted the view"
     for r in turns:
         items = r.body["input"]
         calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
