@@ -140,7 +140,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     head, tail = view[floor:start], view[start:]
     if not head:
         return _skip(tokens, started, "nothing before the kept tail to summarize")
-    # Asked to compact (not over the threshold): the tail the last compaction kept is not new either.
+    # Asked to compact (not over the threshold) with nothing after the last rebuilt surface: nothing new.
     if not _has_new_conversation(head, view if ctx.forced else ()):
         # An already compacted view (a compacted file compacted again): summarizing its own summary
         # would only grow it and bump the epoch.
@@ -256,22 +256,25 @@ def _check_pins(head: Sequence[Message], summary: str, kept: Sequence[Message], 
 
 def _has_new_conversation(head: Sequence[Message], view: Sequence[Message]) -> bool:
     """Whether the span holds conversation a summary would cover (not only earlier summaries,
-    boundaries, reinjected surface or standing context carried whole, nor the tail the last compaction
-    kept verbatim: what sits between its summary and the surface it rebuilt after that tail)."""
+    boundaries, reinjected surface or standing context carried whole). With the whole `view`: when
+    nothing arrived after the surface the last compaction rebuilt, the tail it kept verbatim (between
+    its summary and that surface) is not new either."""
     carried = {m.id for m in standing_context(head)}
-    kept = _last_kept_tail(view)
+    kept = _kept_tail_when_nothing_followed(view)
     return any(m.origin is Origin.CONVERSATION and m.id not in carried and m.id not in kept for m in head)
 
 
-def _last_kept_tail(view: Sequence[Message]) -> set[str]:
+def _kept_tail_when_nothing_followed(view: Sequence[Message]) -> set[str]:
     """The ids of the conversation the latest compaction kept after its summary, up to the first
-    message it reinjected (everything after that arrived since). Empty when there is no such surface."""
+    message it reinjected, if no conversation came after that surface (else, or without one: empty)."""
     summary = max((i for i, m in enumerate(view) if m.origin is Origin.SUMMARY), default=None)
     if summary is None:
         return set()
     surface = next((i for i in range(summary + 1, len(view))
                     if view[i].origin in (Origin.REINJECTION, Origin.STATUS)), None)
-    return {m.id for m in view[summary + 1:surface]} if surface is not None else set()
+    if surface is None or any(m.origin is Origin.CONVERSATION for m in view[surface:]):
+        return set()
+    return {m.id for m in view[summary + 1:surface]}
 
 
 def _full_summary_keeper(ctx: StageContext) -> Callable[[str], str]:

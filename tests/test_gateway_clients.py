@@ -189,6 +189,8 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
                                     f"call_{uuid.uuid4().hex[:10]}")])
 
     caplog.set_level(logging.INFO, logger="worksurface.gateway")
+    # An in-process CLI run earlier in the suite stops the package logger's propagation to the root.
+    logging.getLogger("worksurface").propagate = True
     with FakeResponses(script, measure=True) as fake, \
             running_gateway(tmp_path / "store", fake.base_url, session={"window": 40000}) as gw:
         # Past this many tokens Codex compacts on its own: the whole history (about 100k) crosses it,
