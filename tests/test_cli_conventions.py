@@ -16,8 +16,8 @@ from worksurface.cli import app
 from worksurface.core.config import Config, ConfigError
 from worksurface.core.model import Message, Text
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "transcripts"
-CLAUDE = SHARED / "claude-code" / "short.jsonl"
+# A bundled Claude Code session: these tests need no shared data.
+CLAUDE = Path(__file__).resolve().parents[1] / "fixtures" / "small.jsonl"
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:

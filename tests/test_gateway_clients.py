@@ -163,7 +163,8 @@ def readme_codex_provider() -> str:
 @pytest.mark.client
 @pytest.mark.slow
 @pytest.mark.skipif(CODEX is None, reason="Codex CLI not installed: run .ci/install-codex.sh")
-def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Codex CLI with a model_provider at the gateway, four `codex exec` turns (the last three resuming
     the session), each reading six files: worksurface compacts the view in front of the fake Responses
     API, so Codex (whose own limit the whole history would cross) never compacts; its rollout holds
@@ -190,7 +191,7 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
 
     caplog.set_level(logging.INFO, logger="worksurface.gateway")
     # An in-process CLI run earlier in the suite stops the package logger's propagation to the root.
-    logging.getLogger("worksurface").propagate = True
+    monkeypatch.setattr(logging.getLogger("worksurface"), "propagate", True)
     with FakeResponses(script, measure=True) as fake, \
             running_gateway(tmp_path / "store", fake.base_url, session={"window": 40000}) as gw:
         # Past this many tokens Codex compacts on its own: the whole history (about 100k) crosses it,
@@ -211,7 +212,9 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
     turns = [r for r in fake.requests if r.kind == "turn"]
     assert fake.kinds() == ["turn"] * len(turns), "Codex never compacted on its own"
     assert len(turns) == CODEX_TURNS * (READS_PER_TURN + 1)
-    forwarded = [r.fields for r in caplog.records if r.getMessage() == "forwarded" and hasattr(r, "fields")]
+    # Each record once (a handler the CLI left on the package logger can hand caplog a record twice).
+    records = list({(r.created, r.getMessage(), repr(getattr(r, "fields", None))): r for r in caplog.records}.values())
+    forwarded = [r.fields for r in records if r.getMessage() == "forwarded" and hasattr(r, "fields")]
     assert len(forwarded) == len(turns) and all(f["outcome"] == "prepared" for f in forwarded)
     assert max(f["tokens_in"] for f in forwarded) > 60000 > max(f["tokens_out"] for f in forwarded)
     # Reduced (tool results budgeted and cleared; a compaction only where it pays, which on these
