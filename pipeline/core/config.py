@@ -48,7 +48,7 @@ class BudgetConfig(_Section):
     preview_head_tokens: int = Field(600, ge=0, description=(
         "Head and tail previews: an error's cause is usually at the end of the output."))
     preview_tail_tokens: int = Field(600, ge=0, description=(
-        "Head and tail previews: an error's cause is usually at the end of the output."))
+        "The tail preview of an oversized result (see preview_head_tokens)."))
 
 
 class SnipConfig(_Section):
@@ -212,9 +212,7 @@ class PricingConfig(_Section):
         "runs about k more), \"until_threshold\" (until autocompact rewrites the view anyway, at the "
         "session's mean growth per call), \"auto\" (the smaller of the two) or \"fixed\" (horizon_calls)."))
     horizon_calls: int = Field(20, ge=0, description=(
-        "How many more calls an edit's saving is counted over: \"calls_so_far\" (a session that ran k calls "
-        "runs about k more), \"until_threshold\" (until autocompact rewrites the view anyway, at the "
-        "session's mean growth per call), \"auto\" (the smaller of the two) or \"fixed\" (horizon_calls)."))
+        "The calls a \"fixed\" horizon counts a saving over (see horizon)."))
     max_horizon_calls: int = Field(200, ge=1, description=(
         "No estimate counts a saving over more calls than this (a long past is no promise)."))
     batching: bool = Field(True, description=(
@@ -237,25 +235,20 @@ class IngestConfig(_Section):
         "A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items (items "
         "that mention an error are kept too)."))
     json_keep_head: int = Field(10, ge=0, description=(
-        "A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items (items "
-        "that mention an error are kept too)."))
+        "Items kept from the start of a JSON array over json_max_items."))
     json_keep_tail: int = Field(5, ge=0, description=(
-        "A JSON array longer than this keeps its first json_keep_head and last json_keep_tail items (items "
-        "that mention an error are kept too)."))
+        "Items kept from the end of a JSON array over json_max_items."))
     blob_min_chars: int = Field(256, ge=32, description=(
         "A run of base64 or hex characters at least this long, with no spaces, is a blob."))
     log_max_lines: int = Field(400, ge=10, description=(
         "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
         "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
     log_head_lines: int = Field(60, ge=0, description=(
-        "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
-        "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
+        "Lines kept from the start of a log over log_max_lines."))
     log_tail_lines: int = Field(120, ge=0, description=(
-        "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
-        "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
+        "Lines kept from the end of a log over log_max_lines."))
     log_max_kept_lines: int = Field(150, ge=0, description=(
-        "A log longer than this many lines keeps its head, its tail and every line that reports an error, "
-        "failure or warning in between (up to log_max_kept_lines); the whole is an artifact."))
+        "Error, failure and warning lines kept from between a long log's head and tail."))
     exempt_kinds: tuple[str, ...] = Field(("read", "edit", "write", "memory", "skill", "todo", "plan"), description=(
         "Tools whose output is a document the agent may edit line by line (or its memory): only terminal "
         "escapes are stripped from them, never content."))
@@ -340,9 +333,7 @@ class Config(_Section):
         "the cache on this call and at least `status_fold_min` are in view, or in any case once "
         "`status_fold_max` are (so the bar never grows without bound between compactions)."))
     status_fold_max: int = Field(40, ge=2, description=(
-        "Deltas accumulate at the tail; they are folded into one fresh baseline when a stage already breaks "
-        "the cache on this call and at least `status_fold_min` are in view, or in any case once "
-        "`status_fold_max` are (so the bar never grows without bound between compactions)."))
+        "Deltas in view at which they are folded into a baseline in any case (see status_fold_min)."))
     budget: BudgetConfig = BudgetConfig()
     snip: SnipConfig = SnipConfig()
     microcompact: MicrocompactConfig = MicrocompactConfig()
