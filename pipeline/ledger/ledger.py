@@ -160,6 +160,14 @@ class Ledger:
         # The errors window's searches, carried between calls so each later call is read once (not persisted).
         self._error_reader = ErrorReader()
 
+    @classmethod
+    def over(cls, messages: Sequence[Message], queued: Sequence[tuple[str | None, str]] = ()) -> "Ledger":
+        """A ledger folded once over `messages`: the facts of a list of messages when there is no
+        session (the one-shot path reads the same records a session's ledger holds)."""
+        ledger = cls()
+        ledger.update(messages, queued=queued)
+        return ledger
+
     # --- folding ----------------------------------------------------------------------------------
 
     def update(self, transcript: Sequence[Message], *, rebuild: bool = False,
