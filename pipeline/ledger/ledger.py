@@ -13,7 +13,7 @@ own earlier output, which the fold skips.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
@@ -136,6 +136,17 @@ _RECORD_TYPES: dict[str, type] = {
 }
 
 
+class Follower(Protocol):
+    """A fold kept above the ledger's floor (the status bar's) that reads the messages the ledger reads,
+    each once and in order, on the ledger's walk: the transcript is walked once per call, by the ledger.
+    `seen` is how many transcript messages it has read; the ledger resets it when history diverges."""
+
+    seen: int
+
+    def reset(self) -> None: ...
+    def observe(self, message: Message, index: int) -> None: ...
+
+
 class Ledger:
     """The session's working state. `update(transcript)` before each graph run; `upto(index)` for the
     state as of a cut (what a summary of the messages before it should say)."""
@@ -159,6 +170,7 @@ class Ledger:
         self._json_memo: dict[int, tuple[Any, Any]] = {}  # id(record) -> (record, its JSON)
         # The errors window's searches, carried between calls so each later call is read once (not persisted).
         self._error_reader = ErrorReader()
+        self._followers: list[Follower] = []
 
     @classmethod
     def over(cls, messages: Sequence[Message], queued: Sequence[tuple[str | None, str]] = ()) -> "Ledger":
@@ -180,7 +192,12 @@ class Ledger:
         n = len(transcript)
         diverged = self.count > n or (self.count and transcript[self.count - 1].digest != self.last_digest)
         if rebuild or diverged:
+            followers = self._followers
             self.__init__()  # type: ignore[misc]
+            self._followers = followers
+            for f in followers:
+                f.reset()
+        self._feed(transcript)
         if len(self._positions) < min(self.count, n):
             self._positions = {m.id: i for i, m in enumerate(transcript[: self.count])}
         self.last_window = 0
@@ -200,6 +217,19 @@ class Ledger:
         self.count, self.last_digest = n, transcript[-1].digest
         self.carry_from = _open_call_start(transcript, start, n)
         self.dirty = True
+
+    def follow(self, follower: Follower) -> None:
+        """Have `follower` read every message this ledger reads, from the first (it catches up on the
+        next `update` with what was folded before, e.g. by another process)."""
+        self._followers.append(follower)
+
+    def _feed(self, transcript: Sequence[Message]) -> None:
+        for f in self._followers:
+            if f.seen > len(transcript):
+                f.reset()
+            for i in range(f.seen, len(transcript)):
+                f.observe(transcript[i], i)
+            f.seen = len(transcript)
 
     def _fold_extras(self, extras: Sequence[tuple[str | None, Any]]) -> None:
         """Announcements in the harness's attachment records, each record once (they only grow)."""
