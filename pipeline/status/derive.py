@@ -18,17 +18,16 @@ from ..core.usage import parse_usage
 from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
 from .display import one_line
 from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
-                     RepositoryChanged, ResourcesChanged, TaskUpdated, TodoItem, ToolFinished, ToolStarted,
+                     RepositoryChanged, ResourcesChanged, TaskUpdated, ToolFinished, ToolStarted,
                      VerificationFinished)
 from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
 from ..facts.provenance import CONVERTED_CALL, harness_tool
 from ..facts.testsummary import TestRunWatcher
-from ..facts.todos import TodoItem as FactTodo
-from ..facts.todos import TodoReplayer, items_from, normalize_status
+from ..facts.todos import TodoItem, TodoReplayer, items_from, normalize_status
 from ..facts.tracker import issue_changes, updates_tracker
 from ..summarizers import sections as summary_sections
-from .parse_git import parse_git
+from ..facts.git import parse_git
 from .reducer import SEARCH_KINDS, StatusReducer
 
 # Short hashes identify output lines and whole outputs; 12 hex digits make a collision within
@@ -64,8 +63,9 @@ def result_fingerprints(output: str) -> tuple[str, ...]:
     return tuple(short_hash(i) for i in dict.fromkeys(items))[:MAX_RESULT_ITEMS]
 
 
-def _todos(items: tuple[FactTodo, ...] | None) -> tuple[TodoItem, ...] | None:
-    """Status todo items from the one todo parser's items (None: the call carried no list)."""
+def _todos(items: tuple[TodoItem, ...] | None) -> tuple[TodoItem, ...] | None:
+    """The bar's todo items from the todo parser's (one line each, statuses normalized; None: the
+    call carried no list)."""
     if items is None:
         return None
     return tuple(TodoItem(one_line(it.text, 200), normalize_status(it.status)) for it in items)

@@ -162,7 +162,7 @@ class StatusReducer:
         if e.todos is not None:
             if e.todos:
                 self._fields["task"]["todos"] = _field(
-                    e, [{"content": t.content, "status": t.status} for t in e.todos])
+                    e, [{"content": t.text, "status": t.status} for t in e.todos])
             else:
                 self._fields["task"].pop("todos", None)
         self._set("task", "next_action", e, e.next_action)
