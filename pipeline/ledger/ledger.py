@@ -27,7 +27,8 @@ from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
 from ..core.model import Message, Origin
 from . import codec
-from .source import EditGist, edit_gists
+from .kinds import BY_NAME, KINDS, Window
+from .source import EditGist
 
 T = TypeVar("T")
 
@@ -51,10 +52,6 @@ MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
 # Records whose JSON is remembered between saves; past this the memo starts over (a long session's
 # ledger holds a few thousand records).
 MAX_JSON_MEMO = 20_000
-# Edit gists kept (newest): a summary offers at most a few dozen.
-MAX_EDIT_GISTS = 60
-# What the latest calls showed (a few output lines each): a summary quotes the newest few dozen.
-MAX_OUTCOMES = 80
 # Bumped when the extractors read a message differently: a stored ledger of another version is
 # folded again from the transcript (2: slash commands, rejection words, answers, todo details).
 LEDGER_VERSION = 2
@@ -64,30 +61,12 @@ PART_PREFIX = "ledger."
 FILE_PREFIX = "ledger.file:"
 
 
-def _fold_text(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 @dataclasses.dataclass
 class _Records:
-    """Every record kind, keyed so that reading the same message twice changes nothing."""
+    """Every record, keyed so that reading the same message twice changes nothing: the kinds of
+    `kinds.KINDS` by name (`kind(name)`), and the few singletons and counters beside them."""
 
-    requests: dict[str, UserMessage] = dataclasses.field(default_factory=dict)
-    constraints: dict[str, Constraint] = dataclasses.field(default_factory=dict)
-    approaches: dict[str, Approach] = dataclasses.field(default_factory=dict)
-    findings: dict[str, Finding] = dataclasses.field(default_factory=dict)  # the agent's own conclusions
-    specs: dict[str, TaskSpec] = dataclasses.field(default_factory=dict)
-    errors: dict[str, ErrorFact] = dataclasses.field(default_factory=dict)
-    files: dict[str, FileFact] = dataclasses.field(default_factory=dict)
-    tests: dict[str, TestRun] = dataclasses.field(default_factory=dict)
-    commits: dict[str, Commit] = dataclasses.field(default_factory=dict)
-    edits: dict[str, EditGist] = dataclasses.field(default_factory=dict)
-    outcomes: dict[str, Outcome] = dataclasses.field(default_factory=dict)  # by call id, the newest kept
-    tracker: dict[str, TrackerUpdate] = dataclasses.field(default_factory=dict)
-    skills: dict[str, SkillUse] = dataclasses.field(default_factory=dict)
-    announcements: dict[str, Announcement] = dataclasses.field(default_factory=dict)
-    agents: dict[str, AgentUse] = dataclasses.field(default_factory=dict)
-    subagents: dict[str, SubagentTask] = dataclasses.field(default_factory=dict)  # by call id
+    kinds: dict[str, dict[str, Any]] = dataclasses.field(default_factory=lambda: {k.name: {} for k in KINDS})
     mcp: dict[str, int] = dataclasses.field(default_factory=dict)
     # Messages per working directory they report: the session's main cwd is the most reported one.
     cwds: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -103,11 +82,11 @@ class _Records:
     own_summaries: dict[str, str] = dataclasses.field(default_factory=dict)
     conversation_seen: int = 0
 
+    def kind(self, name: str) -> dict[str, Any]:
+        """The records of one kind, by key."""
+        return self.kinds[name]
 
-# Records rebuilt from other stored state on load rather than stored themselves: the file records are
-# a rendering of the file tracker (saved per file), and re-encoding all of them whenever one file
-# changed was most of a call's save.
-DERIVED_PARTS = frozenset({"files"})
+
 # The fields that say what a record is, first found first: its text, or what it names.
 _ENTRY_TEXT_FIELDS = ("text", "summary", "gist", "subject", "description", "path", "command", "name", "target",
                       "line", "label")
@@ -125,15 +104,6 @@ def _entry_source(record: Any) -> str | None:
     if ids:
         return str(next(iter(ids)))
     return next((str(v) for name in _ENTRY_SOURCE_FIELDS if (v := getattr(record, name, None))), None)
-
-
-_RECORD_TYPES: dict[str, type] = {
-    "requests": UserMessage, "constraints": Constraint, "approaches": Approach, "findings": Finding,
-    "specs": TaskSpec,
-    "errors": ErrorFact, "files": FileFact, "tests": TestRun, "commits": Commit, "edits": EditGist, "outcomes": Outcome,
-    "tracker": TrackerUpdate,
-    "skills": SkillUse, "announcements": Announcement, "agents": AgentUse, "subagents": SubagentTask,
-}
 
 
 class Follower(Protocol):
@@ -162,7 +132,7 @@ class Ledger:
         self.dirty = False        # changed since the store last saved it
         self.saved_count = 0      # `count` when the store last saved it
         self._positions: dict[str, int] = {}  # message id -> index in the transcript (not persisted)
-        # Marks of what the store holds (see `save`), and of the tracked files when `records.files`
+        # Marks of what the store holds (see `save`), and of the tracked files when the file records
         # was last rendered from them.
         self._saved: tuple[dict[str, Any], dict[str, tuple[Any, ...]]] = ({}, {})
         self._files_rendered: dict[str, tuple[Any, ...]] | None = None
@@ -237,8 +207,9 @@ class Ledger:
             return
         new = [(self._positions.get(anchor, 0) if anchor else 0, record)
                for anchor, record in extras[self.extras_seen:]]
+        announcements = BY_NAME["announcements"]
         for a in attachment_announcements(new):
-            self.records.announcements[f"{a.kind}:{a.message_id}"] = a
+            announcements.put(self.records.kind("announcements"), a)
         self.extras_seen = len(extras)
         self.dirty = True
 
@@ -249,12 +220,12 @@ class Ledger:
         index = [i for i, _ in window]
         messages = [m for _, m in window]
         called_at = {rec.call.id: index[rec.index] for rec in facts.tool_calls(messages)}
-        errors = self.records.errors
+        errors = self.records.kind("errors")
         for e in self._error_reader.read(messages):
             e = dataclasses.replace(e, index=index[e.index])
             if errors.get(e.call_id) != e:  # re-read every call while open: store only what changed
                 errors[e.call_id] = e
-        unresolved = [called_at[e.call_id] for e in self.records.errors.values()
+        unresolved = [called_at[e.call_id] for e in errors.values()
                       if not e.resolved and e.call_id in called_at]
         self.errors_from = min(unresolved, default=end)
 
@@ -280,53 +251,17 @@ class Ledger:
             return index[i] if 0 <= i < len(index) else i
 
         # What the user said in earlier windows (searched only when a call's source must be one the user named).
-        earlier = tuple(u.text for u in r.requests.values())
-        for u in facts.user_messages(messages, queued):
-            u = dataclasses.replace(u, index=at(u.index))
-            r.requests[f"{u.message_id}:{int(u.queued)}:{_fold_text(u.text)[:80]}"] = u
-        for c in facts.standing_constraints(messages, queued, earlier):
-            key = _fold_text(c.text)
-            if key not in r.constraints:
-                r.constraints[key] = dataclasses.replace(c, index=at(c.index))
-        for a in facts.excluded_approaches(messages, queued):
-            key = f"{a.kind}:{_fold_text(a.text)}"
-            if key not in r.approaches:
-                r.approaches[key] = dataclasses.replace(a, index=at(a.index))
-        for f in facts.findings(messages):
-            key = f"{f.kind}:{_fold_text(f.text)}"
-            if key not in r.findings:
-                r.findings[key] = dataclasses.replace(f, index=at(f.index))
-        for s in facts.task_specs(messages, queued, earlier):
-            r.specs[s.origin] = dataclasses.replace(s, index=at(s.index))
-        records = facts.tool_calls(messages)
-        for g2 in edit_gists(records):
-            r.edits[f"{g2.message_id}:{g2.target}:{g2.gist[:40]}"] = dataclasses.replace(g2, index=at(g2.index))
-        if len(r.edits) > MAX_EDIT_GISTS:
-            newest = sorted(r.edits.items(), key=lambda kv: kv[1].index)[-MAX_EDIT_GISTS:]
-            r.edits = dict(newest)
-        for o in facts.recent_outcomes(messages, MAX_OUTCOMES):
-            r.outcomes[o.call_id] = dataclasses.replace(o, index=at(o.index))
-        if len(r.outcomes) > MAX_OUTCOMES:
-            r.outcomes = dict(sorted(r.outcomes.items(), key=lambda kv: kv[1].index)[-MAX_OUTCOMES:])
+        read = Window(messages, queued, tuple(u.text for u in r.kind("requests").values()), facts.tool_calls(messages))
+        for kind in KINDS:
+            if kind.extract is not None:
+                r.kinds[kind.name] = kind.fold(r.kind(kind.name), read, at)
         self.files.feed(messages, index, new_from)
         # Rendering every file's facts reads every line held; only when a tracked file changed.
         marks = self.files.file_marks()
         if marks != self._files_rendered:
-            r.files = _with_newest_contents(self.files.facts())
+            r.kinds["files"] = _with_newest_contents(self.files.facts())
             self._files_rendered = marks
-        for t in facts.test_runs(messages):
-            r.tests[f"{t.message_id}:{t.command}"] = dataclasses.replace(t, index=at(t.index))
-        for c2 in facts.commits(messages):
-            r.commits[c2.hash] = dataclasses.replace(c2, index=at(c2.index))
-        for u2 in facts.tracker_updates(messages):
-            r.tracker[f"{u2.message_id}:{u2.command}"] = dataclasses.replace(u2, index=at(u2.index))
-        for s2 in facts.skills_invoked(messages):
-            r.skills[s2.name] = dataclasses.replace(s2, index=at(s2.index))
-        for a2 in facts.announced_tools(messages):
-            r.announcements[f"{a2.kind}:{a2.message_id}"] = dataclasses.replace(a2, index=at(a2.index))
-        r.subagents = subagent_facts.fold(r.subagents, messages, at, queued)
-        for g in facts.agents_used(messages):
-            r.agents[f"{g.agent_type}:{g.message_id}"] = dataclasses.replace(g, index=at(g.index))
+        r.kinds["subagents"] = subagent_facts.fold(r.kind("subagents"), messages, at, queued)
         for g_index, m in zip(index, messages):
             if g_index >= new_from:
                 where = message_cwd(m)
@@ -374,7 +309,7 @@ class Ledger:
     def entry_counts(self) -> dict[str, int]:
         """How many records of each kind the ledger holds (reports, the HTML page)."""
         r = self.records
-        counts = {name: len(getattr(r, name)) for name in _RECORD_TYPES}
+        counts = {k.name: len(r.kind(k.name)) for k in KINDS}
         counts.update(mcp=len(r.mcp), todo=int(r.todo is not None), plan=int(r.plan is not None),
                       earlier=len(r.earlier), own_summaries=len(r.own_summaries))
         return counts
@@ -383,9 +318,9 @@ class Ledger:
         """Every record as `{kind, text, source_id}` (kind is the record type), in record order: what
         the HTML report's Ledger section lists."""
         out: list[dict[str, Any]] = []
-        for kind in _RECORD_TYPES:
-            for record in getattr(self.records, kind).values():
-                out.append({"kind": kind, "text": _entry_text(record), "source_id": _entry_source(record)})
+        for kind in KINDS:
+            for record in self.records.kind(kind.name).values():
+                out.append({"kind": kind.name, "text": _entry_text(record), "source_id": _entry_source(record)})
         return out
 
     # --- persistence --------------------------------------------------------------------------------
@@ -412,10 +347,10 @@ class Ledger:
         r = self.records
 
         def kind(name: str) -> tuple[Any, Callable[[], Any]]:
-            d = getattr(r, name)
+            d = r.kind(name)
             return dict(d), lambda: {k: self._record_json(v) for k, v in d.items()}
 
-        parts = {name: kind(name) for name in _RECORD_TYPES if name not in DERIVED_PARTS}
+        parts = {k.name: kind(k.name) for k in KINDS if k.stored}
         parts.update(todo=(r.todo, lambda: codec.to_json(r.todo)), plan=(r.plan, lambda: codec.to_json(r.plan)),
                      identifiers=(r.identifiers, lambda: codec.to_json(r.identifiers)),
                      earlier=(dict(r.earlier), lambda: dict(r.earlier)),
@@ -495,8 +430,9 @@ class Ledger:
         ledger.files = FileTracker.from_json(data.get("file_tracker"))
         ledger.saved_count = ledger.count
         r = ledger.records
-        for name, kind in _RECORD_TYPES.items():
-            setattr(r, name, {k: codec.from_json(kind, v) for k, v in data.get(name, {}).items()})
+        for kind in KINDS:
+            if kind.stored:
+                r.kinds[kind.name] = {k: codec.from_json(kind.type, v) for k, v in data.get(kind.name, {}).items()}
         ledger.errors_from = int(data.get("errors_from", ledger.count))
         ledger.extras_seen = int(data.get("extras_seen", 0))
         r.mcp = {k: int(v) for k, v in data.get("mcp", {}).items()}
@@ -509,7 +445,7 @@ class Ledger:
         r.earlier = dict(data.get("earlier", {}))
         r.own_summaries = dict(data.get("own_summaries", {}))
         r.conversation_seen = int(data.get("conversation_seen", 0))
-        r.files = _with_newest_contents(ledger.files.facts())  # derived, not stored (DERIVED_PARTS)
+        r.kinds["files"] = _with_newest_contents(ledger.files.facts())  # derived, not stored (kinds: stored=False)
         ledger._files_rendered = ledger.files.file_marks()
         return ledger
 
@@ -533,30 +469,34 @@ class LedgerView:
     def _before(self, items: Iterable[T], index: Callable[[T], int]) -> list[T]:
         return sorted((x for x in items if index(x) < self.cut), key=index)
 
+    def records(self, name: str) -> list[Any]:
+        """The records of one kind (`kinds.KINDS`) established before the cut, oldest first."""
+        return self._before(self.r.kind(name).values(), lambda x: x.index)
+
     def user_messages(self) -> list[UserMessage]:
-        return self._before(self.r.requests.values(), lambda u: u.index)
+        return self.records("requests")
 
     def standing_constraints(self) -> list[Constraint]:
-        return self._before(self.r.constraints.values(), lambda c: c.index)
+        return self.records("constraints")
 
     def findings(self) -> list[Finding]:
-        return self._before(self.r.findings.values(), lambda f: f.index)
+        return self.records("findings")
 
     def excluded_approaches(self) -> list[Approach]:
-        return self._before(self.r.approaches.values(), lambda a: a.index)
+        return self.records("approaches")
 
     def task_specs(self) -> list[TaskSpec]:
-        return self._before(self.r.specs.values(), lambda s: s.index)
+        return self.records("specs")
 
     def tool_errors(self) -> list[ErrorFact]:
-        return self._before(self.r.errors.values(), lambda e: e.index)
+        return self.records("errors")
 
     def file_activity(self) -> list[FileFact]:
-        files = [f for f in self.r.files.values() if f.first_index < self.cut]
+        files = [f for f in self.r.kind("files").values() if f.first_index < self.cut]
         return sorted(files, key=lambda f: -f.last_index)
 
     def test_runs(self) -> list[TestRun]:
-        return self._before(self.r.tests.values(), lambda t: t.index)
+        return self.records("tests")
 
     def todo_state(self) -> TodoState | None:
         todo = self.r.todo
@@ -569,10 +509,10 @@ class LedgerView:
         return plan
 
     def commits(self) -> list[Commit]:
-        return self._before(self.r.commits.values(), lambda c: c.index)
+        return self.records("commits")
 
     def tracker_updates(self) -> list[TrackerUpdate]:
-        return self._before(self.r.tracker.values(), lambda u: u.index)
+        return self.records("tracker")
 
     def identifiers(self) -> Identifiers:
         ids = self.r.identifiers
@@ -581,24 +521,24 @@ class LedgerView:
         return ids
 
     def skills_invoked(self) -> list[SkillUse]:
-        return self._before(self.r.skills.values(), lambda s: s.index)
+        return self.records("skills")
 
     def recent_edits(self, n: int) -> list[EditGist]:
-        return self._before(self.r.edits.values(), lambda e: e.index)[::-1][:n]
+        return self.records("edits")[::-1][:n]
 
     def recent_outcomes(self, n: int) -> list[Outcome]:
-        return self._before(self.r.outcomes.values(), lambda o: o.index)[::-1][:n]
+        return self.records("outcomes")[::-1][:n]
 
     def announced_tools(self) -> list[Announcement]:
-        return self._before(self.r.announcements.values(), lambda a: a.index)
+        return self.records("announcements")
 
     def subagent_tasks(self) -> list[SubagentTask]:
         """Sub-agent and background tasks launched before the cut, with the latest state folded (a
         state reported after the cut shows too: the ledger keeps one state per task, not its history)."""
-        return self._before(self.r.subagents.values(), lambda t: t.index)
+        return self.records("subagents")
 
     def agents_used(self) -> list[AgentUse]:
-        return self._before(self.r.agents.values(), lambda a: a.index)
+        return self.records("agents")
 
     def mcp_servers(self) -> list[str]:
         return sorted(self.r.mcp, key=lambda n: self.r.mcp[n])
