@@ -59,20 +59,24 @@ class Kind:
     stored: bool = True
     folded_by: str = ""
 
-    def put(self, records: dict[str, Any], record: Any) -> None:
-        """Merge one record into this kind's records."""
+    def put(self, records: dict[str, Any], record: Any) -> bool:
+        """Merge one record into this kind's records; True when that changed them."""
         key = self.key(record)
-        if self.merge == "latest" or key not in records:
-            records[key] = record
+        if key in records and (self.merge == "first" or records[key] == record):
+            return False
+        records[key] = record
+        return True
 
-    def fold(self, records: dict[str, Any], window: Window, at: Callable[[int], int]) -> dict[str, Any]:
-        """This kind's records once the window's are merged (positions made the transcript's); capped."""
+    def fold(self, records: dict[str, Any], window: Window, at: Callable[[int], int]) -> tuple[dict[str, Any], bool]:
+        """This kind's records once the window's are merged (positions made the transcript's), capped;
+        and whether they changed."""
         assert self.extract is not None, self.name
+        changed = False
         for record in self.extract(window):
-            self.put(records, dataclasses.replace(record, index=at(record.index)))
+            changed |= self.put(records, dataclasses.replace(record, index=at(record.index)))
         if self.cap is not None and len(records) > self.cap:
-            return dict(sorted(records.items(), key=lambda kv: kv[1].index)[-self.cap:])
-        return records
+            return dict(sorted(records.items(), key=lambda kv: kv[1].index)[-self.cap:]), True
+        return records, changed
 
 
 KINDS: tuple[Kind, ...] = (

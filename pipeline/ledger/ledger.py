@@ -13,24 +13,20 @@ own earlier output, which the fold skips.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Protocol, Sequence
 
 from .. import facts
-from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
-                     Outcome, PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
+from ..facts import FileFact, Identifiers, PlanMode, TodoState
 from ..facts.errors import RESOLUTION_WINDOW, ErrorReader
 from ..facts.files import FileTracker
 from ..facts.plans import is_plan_document
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
-from ..facts.subagents import SubagentTask
 from ..core.model import Message, Origin
 from . import codec
 from .kinds import BY_NAME, KINDS, Window
-from .source import EditGist
-
-T = TypeVar("T")
+from .records import LedgerView, Records, entry_source, entry_text
 
 # A call still waiting for its result keeps its message in the fold window; past this many messages
 # the call is taken as abandoned (a harness that never answers it), so the window stays bounded.
@@ -61,51 +57,6 @@ PART_PREFIX = "ledger."
 FILE_PREFIX = "ledger.file:"
 
 
-@dataclasses.dataclass
-class _Records:
-    """Every record, keyed so that reading the same message twice changes nothing: the kinds of
-    `kinds.KINDS` by name (`kind(name)`), and the few singletons and counters beside them."""
-
-    kinds: dict[str, dict[str, Any]] = dataclasses.field(default_factory=lambda: {k.name: {} for k in KINDS})
-    mcp: dict[str, int] = dataclasses.field(default_factory=dict)
-    # Messages per working directory they report: the session's main cwd is the most reported one.
-    cwds: dict[str, int] = dataclasses.field(default_factory=dict)
-    # Calls per tool name (each call counted once, when its message is first folded).
-    tools: dict[str, int] = dataclasses.field(default_factory=dict)
-    todo: TodoState | None = None
-    plan: PlanMode | None = None
-    plan_index: int = -1
-    identifiers: Identifiers | None = None
-    # Earlier summaries, verbatim, by message id: another harness's (Claude Code's own compaction),
-    # and worksurface's own when it stands for history this ledger never saw (nothing before it).
-    earlier: dict[str, str] = dataclasses.field(default_factory=dict)
-    own_summaries: dict[str, str] = dataclasses.field(default_factory=dict)
-    conversation_seen: int = 0
-
-    def kind(self, name: str) -> dict[str, Any]:
-        """The records of one kind, by key."""
-        return self.kinds[name]
-
-
-# The fields that say what a record is, first found first: its text, or what it names.
-_ENTRY_TEXT_FIELDS = ("text", "summary", "gist", "subject", "description", "path", "command", "name", "target",
-                      "line", "label")
-_ENTRY_SOURCE_FIELDS = ("message_id", "last_message_id", "content_message_id")
-
-
-def _entry_text(record: Any) -> str:
-    """A record in one line for the report: its text, or its naming fields joined."""
-    parts = [str(v) for name in _ENTRY_TEXT_FIELDS if isinstance(v := getattr(record, name, None), str) and v]
-    return " · ".join(dict.fromkeys(parts[:3])) or type(record).__name__
-
-
-def _entry_source(record: Any) -> str | None:
-    ids = getattr(record, "message_ids", None)
-    if ids:
-        return str(next(iter(ids)))
-    return next((str(v) for name in _ENTRY_SOURCE_FIELDS if (v := getattr(record, name, None))), None)
-
-
 class Follower(Protocol):
     """A fold kept above the ledger's floor (the status bar's) that reads the messages the ledger reads,
     each once and in order, on the ledger's walk: the transcript is walked once per call, by the ledger.
@@ -122,7 +73,7 @@ class Ledger:
     state as of a cut (what a summary of the messages before it should say)."""
 
     def __init__(self) -> None:
-        self.records = _Records()
+        self.records = Records()
         self.count = 0            # messages of the transcript folded so far
         self.last_digest: str | None = None
         self.carry_from = 0       # where the next fold window starts (open calls)
@@ -141,6 +92,7 @@ class Ledger:
         # The errors window's searches, carried between calls so each later call is read once (not persisted).
         self._error_reader = ErrorReader()
         self._followers: list[Follower] = []
+        self._requests_read: tuple[int, tuple[str, ...]] = (-1, ())  # (requests version, their texts)
 
     @classmethod
     def over(cls, messages: Sequence[Message], queued: Sequence[tuple[str | None, str]] = ()) -> "Ledger":
@@ -209,7 +161,8 @@ class Ledger:
                for anchor, record in extras[self.extras_seen:]]
         announcements = BY_NAME["announcements"]
         for a in attachment_announcements(new):
-            announcements.put(self.records.kind("announcements"), a)
+            if announcements.put(self.records.kind("announcements"), a):
+                self.records.changed("announcements")
         self.extras_seen = len(extras)
         self.dirty = True
 
@@ -225,43 +178,58 @@ class Ledger:
             e = dataclasses.replace(e, index=index[e.index])
             if errors.get(e.call_id) != e:  # re-read every call while open: store only what changed
                 errors[e.call_id] = e
-        unresolved = [called_at[e.call_id] for e in errors.values()
-                      if not e.resolved and e.call_id in called_at]
+                self.records.changed("errors")
+        # Only the window's calls can hold the window open: read those, not every error ever seen.
+        unresolved = [at for call_id, at in called_at.items()
+                      if (e := errors.get(call_id)) is not None and not e.resolved]
         self.errors_from = min(unresolved, default=end)
 
     def _fold(self, window: Sequence[Message], base: int, queued: Sequence[tuple[str | None, str]],
               new_from: int) -> None:
         r = self.records
-        for i, m in enumerate(window):
-            if m.origin is Origin.CONVERSATION:
-                r.conversation_seen = max(r.conversation_seen, base + i + 1)
-            elif m.origin is Origin.SUMMARY and not any(
-                    w.origin is Origin.CONVERSATION for w in window[:i]) and r.conversation_seen <= base:
-                r.own_summaries[m.id] = m.text  # its history is not in this transcript: carry what it says
+        self._fold_summaries(window, base)
         keep = [(base + i, m) for i, m in enumerate(window) if m.origin is Origin.CONVERSATION]
         if not keep:
             return
         index = [g for g, _ in keep]
         messages = [m for _, m in keep]
-        for m in messages:
-            if m.meta.get("is_compact_summary"):
-                self.records.earlier[m.id] = m.text.strip()
 
         def at(i: int) -> int:
             return index[i] if 0 <= i < len(index) else i
 
         # What the user said in earlier windows (searched only when a call's source must be one the user named).
-        read = Window(messages, queued, tuple(u.text for u in r.kind("requests").values()), facts.tool_calls(messages))
+        read = Window(messages, queued, self._request_texts(), facts.tool_calls(messages))
         for kind in KINDS:
             if kind.extract is not None:
-                r.kinds[kind.name] = kind.fold(r.kind(kind.name), read, at)
+                r.replace(kind.name, *kind.fold(r.kind(kind.name), read, at))
         self.files.feed(messages, index, new_from)
         # Rendering every file's facts reads every line held; only when a tracked file changed.
         marks = self.files.file_marks()
         if marks != self._files_rendered:
-            r.kinds["files"] = _with_newest_contents(self.files.facts())
+            r.replace("files", _with_newest_contents(self.files.facts()))
             self._files_rendered = marks
-        r.kinds["subagents"] = subagent_facts.fold(r.kind("subagents"), messages, at, queued)
+        tasks = subagent_facts.fold(r.kind("subagents"), messages, at, queued)
+        r.replace("subagents", tasks, tasks != r.kind("subagents"))
+        self._count(messages, index, new_from)
+        self._fold_singletons(messages, index, at)
+        self._merge_identifiers(facts.identifiers(messages))
+
+    def _fold_summaries(self, window: Sequence[Message], base: int) -> None:
+        """Earlier summaries the window holds: worksurface's own standing for history this transcript
+        does not have, and another harness's (Claude Code's compaction summary)."""
+        r = self.records
+        for i, m in enumerate(window):
+            if m.origin is Origin.CONVERSATION:
+                r.conversation_seen = max(r.conversation_seen, base + i + 1)
+                if m.meta.get("is_compact_summary"):
+                    r.earlier[m.id] = m.text.strip()
+            elif m.origin is Origin.SUMMARY and not any(
+                    w.origin is Origin.CONVERSATION for w in window[:i]) and r.conversation_seen <= base:
+                r.own_summaries[m.id] = m.text  # its history is not in this transcript: carry what it says
+
+    def _count(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
+        """Messages per working directory and calls per tool, each new message counted once."""
+        r = self.records
         for g_index, m in zip(index, messages):
             if g_index >= new_from:
                 where = message_cwd(m)
@@ -269,6 +237,10 @@ class Ledger:
                     r.cwds[where] = r.cwds.get(where, 0) + 1
                 for call in m.tool_calls:
                     r.tools[call.name] = r.tools.get(call.name, 0) + 1
+
+    def _fold_singletons(self, messages: Sequence[Message], index: Sequence[int], at: Callable[[int], int]) -> None:
+        """The MCP servers seen, the newest todo list, the plan mode."""
+        r = self.records
         for name in facts.mcp_servers(messages):
             r.mcp[name] = max(r.mcp.get(name, -1), index[-1])
         todo = facts.todo_state(messages)
@@ -278,7 +250,13 @@ class Ledger:
         if plan.message_id is not None or plan.active or plan.plan:
             plan_at = self._positions.get(plan.message_id) if plan.message_id else None
             r.plan, r.plan_index = plan, plan_at if plan_at is not None else index[-1]
-        self._merge_identifiers(facts.identifiers(messages))
+
+    def _request_texts(self) -> tuple[str, ...]:
+        """What the user said so far, remembered until the requests change (read by every window)."""
+        version = self.records.versions["requests"]
+        if self._requests_read[0] != version:
+            self._requests_read = (version, tuple(u.text for u in self.records.kind("requests").values()))
+        return self._requests_read[1]
 
     def _merge_identifiers(self, new: Identifiers) -> None:
         """Every list field keeps the newest values first (the extractor's order), capped."""
@@ -320,7 +298,7 @@ class Ledger:
         out: list[dict[str, Any]] = []
         for kind in KINDS:
             for record in self.records.kind(kind.name).values():
-                out.append({"kind": kind.name, "text": _entry_text(record), "source_id": _entry_source(record)})
+                out.append({"kind": kind.name, "text": entry_text(record), "source_id": entry_source(record)})
         return out
 
     # --- persistence --------------------------------------------------------------------------------
@@ -342,13 +320,13 @@ class Ledger:
 
     def _part_sources(self) -> dict[str, tuple[Any, Callable[[], Any]]]:
         """The larger parts, each saved under its own key: name -> (a mark equal to the previous one
-        exactly when the part did not change, its JSON). Record dicts hold frozen records, so a shallow
-        copy is a mark that compares by identity first (C speed on an unchanged dict)."""
+        exactly when the part did not change, its JSON). A record kind's mark is its stamp (what the
+        fold changed, not a scan of its records); a singleton is its own mark (records are frozen)."""
         r = self.records
 
         def kind(name: str) -> tuple[Any, Callable[[], Any]]:
             d = r.kind(name)
-            return dict(d), lambda: {k: self._record_json(v) for k, v in d.items()}
+            return r.versions[name], lambda: {k: self._record_json(v) for k, v in d.items()}
 
         parts = {k.name: kind(k.name) for k in KINDS if k.stored}
         parts.update(todo=(r.todo, lambda: codec.to_json(r.todo)), plan=(r.plan, lambda: codec.to_json(r.plan)),
@@ -375,12 +353,14 @@ class Ledger:
         size of the session). Call `saved(result)` once the store committed it."""
         sources = self._part_sources()
         marks = {name: mark for name, (mark, _) in sources.items()}
-        files = self.files.file_marks()
+        # The fold keeps the tracked files' marks as of its last feed: no second scan of every file.
+        files = self._files_rendered if self._files_rendered is not None else self.files.file_marks()
         old, old_files = self._saved
         parts = {PART_PREFIX + name: make() for name, (mark, make) in sources.items()
                  if name not in old or old[name] != mark}
-        parts.update({FILE_PREFIX + path: self.files.file_json(path) for path, mark in files.items()
-                      if old_files.get(path) != mark})
+        if files is not old_files:
+            parts.update({FILE_PREFIX + path: self.files.file_json(path) for path, mark in files.items()
+                          if old_files.get(path) != mark})
         head = self._small_json()
         head.update(parts=list(sources), file_tracker={**self.files.head_json(), "paths": list(files)})
         return LedgerSave(head, parts, (marks, files))
@@ -417,7 +397,8 @@ class Ledger:
         tracker["files"] = {path: get(FILE_PREFIX + path) for path in tracker.pop("paths")}
         data["file_tracker"] = tracker
         ledger = cls.from_json(data)
-        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()}, ledger.files.file_marks())
+        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()},
+                         ledger._files_rendered or {})
         return ledger
 
     @classmethod
@@ -457,107 +438,6 @@ class LedgerSave:
     head: dict[str, Any]
     parts: dict[str, Any]
     marks: tuple[dict[str, Any], dict[str, tuple[Any, ...]]]
-
-
-class LedgerView:
-    """The ledger as of a cut, answering `FactSource` questions (records established before the cut)."""
-
-    def __init__(self, records: _Records, cut: int) -> None:
-        self.r = records
-        self.cut = cut
-
-    def _before(self, items: Iterable[T], index: Callable[[T], int]) -> list[T]:
-        return sorted((x for x in items if index(x) < self.cut), key=index)
-
-    def records(self, name: str) -> list[Any]:
-        """The records of one kind (`kinds.KINDS`) established before the cut, oldest first."""
-        return self._before(self.r.kind(name).values(), lambda x: x.index)
-
-    def user_messages(self) -> list[UserMessage]:
-        return self.records("requests")
-
-    def standing_constraints(self) -> list[Constraint]:
-        return self.records("constraints")
-
-    def findings(self) -> list[Finding]:
-        return self.records("findings")
-
-    def excluded_approaches(self) -> list[Approach]:
-        return self.records("approaches")
-
-    def task_specs(self) -> list[TaskSpec]:
-        return self.records("specs")
-
-    def tool_errors(self) -> list[ErrorFact]:
-        return self.records("errors")
-
-    def file_activity(self) -> list[FileFact]:
-        files = [f for f in self.r.kind("files").values() if f.first_index < self.cut]
-        return sorted(files, key=lambda f: -f.last_index)
-
-    def test_runs(self) -> list[TestRun]:
-        return self.records("tests")
-
-    def todo_state(self) -> TodoState | None:
-        todo = self.r.todo
-        return todo if todo is not None and todo.index < self.cut else None
-
-    def plan_mode(self) -> PlanMode:
-        plan = self.r.plan
-        if plan is None or self.r.plan_index >= self.cut:
-            return PlanMode(False, None, None, False, None)
-        return plan
-
-    def commits(self) -> list[Commit]:
-        return self.records("commits")
-
-    def tracker_updates(self) -> list[TrackerUpdate]:
-        return self.records("tracker")
-
-    def identifiers(self) -> Identifiers:
-        ids = self.r.identifiers
-        if ids is None:
-            return Identifiers.empty()
-        return ids
-
-    def skills_invoked(self) -> list[SkillUse]:
-        return self.records("skills")
-
-    def recent_edits(self, n: int) -> list[EditGist]:
-        return self.records("edits")[::-1][:n]
-
-    def recent_outcomes(self, n: int) -> list[Outcome]:
-        return self.records("outcomes")[::-1][:n]
-
-    def announced_tools(self) -> list[Announcement]:
-        return self.records("announcements")
-
-    def subagent_tasks(self) -> list[SubagentTask]:
-        """Sub-agent and background tasks launched before the cut, with the latest state folded (a
-        state reported after the cut shows too: the ledger keeps one state per task, not its history)."""
-        return self.records("subagents")
-
-    def agents_used(self) -> list[AgentUse]:
-        return self.records("agents")
-
-    def mcp_servers(self) -> list[str]:
-        return sorted(self.r.mcp, key=lambda n: self.r.mcp[n])
-
-    def tools_used(self) -> dict[str, int]:
-        return dict(self.r.tools)
-
-    def main_cwd(self) -> str | None:
-        """The working directory most messages report (ties: the newest known)."""
-        if not self.r.cwds:
-            return self.identifiers().cwd
-        newest = self.identifiers().cwd
-        return max(self.r.cwds, key=lambda c: (self.r.cwds[c], c == newest))
-
-    def earlier_summaries(self) -> list[str]:
-        return list(self.r.earlier.values())
-
-    def own_summaries(self) -> list[str]:
-        return list(self.r.own_summaries.values())
 
 
 def _with_newest_contents(files: Sequence[FileFact]) -> dict[str, FileFact]:

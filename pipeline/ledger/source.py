@@ -4,7 +4,7 @@ a session) a ledger folded once over the messages (`Ledger.over`). One implement
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from .. import facts
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
@@ -36,6 +36,10 @@ def edit_gists(records: Sequence[facts.CallRecord]) -> list[EditGist]:
 class FactSource(Protocol):
     """The working state, as typed records; `index` fields order them (larger is newer)."""
 
+    def records(self, name: str) -> list[Any]:
+        """The records of one kind of `kinds.KINDS`, oldest first: a new kind is read this way without
+        a method of its own (the named methods below are the typed forms of the common ones)."""
+        ...
     def user_messages(self) -> list[UserMessage]: ...
     def standing_constraints(self) -> list[Constraint]: ...
     def excluded_approaches(self) -> list[Approach]: ...

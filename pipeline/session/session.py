@@ -42,7 +42,7 @@ from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, MeasurementLog, fit_points
 from ..core.sizes import COUNTED, MEASURED, plausible
-from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, Recovered, check_no_duplicates, check_pairing, live_slice
+from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
 from ..engine.protection import protected_ids
 from worksurface.stages.autocompact import CompactionInputs
 from worksurface.stages.snip import SnipRequests
@@ -257,7 +257,7 @@ class Session:
             repeat = self._repeat(live, keep, usage, force)
             if repeat is not None:
                 return repeat
-            self.status_bar.exclude(_gone(recovered))
+            self.status_bar.exclude_recovered(recovered)
             self.ledger.update(full, rebuild=bool(rewound), queued=_queued(transcript),
                                extras=transcript.extras if isinstance(transcript, Transcript) else ())
             view = self._current_view(live, keep)
@@ -714,14 +714,6 @@ def view_digest(view: Sequence[Message]) -> str:
     for m in view:
         h.update(m.digest.encode())
     return h.hexdigest()
-
-
-def _gone(recovered: Recovered) -> frozenset[str]:
-    """The messages recovery removed whole (left with no block): the live view does not hold them."""
-    if not recovered.removed:
-        return frozenset()
-    removed = {mid for mid, _ in recovered.removed}
-    return frozenset(removed - {m.id for m in recovered.messages if m.id in removed})
 
 
 def _queued(transcript: Transcript | Sequence[Message]) -> tuple[tuple[str | None, str], ...]:

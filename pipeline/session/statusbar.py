@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from ..core.config import Config
 from ..core.edits import Edit, Insert, ReplaceMessages
 from ..core.model import Message, Origin
-from ..core.view import insertion_point
+from ..core.view import Recovered, insertion_point
 from ..engine.state import StatusInputs, StatusUpdate
 from ..status import PublisherState, event_from_json, publish
 from ..status.derive import DerivedStatus
@@ -48,6 +48,14 @@ class StatusBar:
         """Transcript messages the live view no longer holds (recovery removed them): the bar does not
         read them either. Call before the ledger's update."""
         self.derived.exclude(ids)
+
+    def exclude_recovered(self, recovered: Recovered) -> None:
+        """`exclude` the messages recovery removed whole (left with no block)."""
+        if not recovered.removed:
+            self.exclude(frozenset())
+            return
+        removed = {mid for mid, _ in recovered.removed}
+        self.exclude(frozenset(removed - {m.id for m in recovered.messages if m.id in removed}))
 
     def reset(self) -> None:
         """After a rewind status publications may sit after removed messages: the session drops them
