@@ -181,7 +181,7 @@ class Ledger:
                 self.records.changed("errors")
         # Only the window's calls can hold the window open: read those, not every error ever seen.
         unresolved = [at for call_id, at in called_at.items()
-                      if (e := errors.get(call_id)) is not None and not e.resolved]
+                      if (err := errors.get(call_id)) is not None and not err.resolved]
         self.errors_from = min(unresolved, default=end)
 
     def _fold(self, window: Sequence[Message], base: int, queued: Sequence[tuple[str | None, str]],
