@@ -23,6 +23,8 @@ from ..facts.plans import is_plan_document
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
+from ..core import jsontext
+from ..core.jsontext import EncodedJSON
 from ..core.model import Message, Origin
 from . import codec
 from .kinds import BY_NAME, KINDS, Window
@@ -88,7 +90,7 @@ class Ledger:
         self._saved: tuple[dict[str, Any], dict[str, tuple[Any, ...]]] = ({}, {})
         self._files_rendered: dict[str, tuple[Any, ...]] | None = None
         self.last_window = 0  # messages the last `update` read (new ones and the carry window)
-        self._json_memo: dict[int, tuple[Any, Any]] = {}  # id(record) -> (record, its JSON)
+        self._json_memo: dict[int, tuple[Any, str]] = {}  # id(record) -> (record, its JSON text)
         # The errors window's searches, carried between calls so each later call is read once (not persisted).
         self._error_reader = ErrorReader()
         self._followers: list[Follower] = []
@@ -272,7 +274,9 @@ class Ledger:
                 continue
             values = list(theirs) + [v for v in ours if v not in theirs]
             merged[f.name] = tuple(values[: IDENTIFIER_CAPS.get(f.name, DEFAULT_IDENTIFIER_CAP)])
-        self.records.identifiers = Identifiers(**merged)
+        result = Identifiers(**merged)
+        if result != old:  # the same object when nothing moved: the save's mark, so it is not re-encoded
+            self.records.identifiers = result
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -305,7 +309,7 @@ class Ledger:
 
     def to_json(self) -> dict[str, Any]:
         data = self._small_json()
-        data.update({name: make() for name, (_, make) in self._part_sources().items()})
+        data.update({name: _plain(make()) for name, (_, make) in self._part_sources().items()})
         data["file_tracker"] = self.files.to_json()
         return data
 
@@ -326,7 +330,7 @@ class Ledger:
 
         def kind(name: str) -> tuple[Any, Callable[[], Any]]:
             d = r.kind(name)
-            return r.versions[name], lambda: {k: self._record_json(v) for k, v in d.items()}
+            return r.versions[name], lambda: EncodedJSON.of_object((k, self._record_text(v)) for k, v in d.items())
 
         parts = {k.name: kind(k.name) for k in KINDS if k.stored}
         parts.update(todo=(r.todo, lambda: codec.to_json(r.todo)), plan=(r.plan, lambda: codec.to_json(r.plan)),
@@ -335,17 +339,17 @@ class Ledger:
                      own_summaries=(dict(r.own_summaries), lambda: dict(r.own_summaries)))
         return parts
 
-    def _record_json(self, record: Any) -> Any:
-        """`codec.to_json(record)`, remembered per record object: records are frozen, and a part that
-        changed by one entry would otherwise re-encode all of its entries."""
+    def _record_text(self, record: Any) -> str:
+        """The store's JSON text of `codec.to_json(record)`, remembered per record object: records are
+        frozen, and a part that changed by one entry would otherwise re-encode all of its entries."""
         known = self._json_memo.get(id(record))
         if known is not None and known[0] is record:
             return known[1]
         if len(self._json_memo) > MAX_JSON_MEMO:
             self._json_memo.clear()
-        data = codec.to_json(record)
-        self._json_memo[id(record)] = (record, data)  # the record is held, so its id is not reused
-        return data
+        text = jsontext.encode(codec.to_json(record))
+        self._json_memo[id(record)] = (record, text)  # the record is held, so its id is not reused
+        return text
 
     def save(self) -> "LedgerSave":
         """What to write so the store holds this ledger: the small head always, and only the parts and
@@ -433,11 +437,17 @@ class Ledger:
 
 @dataclasses.dataclass(frozen=True)
 class LedgerSave:
-    """The meta values a commit writes for the ledger: `head` under LEDGER_KEY, `parts` by key."""
+    """The meta values a commit writes for the ledger: `head` under LEDGER_KEY, `parts` by key (a record
+    kind's part as its encoded text, `EncodedJSON`)."""
 
     head: dict[str, Any]
     parts: dict[str, Any]
     marks: tuple[dict[str, Any], dict[str, tuple[Any, ...]]]
+
+
+def _plain(value: Any) -> Any:
+    """A part's value as JSON values (a record kind's part comes as its encoded text)."""
+    return value.value() if isinstance(value, EncodedJSON) else value
 
 
 def _with_newest_contents(files: Sequence[FileFact]) -> dict[str, FileFact]:

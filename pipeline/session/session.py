@@ -36,6 +36,7 @@ from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
 from ..status.replay import epoch_after
 from .locations import Location, open_store
+from .metawrite import MetaWriter
 from .store import MemoryStore, Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
@@ -158,6 +159,7 @@ class Session:
         self._memories = tuple(s.memory() for s in self._graph.stages if s.memory is not None)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
+        self._meta_held: tuple[int, dict[str, Any]] = (-1, {})  # see MetaWriter
         with _reading(store, "ledger"):
             self.ledger = Ledger.load(store.get_meta)
         self.status_bar = StatusBar(self.config)
@@ -614,9 +616,10 @@ class Session:
                 usage: int | tuple[str, int] | None, overflowed: bool, size: int) -> None:
         """Everything this call decided, in one transaction: a crash leaves the previous state."""
         store = self.store
+        meta = MetaWriter(store, self._meta_held, self._generation)
         with store.transaction():
-            store.set_meta("status_publisher", status.to_json())
-            store.set_meta("status_tokens_override", self.status_bar.tokens_override)
+            meta.set("status_publisher", status, PublisherState.to_json)
+            meta.set("status_tokens_override", self.status_bar.tokens_override)
             if keep < len(self._log):
                 store.truncate_log(keep)
                 store.drop_edits(HARNESS_STAGE)  # derived again from the transcript (see _sync)
@@ -627,9 +630,9 @@ class Session:
             if new_edits:
                 store.add_edits(new_edits)
             store.set_meta("last_prepare_at", now)
-            store.set_meta("last_usage", _usage_json(usage))
-            store.set_meta("pending_snips", [])
-            store.set_meta("inputs_changed", False)
+            meta.set("last_usage", _usage_json(usage))
+            meta.set("pending_snips", [])
+            meta.set("inputs_changed", False)
             if report.boundary:
                 store.set_meta("epoch", report.boundary["epoch"])
             if overflowed or (report.boundary or {}).get("fallback"):
@@ -638,7 +641,7 @@ class Session:
                 # Another attempt is worth it once the view has grown by a tenth of the window.
                 store.set_meta("breaker_retry_tokens", size + self.config.window // 10)
             elif size <= self.config.threshold:
-                store.set_meta("consecutive_failures", 0)
+                meta.set("consecutive_failures", 0)
             # Only the parts of the ledger this call changed: per-call work follows what is new.
             ledger_save = self.ledger.write(store.set_meta)
             store.set_meta("last_view_tail", view[-1].id if view else None)
@@ -646,6 +649,7 @@ class Session:
             store.update_token_cache(self.counter.take_unsaved())
             store.set_meta("billing", self._billing.state_json())
             self._bump_generation()
+        self._meta_held = meta.committed(self._generation)
         self.status_bar.reset_pending = False
         if ledger_save is not None:
             self.ledger.saved(ledger_save)

@@ -12,7 +12,6 @@ identically, a transaction rolls back any of them, and a session moves between t
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -21,6 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Self, Sequence
 
 from ..core.edits import Edit, edit_from_json, edit_to_json, refers_to
 from ..core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
+from ..core.jsontext import EncodedJSON, encode
 from ..core.lazy import lazy_getattr
 from ..core.model import Message
 from ..core.serial import message_from_json, message_to_json
@@ -45,7 +45,7 @@ def _dumps(value: Any, what: str) -> str:
     """JSON text for storage. ASCII-escaped so lone surrogates from odd transcripts survive SQLite (and
     no NUL reaches PostgreSQL's text); key order kept (not sorted) so raw provider records round-trip."""
     try:
-        return json.dumps(value, separators=(",", ":"))
+        return encode(value)
     except (TypeError, ValueError) as exc:
         raise SessionError(f"cannot store {what}: not JSON-serializable ({exc})") from None
 
@@ -373,8 +373,11 @@ class Store(ABC):
         return self._load(f"meta:{key}", default)
 
     def set_meta(self, key: str, value: Any) -> None:
-        """Set a JSON-able metadata value."""
-        self._save(f"meta:{key}", value, f"meta {key!r}")
+        """Set a JSON-able metadata value (or one given as its JSON text, `EncodedJSON`)."""
+        if isinstance(value, EncodedJSON):
+            self._put(f"meta:{key}", value.text)
+        else:
+            self._save(f"meta:{key}", value, f"meta {key!r}")
 
     # --- token-count cache ------------------------------------------------------------------------
 
