@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any, Iterable
 
 # Compact, ASCII-escaped (lone surrogates survive SQLite, no NUL reaches PostgreSQL's text), key order
@@ -28,7 +29,8 @@ class EncodedJSON:
     def of_object(cls, items: Iterable[tuple[str, str]]) -> "EncodedJSON":
         """A JSON object from (key, value's encoded text) pairs: byte for byte what `encode` gives for
         the dict of those keys and values."""
-        return cls("{" + ",".join(f"{encode(k)}:{text}" for k, text in items) + "}")
+        # A key is quoted as `encode` quotes a string (ASCII-escaped), by the json module's own C function.
+        return cls("{" + ",".join(f"{encode_basestring_ascii(k)}:{text}" for k, text in items) + "}")
 
     def value(self) -> Any:
         return json.loads(self.text)

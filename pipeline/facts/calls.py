@@ -14,6 +14,7 @@ from typing import Sequence
 
 from ..core.model import Message, ToolCall, ToolResult
 from ..core.toolkinds import call_target, effective_kind, shell_command, tool_kind
+from .memo import per_message_list
 from .provenance import is_harness_rejection
 from .shell import first_line
 
@@ -105,21 +106,10 @@ def is_sibling_error(result: ToolResult | None) -> bool:
     return result is not None and SIBLING_ERROR in result.content[:200]
 
 
-# One compaction asks for the calls of the same message list from every extractor and reinjector;
-# the last few lists' answers are kept (by identity: messages are immutable, lists are not reused).
-_RECENT: list[tuple[Sequence[Message], int, list["CallRecord"]]] = []
-RECENT_LISTS = 4
-
-
+@per_message_list
 def tool_calls(messages: Sequence[Message]) -> list[CallRecord]:
     """Every tool call with its result, in call order (a call with no result has result None)."""
-    for seen, length, records in _RECENT:
-        if seen is messages and length == len(messages):
-            return list(records)
-    records = _tool_calls(messages)
-    _RECENT.insert(0, (messages, len(messages), records))
-    del _RECENT[RECENT_LISTS:]
-    return list(records)
+    return _tool_calls(messages)
 
 
 def _tool_calls(messages: Sequence[Message]) -> list[CallRecord]:

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Sequence
 from ..core.model import Message
 from ..core.toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
+from .memo import per_message_list
 from .meta import is_harness_output, message_cwd, normalize_path
 from .provenance import aider_command_output
 from .shell import SimpleCommand, simple_commands
@@ -669,6 +670,7 @@ def _same_path(shown: str, path: str) -> bool:
     return shown == path or shown.endswith("/" + path.lstrip("./")) or path.endswith("/" + shown.lstrip("./"))
 
 
+@per_message_list
 def file_activity(messages: Sequence[Message]) -> list[FileFact]:
     """Every file the transcript shows the agent touching, most recently touched first.
 

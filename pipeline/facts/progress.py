@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from ..core.model import Message
 from ..core.toolkinds import normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
+from .memo import per_message_list
 from .git import COMMIT_RE
 from .meta import message_branch
 from .testsummary import TestRunWatcher, parse_test_output
@@ -88,6 +89,7 @@ def parse_test_summary(output: str) -> tuple[str, str, int | None, int | None] |
     return found.runner, found.summary, found.passed, found.failed
 
 
+@per_message_list
 def test_runs(messages: Sequence[Message]) -> list[TestRun]:
     """Every test run the transcript shows, oldest first, with the command that produced it: only
     outputs of test commands (or files they wrote) count, never a summary some other output shows."""

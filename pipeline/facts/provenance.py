@@ -14,6 +14,7 @@ import re
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
+from .memo import per_message
 from .text import reminders
 
 # Claude Code's `toolUseResult` for a call the user rejected in the permission prompt.
@@ -127,6 +128,7 @@ def is_harness_rejection(result: ToolResult | None, message: Message | None = No
     return result.is_error and bool(REJECTION_RE.match(text))
 
 
+@per_message  # read by the constraints, tools, plan mode and status extractors of one window
 def harness_reminders(message: Message) -> list[str]:
     """`<system-reminder>` bodies the harness wrote into this message.
 

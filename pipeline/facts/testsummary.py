@@ -12,6 +12,7 @@ Provenance (text inside a tool result is an observation, never a fact): a summar
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from dataclasses import dataclass
@@ -310,6 +311,8 @@ PARSERS: tuple[Callable[[str], Found | None], ...] = (
     _pytest, _unittest, _jest, _vitest, _mocha, _go, _cargo, _exunit, _rspec)
 
 
+# The status bar's watcher and the ledger's test runs read the same new outputs on one call.
+@functools.lru_cache(maxsize=64)
 def parse_test_output(output: str) -> TestSummary | None:
     """The summary of the last test run printed in `output`, or None when there is none."""
     text = _ANSI.sub("", output)
