@@ -711,7 +711,9 @@ def _merge_relative(files: dict[str, _FileState]) -> dict[str, _FileState]:
         matches = [a for a in absolute if a.endswith("/" + rel)]
         if len(matches) != 1:
             continue
-        src, dst = out.pop(rel), out[matches[0]]
+        # The merged state is a copy: the states given stay as they are (a FileTracker's go on).
+        src = out.pop(rel)
+        dst = out[matches[0]] = dataclasses.replace(out[matches[0]], actions=set(out[matches[0]].actions))
         dst.actions |= src.actions
         dst.first_index = min(dst.first_index, src.first_index)
         dst.edits += src.edits
@@ -762,10 +764,9 @@ class FileTracker:
         """The same records `file_activity` gives for everything fed so far. A file's record is
         rebuilt only when its state changed (joining a large file's lines is the costly part), so a
         call costs what it touched, not every file the session ever read."""
-        files = {p: dataclasses.replace(st, actions=set(st.actions)) for p, st in self._tracker.files.items()}
         facts = []
         cache: dict[str, tuple[tuple[Any, ...], FileFact]] = {}
-        for path, st in _merge_relative(files).items():
+        for path, st in _merge_relative(self._tracker.files).items():
             if not st.actions:
                 continue
             key = _state_key(st)

@@ -37,6 +37,12 @@ class MetaWriter:
 _UNSET = object()
 
 
+def held_value(held: tuple[int, dict[str, Any]], generation: int, key: str) -> Any:
+    """The value under `key` the store holds because this session object committed it (None when
+    that is not known: not committed by it, or another write came in between)."""
+    return held[1].get(key) if held[0] == generation else None
+
+
 def _scalar_or_record(value: Any) -> bool:
     """A value whose equality says its JSON is the same: a scalar, an empty list, a frozen record."""
     return value is None or isinstance(value, (str, int, float, bool)) or value == [] or isinstance(value, PublisherState)

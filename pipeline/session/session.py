@@ -36,7 +36,7 @@ from ..status.events import Event
 from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
 from ..status.replay import epoch_after
 from .locations import Location, open_store
-from .metawrite import MetaWriter
+from .metawrite import MetaWriter, held_value
 from .store import MemoryStore, Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
@@ -281,8 +281,11 @@ class Session:
             # not forced and is under the threshold.
             may_compact = force or counted + offset > self.config.compaction_floor
             calibration = self._calibration(full, usage_offset) if anchored and may_compact else None
+            # The publisher state this object committed last is what the store holds (no decoding).
+            publisher = held_value(self._meta_held, self._generation, "status_publisher")
             status_inputs, planned = self.status_bar.begin(
-                live, keep, self.store.get_meta("status_events", []), self.store.get_meta("status_publisher"), now,
+                live, keep, self.store.get_meta("status_events", []),
+                publisher if publisher is not None else self.store.get_meta("status_publisher"), now,
                 history=full[:self._recovery.start])
             # The status published after the graph counts against every trigger, so a view that the
             # stages leave under the threshold is still under it with its status.

@@ -63,7 +63,7 @@ class StatusBar:
         self.reset_pending = True
 
     def begin(self, live: Sequence[Message], keep: int, emitted: Sequence[dict[str, Any]],
-              stored: dict[str, Any] | None, now: float,
+              stored: PublisherState | dict[str, Any] | None, now: float,
               history: Sequence[Message] = ()) -> tuple[StatusInputs, tuple[PublisherState, Publication]]:
         """The status inputs for this call and the publication planned if no compaction happens.
         `history` is what the transcript holds before its last compact boundary: the model no longer
@@ -74,7 +74,7 @@ class StatusBar:
         if self.reset_pending and stored is not None:
             # After a rewind the status starts over, but its ids continue where the previous ones
             # stopped: a status a compaction reinjected may still be in the view under such an id.
-            prior = PublisherState.from_json(stored)
+            prior = _publisher(stored)
             publisher = dataclasses.replace(publisher, epoch=max(publisher.epoch, prior.epoch),
                                             seq=max(publisher.seq, prior.seq))
         planned = publish(publisher, snapshot, strategy=publisher.strategy, now=now)
@@ -145,9 +145,10 @@ class StatusBar:
         return reducer.snapshot()
 
     def _publisher_state(self, live: Sequence[Message], snapshot: Snapshot,
-                         stored: dict[str, Any] | None, history: Sequence[Message] = ()) -> PublisherState:
-        if stored is not None and stored.get("strategy") == self.config.status_strategy:
-            return PublisherState.from_json(stored)
+                         stored: PublisherState | dict[str, Any] | None,
+                         history: Sequence[Message] = ()) -> PublisherState:
+        if stored is not None and _publisher(stored).strategy == self.config.status_strategy:
+            return _publisher(stored)
         fed_back = [m for m in live if m.origin is Origin.STATUS]
         if fed_back:
             # The harness sent back a view with our status in it: that status is what the model has,
@@ -164,3 +165,9 @@ class StatusBar:
             return False
         in_view = len(state.published_ids)
         return in_view >= self.config.status_fold_max or (cache_breaks and in_view >= self.config.status_fold_min)
+
+
+def _publisher(stored: PublisherState | dict[str, Any]) -> PublisherState:
+    """The stored publisher state: as the store's JSON, or the state itself when the session knows
+    the store holds the one it committed (no decoding on every call)."""
+    return stored if isinstance(stored, PublisherState) else PublisherState.from_json(stored)
