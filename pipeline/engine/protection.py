@@ -3,11 +3,19 @@ the last assistant turn. Deciding what the user typed takes the fact parsers, so
 
 from __future__ import annotations
 
+import operator
 from typing import Sequence
 
 from ..core.edits import stable_prefix_length
 from ..core.model import Message
 from ..facts.requests import is_user_message
+
+
+class _Unknown:
+    """Not worked out yet (None is an answer: the view has no user turn)."""
+
+
+UNKNOWN = _Unknown()
 
 
 def last_user_turn_index(view: Sequence[Message]) -> int | None:
@@ -18,10 +26,11 @@ def last_user_turn_index(view: Sequence[Message]) -> int | None:
     return None
 
 
-def protected_ids(view: Sequence[Message]) -> frozenset[str]:
-    """Invariant 3: the latest user message and everything after the last assistant message."""
+def protected_ids(view: Sequence[Message], user_turn: int | None | _Unknown = UNKNOWN) -> frozenset[str]:
+    """Invariant 3: the latest user message and everything after the last assistant message.
+    `user_turn`: the view's `last_user_turn_index`, when the caller knows it."""
     ids: set[str] = set()
-    u = last_user_turn_index(view)
+    u = last_user_turn_index(view) if isinstance(user_turn, _Unknown) else user_turn
     if u is not None:
         ids.add(view[u].id)
     for i in range(len(view) - 1, -1, -1):
@@ -30,3 +39,24 @@ def protected_ids(view: Sequence[Message]) -> frozenset[str]:
         ids.add(view[i].id)
     ids.update(m.id for m in view[: stable_prefix_length(view)])
     return frozenset(ids)
+
+
+class ProtectedIds:
+    """`protected_ids` of a session's successive views: a view that starts with the previous one (the
+    same message objects, as on a call that only appended) is searched for its newest user turn only
+    in the messages after it, instead of back through a long agentic run on every call."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[list[Message], int | None] | None = None  # (the previous view, its user turn)
+
+    def __call__(self, view: Sequence[Message]) -> frozenset[str]:
+        seen = self._seen
+        if seen is not None and len(view) >= len(seen[0]) and all(map(operator.is_, seen[0], view)):
+            start, turn = len(seen[0]), seen[1]
+        else:
+            start, turn = 0, None
+        found = last_user_turn_index(view[start:])
+        if found is not None:
+            turn = start + found
+        self._seen = (list(view), turn)
+        return protected_ids(view, turn)

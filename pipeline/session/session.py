@@ -44,7 +44,7 @@ from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, MeasurementLog, fit_points
 from ..core.sizes import COUNTED, MEASURED, plausible
 from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
-from ..engine.protection import protected_ids
+from ..engine.protection import ProtectedIds
 from worksurface.stages.autocompact import CompactionInputs
 from worksurface.stages.snip import SnipRequests
 
@@ -155,6 +155,7 @@ class Session:
         self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
         self._boundary_seen: tuple[int, Message, int] | None = None  # (messages read, the last, epoch)
         self._calls_seen: tuple[int, int] = (0, 0)  # (live messages read, model calls among them)
+        self._protected = ProtectedIds()  # invariant 3's ids, searched only in what each call appended
         # The stages' memory between calls, one object per stage that declares one (Stage.memory).
         self._memories = tuple(s.memory() for s in self._graph.stages if s.memory is not None)
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
@@ -483,7 +484,7 @@ class Session:
         return StageContext(
             config=self.config, counter=self.counter, artifacts=store, now=now,
             idle_seconds=None if last is None else max(0.0, now - last), forced=force, epoch=epoch,
-            protected=protected_ids(view), token_offset=offset, transcript=live,
+            protected=self._protected(view), token_offset=offset, transcript=live,
             queued_inputs=_queued(transcript), ledger=self.ledger,
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
