@@ -15,6 +15,7 @@ some other file (`[File: /ws/secret.env ...]`) adds no file activity.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -231,7 +232,14 @@ def _render(lines: dict[int, str], complete: bool, total: int | None) -> tuple[s
 
 def numbered_lines(text: str) -> dict[int, str] | None:
     """Lines of a line-numbered read result keyed by number (the numbering format picked by majority),
-    or None when the text is not line-numbered."""
+    or None when the text is not line-numbered. The caller's own dict: a file's state keeps it."""
+    found = _numbered_lines(text)
+    return dict(found) if found is not None else None
+
+
+# The file tracker, the window's file activity and the test watcher read the same new results on one call.
+@functools.lru_cache(maxsize=64)
+def _numbered_lines(text: str) -> dict[int, str] | None:
     rows = text.split("\n")
     for pattern in NUMBERED_LINE_RES:
         found: dict[int, str] = {}
