@@ -138,7 +138,9 @@ class AutocompactConfig(_Section):
     summarizer: str = Field(
         "structured",
         description='"structured" needs no model; "llm" is a LangChain chat model writing the narrative beside '
-                    'the structured sections (worksurface.summarizers.chat_model), configured by summarizer_options.')
+                    'the structured sections (worksurface.summarizers.chat_model), configured by summarizer_options; '
+                    "the name of a summarizer an installed package declares (entry point worksurface.summarizers), "
+                    'or a "module:Class" reference (built with summarizer_options).')
     summarizer_options: dict[str, Any] = Field(
         default_factory=dict,
         description='For "llm": model ("provider:model", for LangChain\'s init_chat_model), api_key_env (the '
@@ -254,6 +256,24 @@ class IngestConfig(_Section):
         "escapes are stripped from them, never content."))
 
 
+class PluginsConfig(_Section):
+    """Third-party stages, reinjectors and summarizers (docs/plugins.md): installed ones are found by
+    their entry points, others are named here; each part declares its place and its inputs."""
+
+    entry_points: bool = Field(True, description=(
+        "Use the stages and reinjectors installed packages declare (entry points worksurface.stages and "
+        "worksurface.reinjectors); false: only the shipped ones and those listed here."))
+    stages: tuple[str, ...] = Field((), description=(
+        'Stages to add, as "module:OBJECT" references to a worksurface.engine.state.Stage (or a class or '
+        "function returning one); each runs where it declares (Stage.after: after the named stage)."))
+    reinjectors: tuple[str, ...] = Field((), description=(
+        'Reinjectors to add, as "module:OBJECT" references to a worksurface.engine.state.Reinjector (or a '
+        "class or function returning one); after the shipped ones unless it declares Reinjector.after."))
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "Each third-party part's settings, by the part's name, validated by the config type it declares "
+        "(a part that declares one of the shipped sections, such as ReinjectConfig, reads that section)."))
+
+
 # Defaults that are a share of the window, as (section or None, field, share): the 200k-window values
 # (20k output reserve, 13k buffer, microcompact at 100k, ...) are the caps, and a smaller window gets
 # the same proportions instead of a threshold that goes negative (a 32k window would otherwise
@@ -343,6 +363,7 @@ class Config(_Section):
     pricing: PricingConfig = PricingConfig()
     ingest: IngestConfig = IngestConfig()
     hook: HookConfig = HookConfig()
+    plugins: PluginsConfig = PluginsConfig()
 
     @property
     def threshold(self) -> int:
