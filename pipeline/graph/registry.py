@@ -127,7 +127,8 @@ def check_plugin_options(config: Config, stages: Sequence[Stage[Any]], reinjecto
     """The settings of every part with a config type of its own validate now (a bad value fails when
     the session opens, not at the first compaction), and plugins.options names only such parts (a
     misspelt name would be silently ignored)."""
-    own = [p for p in (*stages, *reinjectors) if own_section(p.config) is None]
+    parts: list[Stage[Any] | Reinjector] = [*stages, *reinjectors]
+    own = [p for p in parts if own_section(p.config) is None]
     for part in own:
         part_config(config, part.config, part.name)
     unknown = sorted(set(config.plugins.options) - {p.name for p in own})
