@@ -24,6 +24,9 @@ CONFIG_FILE = "worksurface.toml"
 # so the gateway's WORKSURFACE_GATEWAY_* and the clients' variables never collide with these.
 ENV_PREFIX = "WORKSURFACE_"
 ENV_NESTED_DELIMITER = "__"
+# The keys of `agents` for the main agent and for every sub-agent (any other key is a sub-agent type).
+MAIN_AGENT = "main"
+SUBAGENT = "subagent"
 # Folders that end the upward search for a configuration file: a repository's root.
 REPOSITORY_MARKERS = (".git", ".hg")
 
@@ -364,6 +367,11 @@ class Config(_Section):
     ingest: IngestConfig = IngestConfig()
     hook: HookConfig = HookConfig()
     plugins: PluginsConfig = PluginsConfig()
+    agents: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        'Settings for one kind of agent, merged over the rest of this configuration: "main" (the main '
+        'agent), "subagent" (every sub-agent), or a sub-agent\'s type name (e.g. "Explore", merged over '
+        '"subagent"). A session learns which it is from the harness (a Claude Code sidechain and the '
+        "parent's call that launched it) or `Session.open(agent=...)` / `--agent`."))
 
     @property
     def threshold(self) -> int:
@@ -424,6 +432,33 @@ class Config(_Section):
     def _window_relative(cls, data: Any) -> Any:
         return _scaled_defaults(data)
 
+    @model_validator(mode="after")
+    def _agents_valid(self) -> "Config":
+        """Each agent's settings make a valid configuration (checked once, where they are written)."""
+        for name, over in self.agents.items():
+            if "agents" in over:
+                raise ValueError(f"agents.{name} cannot hold agents of its own")
+            try:
+                Config.model_validate(_merge(self.model_dump(exclude_unset=True, exclude={"agents"}), over))
+            except ValidationError as exc:
+                raise ValueError(f"agents.{name}: " + "; ".join(_problem(e) for e in exc.errors())) from None
+        return self
+
+    def for_agent(self, agent: str | None) -> "Config":
+        """The configuration of one agent: `agents.main` merged over the rest for the main agent (None
+        or "main"); for a sub-agent `agents.subagent`, then `agents.<its type>` when `agent` names one
+        ("subagent" itself: no type known). The result holds no `agents` table (it is applied), so
+        resolving it again changes nothing. Values set only here are window-relative as elsewhere."""
+        if not self.agents:
+            return self
+        # The result has no `agents` of its own: they are applied, and applying again changes nothing.
+        layers = [MAIN_AGENT] if agent in (None, MAIN_AGENT) else [SUBAGENT] + ([agent] if agent != SUBAGENT else [])
+        overrides = [self.agents[name] for name in layers if name in self.agents]
+        data = self.model_dump(exclude_unset=True, exclude={"agents"})
+        for over in overrides:
+            data = _merge(data, over)
+        return Config.from_mapping(data, source=f"agents ({' then '.join(n for n in layers if n in self.agents) or 'none'})")
+
     def with_overrides(self, **overrides: Any) -> "Config":
         clean = {k: v for k, v in overrides.items() if v is not None}
         if not clean:
@@ -455,6 +490,8 @@ def env_names(overrides: Mapping[str, Any], prefix: str = "") -> list[str]:
 
 def _problem(error: Any) -> str:
     """One pydantic error as `section.key: what is wrong (got value)`."""
+    if error.get("type") == "value_error" and not error["loc"]:
+        return _sentence(error)     # a whole-configuration check names its own key
     where = ".".join(str(p) for p in error["loc"]) or "(top level)"
     value = error.get("input")
     got = f" (got {value!r})" if error["loc"] and isinstance(value, (str, int, float, bool)) else ""
@@ -467,7 +504,7 @@ def _sentence(error: Any) -> str:
     if error.get("type") == "string_pattern_mismatch" and pattern.startswith("^(") and pattern.endswith(")$"):
         options = pattern[2:-2].split("|")
         return "must be " + (options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1])
-    return str(error["msg"])
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def find_config_file(start: Path) -> Path | None:

@@ -192,14 +192,16 @@ class Session:
 
     @classmethod
     def open(cls, location: Location | Store | None = None, *, session_id: str | None = None,
-             config: Config | None = None, summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
+             config: Config | None = None, summarizer: Summarizer | Any = None, agent: str | None = None,
+             **overrides: Any) -> "Session":
         """Open or create the session at `location`: a directory (the session itself, or with
         `session_id` its subdirectory of that name), a `postgresql://` URL (`session_id` required: it
         names the session in the database), an open `Store`, or None for memory only. Config from
         `config`, else defaults, then `overrides`. `summarizer`: a Summarizer, a LangChain chat model, a
         "provider:model" string for LangChain's init_chat_model, or None for the configured one (the
-        structured summarizer by default)."""
-        cfg = (config or Config()).with_overrides(**overrides)
+        structured summarizer by default). `agent`: which agent the session serves ("main" when None,
+        "subagent", or a sub-agent's type): the config's `agents` settings for it apply."""
+        cfg = (config or Config()).with_overrides(**overrides).for_agent(agent)
         if isinstance(location, Store):
             store, counter = location, location.counter
         else:
