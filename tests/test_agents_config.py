@@ -58,31 +58,7 @@ def test_an_agents_bad_setting_is_named(agents: dict, problem: str) -> None:
 
 
 def _claude_sessions(folder: Path) -> tuple[Path, Path]:
-    """A parent session that launched an Explore sub-agent, and that sub-agent's sidechain file, as
-    Claude Code lays them out (`<id>.jsonl`, `<id>/subagents/agent-<agentId>.jsonl`); both ~10k tokens."""
-    prompt = "Find where the panes are listed"
-    parent = cc_records.Session()
-    parent.user("refactor the pane listing")
-    for i in range(6):
-        parent.call("Read", {"file_path": f"/repo/lib/p{i}.ex"}, words(1_500, seed=i))
-    parent.call("Task", {"subagent_type": "Explore", "description": "find panes", "prompt": prompt},
-                "Panes are listed in Tmux.list_panes/0.", tool_use_result={"status": "completed", "agentId": "a1b2"})
-    parent.say("Found it.")
-    parent.user("now fix it")
-    side = cc_records.Session()
-    side.user(prompt)
-    for i in range(6):
-        side.call("Grep", {"pattern": f"pane{i}"}, words(1_500, seed=10 + i))
-    side.say("Panes are listed in Tmux.list_panes/0.")
-    side.user("go on")
-    for r in side.records:
-        r.update(isSidechain=True, agentId="a1b2")
-    main_path = folder / "s1.jsonl"
-    side_path = folder / "s1" / "subagents" / "agent-a1b2.jsonl"
-    side_path.parent.mkdir(parents=True)
-    for path, records in ((main_path, parent.records), (side_path, side.records)):
-        path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return main_path, side_path
+    return cc_records.subagent_pair(folder, words)
 
 
 def test_a_sidechain_is_a_subagent_of_the_type_its_parent_launched(tmp_path: Path) -> None:
