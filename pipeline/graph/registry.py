@@ -8,6 +8,9 @@ post-compact target, so budgets shrink from the least valuable end: the status f
 its share and runs last, to report the rebuilt view), then constraints, plan, files, skills, tools,
 `details` (what the summary had no room for, packed into whatever the others left), and `results`
 (the newest tool results the view no longer shows, in what is still left).
+
+Third-party parts join these per session (`stages_for`, `reinjectors_for`: installed entry points and
+the config's `plugins` references, docs/plugins.md); the shipped ones stay imported statically here.
 """
 
 from __future__ import annotations
