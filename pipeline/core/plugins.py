@@ -28,17 +28,22 @@ class Found:
     source: str
 
 
+GROUPS = (STAGES_GROUP, REINJECTORS_GROUP, SUMMARIZERS_GROUP)
+
+
 def installed(group: str) -> tuple[EntryPoint, ...]:
     """The entry points of `group` that the distributions on sys.path declare, by name (a stable
     order, so the parts they add always compose the same way)."""
-    return _installed(group, tuple(sys.path))
+    return _installed(tuple(sys.path)).get(group, ())
 
 
-@lru_cache(maxsize=16)
-def _installed(group: str, path: tuple[str, ...]) -> tuple[EntryPoint, ...]:
-    # Keyed by sys.path as well: scanning every distribution costs milliseconds, and a changed path
-    # (a virtualenv activated in-process, a test's temporary distribution) is looked at again.
-    return tuple(sorted(entry_points(group=group), key=lambda ep: (ep.name, ep.value)))
+@lru_cache(maxsize=4)
+def _installed(path: tuple[str, ...]) -> dict[str, tuple[EntryPoint, ...]]:
+    # One scan for every group (reading each distribution's metadata costs tens of milliseconds), kept
+    # per sys.path: a changed path (a virtualenv activated in-process, a test's temporary
+    # distribution) is scanned again.
+    found = entry_points()
+    return {group: tuple(sorted(found.select(group=group), key=lambda ep: (ep.name, ep.value))) for group in GROUPS}
 
 
 def entry_point_source(group: str, ep: EntryPoint) -> str:
