@@ -24,8 +24,8 @@ from ..probes.cut import cut, cut_transcript
 from ..session import homes
 from ..session.locations import describe
 from ..session.pgstore import is_postgres_url, redacted
-from .app import (AGENT_HELP, BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP, STRICT_HELP,
-                  WINDOW_HELP, app, fail, with_pins)
+from .app import (AGENT_HELP, BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP,
+                  STRICT_HELP, WINDOW_HELP, app, fail, with_pins)
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"

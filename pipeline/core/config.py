@@ -457,7 +457,8 @@ class Config(_Section):
         data = self.model_dump(exclude_unset=True, exclude={"agents"})
         for over in overrides:
             data = _merge(data, over)
-        return Config.from_mapping(data, source=f"agents ({' then '.join(n for n in layers if n in self.agents) or 'none'})")
+        applied = " then ".join(n for n in layers if n in self.agents) or "none"
+        return Config.from_mapping(data, source=f"agents ({applied})")
 
     def with_overrides(self, **overrides: Any) -> "Config":
         clean = {k: v for k, v in overrides.items() if v is not None}

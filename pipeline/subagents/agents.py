@@ -39,7 +39,8 @@ def agent_of(transcript: Transcript, counter: TokenCounter | None = None) -> str
         session = None
     if session is None:
         return SUBAGENT
-    links, _ = link(subagent_tasks(session.messages, session.queued_inputs), [read_sidechain(path, counter or TokenCounter())])
+    own = read_sidechain(path, counter or TokenCounter())
+    links, _ = link(subagent_tasks(session.messages, session.queued_inputs), [own])
     return next((x.task.agent_type for x in links if x.sidechain is not None and x.task.agent_type), SUBAGENT)
 
 
