@@ -80,7 +80,9 @@ def _added(config: Config, kind: type[P], group: str, key: str, references: Sequ
     found = [load_entry_point(group, ep) for ep in installed(group)] if config.plugins.entry_points else []
     found += [load_reference(ref, f"{key}[{i}]") for i, ref in enumerate(references)]
     parts: list[tuple[P, str]] = []
-    names = {p.name for p in (STAGES if kind is Stage else REINJECTORS)} | {REINJECT}
+    # A report tells stages from reinjectors by name, and plugins.options is keyed by it: no shipped
+    # part's name of either kind is free.
+    names = {p.name for p in (*STAGES, *REINJECTORS)} | {REINJECT}
     for item in found:
         part = _as_part(item, kind)
         if part.name in names:
