@@ -43,7 +43,12 @@ def get_summarizer(name: str, **options: Any) -> Summarizer:
     cls = _BUILTIN.get(name)
     if cls is None:
         if is_reference(name):
-            return _third_party(load_reference(name, "autocompact.summarizer"), options)
+            try:
+                found = load_reference(name, "autocompact.summarizer")
+            except PluginError as exc:
+                raise PluginError(f"{exc.problem}; a chat model is summarizer = \"llm\" with "
+                                  f"summarizer_options.model = {name!r}", source=exc.source) from None
+            return _third_party(found, options)
         ep = next((ep for ep in installed(SUMMARIZERS_GROUP) if ep.name == name), None)
         if ep is not None:
             return _third_party(load_entry_point(SUMMARIZERS_GROUP, ep), options)
