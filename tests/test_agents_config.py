@@ -91,3 +91,11 @@ def test_the_subagents_session_uses_its_override_and_the_main_one_does_not(tmp_p
     assert side["tokens_after"] <= 2_000 < main["tokens_after"]  # the Explore target and tail, not the main ones
     # Told otherwise on the command line, the sidechain is compacted with the main agent's settings.
     assert compacted(side_path, "--agent", "main")["tokens_after"] > 2_000
+
+
+def test_agents_from_the_environment_are_one_json_table(tmp_path: Path) -> None:
+    from worksurface.core.config import env_names, environment_overrides
+
+    environ = {"WORKSURFACE_AGENTS": '{"subagent": {"window": 100000}}'}
+    assert Config.load(tmp_path, environ=environ).for_agent("Explore").window == 100_000
+    assert env_names(environment_overrides(environ)) == ["WORKSURFACE_AGENTS"]  # as the user set it

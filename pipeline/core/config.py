@@ -27,6 +27,8 @@ ENV_NESTED_DELIMITER = "__"
 # The keys of `agents` for the main agent and for every sub-agent (any other key is a sub-agent type).
 MAIN_AGENT = "main"
 SUBAGENT = "subagent"
+# Fields that are tables of free keys (set whole, as JSON, from the environment), not sections.
+FREE_TABLES = ("summarizer_options", "options", "agents")
 # Folders that end the upward search for a configuration file: a repository's root.
 REPOSITORY_MARKERS = (".git", ".hg")
 
@@ -485,7 +487,7 @@ def env_names(overrides: Mapping[str, Any], prefix: str = "") -> list[str]:
     names: list[str] = []
     for key, value in overrides.items():
         name = f"{prefix}{ENV_NESTED_DELIMITER if prefix else ENV_PREFIX}{key.upper()}"
-        names += env_names(value, name) if isinstance(value, Mapping) and key != "summarizer_options" else [name]
+        names += env_names(value, name) if isinstance(value, Mapping) and key not in FREE_TABLES else [name]
     return names
 
 
