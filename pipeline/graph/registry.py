@@ -82,7 +82,7 @@ def _added(config: Config, kind: type[P], group: str, key: str, references: Sequ
     parts: list[tuple[P, str]] = []
     # A report tells stages from reinjectors by name, and plugins.options is keyed by it: no shipped
     # part's name of either kind is free.
-    names = {p.name for p in (*STAGES, *REINJECTORS)} | {REINJECT}
+    names = {s.name for s in STAGES} | {r.name for r in REINJECTORS} | {REINJECT}
     for item in found:
         part = _as_part(item, kind)
         if part.name in names:
