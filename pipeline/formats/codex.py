@@ -33,7 +33,7 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..core import strictjson
 from ..core.errors import FormatError
@@ -41,8 +41,8 @@ from ..core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thi
 from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, calibrate
 from ..core.view import STANDING
-from .base import Transcript
-from .damaged import DamagedLine, first_record, lines, orphaned_by, parse_line
+from .base import Keep, Transcript
+from .damaged import DamagedLine, ParsedLine, first_record, lines, orphaned_by, parsed_lines
 from .validate import mark_unanswered
 
 NAME = "codex"
@@ -111,6 +111,7 @@ class _Reader:
     last_usage_total: int | None = None
     cwd: str | None = None
     measured: set[int] = field(default_factory=set)  # message counts at which a token_count ended a response
+    keep: Keep | None = None  # what is kept of each message (base.Keep); it keeps the message's meta object
 
     @property
     def last_id(self) -> str | None:
@@ -125,7 +126,7 @@ class _Reader:
         return mid
 
     def add(self, message: Message, number: int) -> None:
-        self.messages.append(message)
+        self.messages.append(self.keep(message) if self.keep is not None else message)
         for block in message.blocks:
             if isinstance(block, ToolCall):
                 self.calls.add(block.id)
@@ -438,15 +439,22 @@ def _is_summary_item(item: dict[str, Any], summary: str) -> bool:
 
 
 def read(text: str, path: str | None = None) -> Transcript:
-    reader = _Reader(path)
-    parsed = [(number, line, parse_line(line, number, last)) for number, line, last in lines(text)]
-    damaged = [r for _, _, r in parsed if isinstance(r, DamagedLine)]
-    readable_calls = {c for _, _, r in parsed if isinstance(r, dict) and (c := _call_id_of(r, CALL_TYPES))} \
-        if damaged else set()
+    return read_records(parsed_lines(lines(text)), path)
+
+
+def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Keep | None = None) -> Transcript:
+    """`read` from lines already split and parsed, in one pass (see claude_code.read_records)."""
+    reader = _Reader(path, keep=keep)
+    damaged: list[DamagedLine] = []
+    readable_calls: set[str] = set()
     for number, line, record in parsed:
         if isinstance(record, DamagedLine):
+            damaged.append(record)
             reader.extras.append((reader.last_id, record))  # skipped, and written back as it was
             continue
+        call = _call_id_of(record, CALL_TYPES)
+        if call:
+            readable_calls.add(call)
         answered = _call_id_of(record, OUTPUT_TYPES) if damaged else None
         lost = orphaned_by(answered, damaged) if answered and answered not in readable_calls else None
         if lost is not None:
