@@ -12,6 +12,8 @@ import pytest
 
 from worksurface import Config, Session
 from worksurface.core import fileio
+from worksurface.core.config import IngestConfig
+from worksurface.engine.reduce_output import REDUCE_HEAD_CHARS, REDUCE_TAIL_CHARS, reduce_output
 from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from worksurface.facts import commits, tool_calls
 from worksurface.facts.calls import SCAN_HEAD_CHARS, SCAN_TAIL_CHARS
@@ -118,3 +120,14 @@ def test_a_huge_output_read_in_part_by_the_extractors_is_still_budgeted_at_its_w
         saved = acted[0].tokens_before - acted[0].tokens_after
         assert saved > 0.95 * whole  # its whole size, not the bounded part the extractors read
         assert session.artifact(next(e.artifact for e in session.edits if getattr(e, "artifact", None))) == output
+
+
+def test_a_huge_output_is_reduced_on_arrival_from_its_ends_with_a_note_of_the_middle_it_did_not_read() -> None:
+    filler = log_lines(REDUCE_HEAD_CHARS + REDUCE_TAIL_CHARS)
+    output = "error: at the head\n" + filler + "error: in the middle\n" + filler + "error: at the tail\n"
+    reduced = reduce_output(output, IngestConfig())
+    assert reduced.lossy and reduced.kinds[0] == "ends" and len(reduced.text) < 100_000
+    assert "error: at the head" in reduced.text and "error: at the tail" in reduced.text
+    assert "error: in the middle" not in reduced.text and "of the output not read on arrival" in reduced.text
+    small = "error: at the head\n" + log_lines(50_000) + "error: in the middle\n" + log_lines(50_000)
+    assert "error: in the middle" in reduce_output(small, IngestConfig()).text  # within the bound: all read
