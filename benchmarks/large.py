@@ -76,8 +76,9 @@ def tokenizer_floor(path: Path) -> float:
     return total
 
 
-def _run_cli(args: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of `python -m worksurface ARGS` in its own process."""
+def _run_cli(args: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of `python -m worksurface ARGS` in its own process
+    (CPU time too: on a shared machine the wall time also counts what others ran)."""
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "worksurface", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -88,17 +89,20 @@ def _run_cli(args: list[str]) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise RuntimeError(f"worksurface {' '.join(args[:1])} failed ({proc.returncode}): {err[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(path: Path, out_dir: Path) -> dict[str, Any]:
     floor = parse_floor(path)
-    inspect_s, inspect_mb = _run_cli(["inspect", str(path), "--json"])
-    compact_s, compact_mb = _run_cli(["compact", str(path), "-o", str(out_dir / "compacted.jsonl"), "--no-session"])
+    inspect_s, inspect_cpu, inspect_mb = _run_cli(["inspect", str(path), "--json"])
+    compact_s, compact_cpu, compact_mb = _run_cli(["compact", str(path), "-o", str(out_dir / "compacted.jsonl"),
+                                                   "--no-session"])
     return {"bytes": path.stat().st_size, "parse_floor_s": round(floor, 2),
             "tokenizer_floor_s": round(tokenizer_floor(path), 2),
-            "inspect_s": round(inspect_s, 2), "inspect_peak_mb": round(inspect_mb),
-            "compact_s": round(compact_s, 2), "compact_peak_mb": round(compact_mb),
+            "inspect_s": round(inspect_s, 2), "inspect_cpu_s": round(inspect_cpu, 2),
+            "inspect_peak_mb": round(inspect_mb),
+            "compact_s": round(compact_s, 2), "compact_cpu_s": round(compact_cpu, 2),
+            "compact_peak_mb": round(compact_mb),
             "inspect_over_floor": round(inspect_s / floor, 1), "compact_over_floor": round(compact_s / floor, 1)}
 
 
@@ -114,14 +118,16 @@ def run(plan: Plan) -> dict[str, Any]:
 
 def render(result: dict[str, Any], caption: str) -> str:
     rows = [[r["session"], round(r["bytes"] / 1e6, 1), r["parse_floor_s"], r["tokenizer_floor_s"], r["inspect_s"],
-             r["inspect_peak_mb"], r["compact_s"], r["compact_peak_mb"], r["inspect_over_floor"],
-             r["compact_over_floor"]] for r in result["rows"]]
+             r.get("inspect_cpu_s"), r["inspect_peak_mb"], r["compact_s"], r.get("compact_cpu_s"), r["compact_peak_mb"],
+             r["inspect_over_floor"], r["compact_over_floor"]] for r in result["rows"]]
     return "\n\n".join([
         "## Large inputs beside their parse floor",
         caption,
         "Generated Claude Code sessions (`fixturegen.large`, seed 7, in a temp dir). Parse floor: `json.loads` of "
         "every line; tokenizer floor: tiktoken over the text of every message (parsing excluded). `inspect --json` "
-        "and `compact --no-session` each run in their own process: wall time, and peak RSS of that process.",
-        table(["session", "file MB", "parse floor s", "tokenizer floor s", "inspect s", "inspect peak MB",
-               "compact s", "compact peak MB", "inspect / floor", "compact / floor"], rows),
+        "and `compact --no-session` each run in their own process: wall and CPU time, and peak RSS of that process; "
+        "the ratios are wall time over the parse floor.",
+        table(["session", "file MB", "parse floor s", "tokenizer floor s", "inspect s", "inspect CPU s",
+               "inspect peak MB", "compact s", "compact CPU s", "compact peak MB", "inspect / floor",
+               "compact / floor"], rows),
     ])
