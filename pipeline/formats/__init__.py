@@ -53,8 +53,6 @@ def get_adapter(name: str) -> FormatAdapter:
         raise UnknownFormatError(f"unknown format {name!r} (known: {', '.join(FORMAT_NAMES)})") from None
 
 
-
-
 def loads(text: str, format: str = "auto", path: str | None = None, *, strict: bool = False) -> Transcript:
     """Parse a transcript. A session file's damaged lines (see damaged.py) are read around, with one
     warning on the `worksurface` logger naming them; `strict` refuses such a file (StrictError)."""

@@ -71,7 +71,9 @@ def keep_sampled(message: Message) -> Message:
     (the record's meta object is kept, updated in place), so a 200 MB result costs the reader one
     line's memory, not the file's. BoundedCounter counts the sample as it counts the whole text."""
     if isinstance(message.meta, dict) and "raw" in message.meta:
-        message.meta["raw"] = _sampled_strings(message.meta["raw"])
+        raw = _sampled_strings(message.meta["raw"])
+        if raw is not None:
+            message.meta["raw"] = raw
     blocks = tuple(_sampled_block(b) for b in message.blocks)
     if all(a is b for a, b in zip(blocks, message.blocks)):
         return message
@@ -87,16 +89,17 @@ def _sampled_block(block: Block) -> Block:
 
 
 def _sampled_strings(value: Any) -> Any:
-    """A JSON value with its strings over MAX_EXACT_CHARS sampled; unchanged parts are the same objects."""
+    """A copy of a JSON value with its strings over MAX_EXACT_CHARS sampled, or None when it has none
+    (the walk allocates nothing for the records of a normal session)."""
     if isinstance(value, str):
-        return Sampled(value) if len(value) > MAX_EXACT_CHARS else value
+        return Sampled(value) if len(value) > MAX_EXACT_CHARS else None
     if isinstance(value, dict):
-        items = {k: _sampled_strings(v) for k, v in value.items()}
-        return value if all(items[k] is v for k, v in value.items()) else items
+        changed = {k: v for k, v in ((k, _sampled_strings(v)) for k, v in value.items()) if v is not None}
+        return {**value, **changed} if changed else None
     if isinstance(value, list):
-        elements = [_sampled_strings(v) for v in value]
-        return value if all(a is b for a, b in zip(elements, value)) else elements
-    return value
+        parts = [_sampled_strings(v) for v in value]
+        return [v if p is None else p for v, p in zip(value, parts)] if any(p is not None for p in parts) else None
+    return None
 
 
 def inspect_file(path: str | os.PathLike[str], format: str = "auto", *, strict: bool = False) -> dict[str, Any]:
