@@ -54,12 +54,12 @@ def test_status_bar_and_summary_read_the_same_test_runs_todos_and_tracker(path: 
     changes = [c for u in facts.tracker_updates(messages) for c in u.changes]
     todo_events = [e.todos for e in events if isinstance(e, TaskUpdated) and e.todos is not None]
     if todo is not None and not changes:
-        assert [(t.content, t.status) for t in todo_events[-1]] == [
+        assert [(t.text, t.status) for t in todo_events[-1]] == [
             (" ".join(i.text.split())[:200], facts.normalize_status(i.status)) for i in todo.items]
     if changes:
         bar_todos = todo_events[-1]
         for change in changes:
-            assert any(t.content.startswith(change.issue) for t in bar_todos), change
+            assert any(t.text.startswith(change.issue) for t in bar_todos), change
 
 
 def _call(command: str, output: str, n: int = 0) -> list[Message]:

@@ -148,10 +148,23 @@ IDENTIFIERS = [
 
 PROGRESS = [
     ("PLAN_SAVED_RE", "search", "Your plan has been saved to: /home/dev/.claude/plans/plan.md", "saved to disk"),
-    ("COMMIT_RE", "search", "[main 3f2a9c1] Fix rounding in invoices\n 1 file changed", "[main] Fix rounding"),
     ("PUSH_RANGE_RE", "search", "   3f2a9c1..8b7e6d5  main -> main", "   3f2a9c1  main -> main"),
     ("PUSH_NEW_RE", "search", " * [new branch]      feature/login -> feature/login",
      " * [new tag]         v1.2.0 -> v1.2.0"),
+]
+
+GIT = [
+    ("COMMIT_RE", "search", "[main 3f2a9c1] Fix rounding in invoices\n 1 file changed", "[main] Fix rounding"),
+    ("_BRANCH", "search", "On branch feature/login\nnothing to commit", "Your branch is up to date"),
+    ("_SWITCHED", "search", "Switched to a new branch 'feat'", "Already on 'feat'"),
+    ("_SHORT_BRANCH", "search", "## main...origin/main\n M a.py", "# main"),
+    ("_PORCELAIN", "search", " M a.py\n?? b.py", "   indented a.py"),
+    ("_CLEAN", "search", "On branch main\nnothing to commit, working tree clean", "nothing added to commit"),
+    ("_LONG_PREFIX", "search", "modified:   a.py", "a.py"),
+    ("_ONELINE", "search", "9f8e7d6 latest\n1a2b3c4 older", "commit 9f8e7d6"),
+    ("_SHORT_FLAGS", "search", " --porcelain", " --cached"),
+    (r"&&|\|\||[;|\n]", "search", " -s && git diff", " --short"),
+    (r"git (?:checkout|switch)\b", "search", "git switch -c feat", "git switcher"),
 ]
 
 PROVENANCE = [
@@ -249,7 +262,7 @@ TRACKER = [
 
 TABLES: dict[str, list[tuple[str, str, str, str]]] = {
     "calls": CALLS, "commands": COMMANDS, "observations": OBSERVATIONS, "plans": PLANS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "findings": FINDINGS,
-    "identifiers": IDENTIFIERS, "progress": PROGRESS, "provenance": PROVENANCE, "shell": SHELL,
+    "identifiers": IDENTIFIERS, "git": GIT, "progress": PROGRESS, "provenance": PROVENANCE, "shell": SHELL,
     "subagents": SUBAGENTS, "testsummary": TESTSUMMARY, "text": TEXT, "todos": TODOS, "tools": TOOLS,
     "tracker": TRACKER,
 }

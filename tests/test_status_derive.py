@@ -8,7 +8,7 @@ from status_helpers import CLAUDE_CODE, LONG_SESSIONS, Chat
 from worksurface.core.model import Message, Origin, Text
 from worksurface.status import (EnvironmentChanged, RepositoryChanged, TaskUpdated, TodoItem,
                                 VerificationFinished, derive_events, reduce, render)
-from worksurface.status.parse_git import parse_git
+from worksurface.facts.git import parse_git
 from worksurface.facts.testsummary import parse_test_output as parse_test_summary
 from worksurface.facts.tracker import issue_changes as tracker_updates
 from worksurface.status.replay import replay

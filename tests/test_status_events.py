@@ -56,7 +56,7 @@ def test_lists_become_tuples_so_equal_events_compare_equal():
     (lambda: VerificationFinished("pytest", passed=-1), "passed"),
     (lambda: VerificationFinished("Not A Name"), "runner"),
     (lambda: ToolFinished("c1", "Bash", ok="yes"), "ok must be a boolean"),
-    (lambda: TodoItem("x", "doing"), "status"),
+    (lambda: TaskUpdated(todos=[TodoItem("x", "doing")]), "status"),
     (lambda: EnvironmentChanged(cwd=3), "cwd"),
     (lambda: Cleared("signals"), "section"),
     (lambda: ToolStarted("c1", "Bash", source="model"), "source"),

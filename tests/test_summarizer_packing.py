@@ -67,14 +67,14 @@ def test_command_forms_and_tools_used_are_named_and_a_worked_around_failure_is_l
 
 
 def test_an_issue_closed_then_listed_open_again_counts_as_open():
-    from worksurface.ledger.source import MessageFacts
+    from worksurface.ledger import Ledger
     from worksurface.summarizers.structured import closed_issues
     c = Convo()
     c.user("Do the epic.")
     _bd(c, "bd close p-1 p-1.1", "✓ Closed p-1: Closed\n✓ Closed p-1.1: Closed")
-    assert closed_issues(MessageFacts(c.messages)) == {"p-1", "p-1.1"}
+    assert closed_issues(Ledger.over(c.messages).upto()) == {"p-1", "p-1.1"}
     _bd(c, "bd show p-1.2", "○ p-1.2 · New child   [● P2 · OPEN]\n\nPARENT\n  ↑ ◐ p-1: (EPIC) The epic ● P2\n")
-    assert closed_issues(MessageFacts(c.messages)) == {"p-1.1"}
+    assert closed_issues(Ledger.over(c.messages).upto()) == {"p-1.1"}
 
 
 def test_an_identifier_another_section_quotes_word_for_word_is_not_listed_again() -> None:

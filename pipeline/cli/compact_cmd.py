@@ -98,20 +98,62 @@ def compact(
         config = with_pins(flags.config(transcript), pin)
         fmt = out_format.value if out_format is not None else (
             transcript.format if transcript.format in WRITABLE_FORMATS else DEFAULT_EXPORT_FORMAT)
-        if in_place and out is None:
-            out = path
-        if in_place and str(path) == STDIN:
-            raise fail("--in-place needs a file, not standard input")
-        if str(path) == STDIN and out is None and claude_projects is None:
-            raise fail("reading standard input: give the output file with -o (- for standard output)")
-        to_stdout = out is not None and str(out) == STDOUT and not in_place
-        if to_stdout and (claude_projects is not None or as_new_session):
-            raise fail("-o - (standard output) cannot be combined with --claude-projects or --as-new-session")
-        if claude_projects is None and not to_stdout and (out is not None or not as_new_session):
-            # Refused before any work: nothing is computed only to fail at the write.
-            output_file(out or _default_destination(path, fmt, transcript.format), inputs=[path], in_place=in_place)
-        if (claude_projects or as_new_session) and fmt != claude_code.NAME:
-            raise fail(f"--claude-projects and --as-new-session write Claude Code sessions, not {fmt}")
+        output = _Output.resolve(path, out, in_place, claude_projects, as_new_session, at, transcript, fmt,
+                                 read_hash)
+        home, session_id = _session_home(session, session_id, no_session, output)
+        created = isinstance(home, Path) and not home.exists()
+        with Session.open(home, session_id=session_id, config=config) as kept:
+            prepared = prepare_once(kept, transcript, use_usage=flags.use_usage, force=force)
+            if _nothing_new(transcript, prepared.report):
+                # An already compacted file with nothing new: written back as it was, not grown by a
+                # second status bar (the session it is read into has not seen the first one).
+                prepared = dataclasses.replace(prepared, messages=list(transcript.messages))
+                prepared.report.notices.append("nothing new to compact since the last compaction: "
+                                               "the transcript is written as it was")
+            artifacts = len(kept.store.artifact_ids())
+        if not prepared.messages:
+            raise fail(f"{path}: nothing to write (the transcript has no messages)")
+        text_out, dropped = output.write(transcript, prepared.messages, fmt, path, read_hash)
+    except WorksurfaceError as exc:
+        _discard(home if created else None)
+        raise fail(str(exc)) from None
+    except BaseException:
+        _discard(home if created else None)
+        raise
+    destination = output.destination
+    where = _say_where(home, session_id, destination, artifacts)
+    report = prepared.report
+    if output.to_stdout:
+        typer.echo(text_out, nl=False)
+        Console(stderr=True).print(f"compacted {report.tokens_before:,} -> {report.tokens_after:,} tokens "
+                                   f"({fmt}, to standard output)", highlight=False)
+        return
+    if as_json:
+        typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt,
+                               "conversion": dropped.to_json(), "artifacts": where,
+                               **({"session_id": output.new_id} if output.new_id else {})}, indent=2))
+        return
+    _print_report(report, destination, fmt, dropped)
+    _print_sizes(report.sizes or {})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Output:
+    """Where the compacted transcript goes: a file, standard output, the input in place, or a Claude Code
+    session file (`goal`, in a projects folder or under a new session id)."""
+
+    destination: Path
+    to_stdout: bool
+    in_place: bool
+    goal: Target | None
+    new_id: str | None
+
+    @classmethod
+    def resolve(cls, path: Path, out: Path | None, in_place: bool, claude_projects: Path | None,
+                as_new_session: bool, at: str | None, transcript: Transcript, fmt: str, read_hash: str) -> "_Output":
+        """Where the options send the output, refusing combinations that cannot be written."""
+        out = path if in_place and out is None else out
+        to_stdout = _check_combination(path, out, in_place, claude_projects, as_new_session, transcript, fmt)
         new_id = None
         if as_new_session:
             old_id = claude_projects_session_id(transcript)
@@ -130,61 +172,59 @@ def compact(
             goal = Target(destination, new_id, file_hash(destination), path)
         else:
             destination = out or _default_destination(path, fmt, transcript.format)
-        if session is not None and is_postgres_url(session):
-            home = session
-        elif not no_session and not (to_stdout and session is None):  # standard output: --session only
-            home = Path(session) / session_id if session is not None and session_id else (
-                Path(session) if session is not None else None)
-            session_id = None  # a directory's subdirectory: named by home itself
-            if home is None:
-                home = (homes.claude_session_folder(destination) if goal is not None
-                        else homes.beside(destination)).absolute()
-                homes.check_home(home)
-            created = not home.exists()
-        with Session.open(home, session_id=session_id, config=config) as kept:
-            prepared = prepare_once(kept, transcript, use_usage=flags.use_usage, force=force)
-            if _nothing_new(transcript, prepared.report):
-                # An already compacted file with nothing new: written back as it was, not grown by a
-                # second status bar (the session it is read into has not seen the first one).
-                prepared = dataclasses.replace(prepared, messages=list(transcript.messages))
-                prepared.report.notices.append("nothing new to compact since the last compaction: "
-                                               "the transcript is written as it was")
-            artifacts = len(kept.store.artifact_ids())
-        sizes = prepared.report.sizes or {}
-        if not prepared.messages:
-            raise fail(f"{path}: nothing to write (the transcript has no messages)")
-        text_out = ""
-        if goal is not None:
-            dropped = write_target(transcript, prepared.messages, goal)
-        elif to_stdout:
-            text_out, dropped = dumps_report(transcript, prepared.messages, fmt)
-        elif in_place and destination.resolve() == path.resolve():
-            text_out, dropped = dumps_report(transcript, prepared.messages, fmt)
+        return cls(destination, to_stdout, in_place, goal, new_id)
+
+    def write(self, transcript: Transcript, messages: list[Any], fmt: str, path: Path,
+              read_hash: str) -> tuple[str, Dropped]:
+        """Writes the compacted messages; returns the text for standard output (else "") and what the
+        format conversion dropped."""
+        if self.goal is not None:
+            return "", write_target(transcript, messages, self.goal)
+        if self.to_stdout:
+            return dumps_report(transcript, messages, fmt)
+        if self.in_place and self.destination.resolve() == path.resolve():
+            text_out, dropped = dumps_report(transcript, messages, fmt)
             # Replaced only if it still holds what was compacted: records a harness appended meanwhile
             # are never dropped (core.fileio.replace_unchanged).
             replace_unchanged(path, text_out, read_hash, inputs=[path])
-        else:
-            dropped = write_transcript(transcript, destination, prepared.messages, fmt, inputs=[path])
-    except WorksurfaceError as exc:
-        _discard(home if created else None)
-        raise fail(str(exc)) from None
-    except BaseException:
-        _discard(home if created else None)
-        raise
-    where = _say_where(home, session_id, destination, artifacts)
-    report = prepared.report
-    if to_stdout:
-        typer.echo(text_out, nl=False)
-        Console(stderr=True).print(f"compacted {report.tokens_before:,} -> {report.tokens_after:,} tokens "
-                                   f"({fmt}, to standard output)", highlight=False)
-        return
-    if as_json:
-        typer.echo(json.dumps({**report.to_json(), "output": str(destination), "format": fmt,
-                               "conversion": dropped.to_json(), "artifacts": where,
-                               **({"session_id": new_id} if new_id else {})}, indent=2))
-        return
-    _print_report(report, destination, fmt, dropped)
-    _print_sizes(sizes)
+            return text_out, dropped
+        return "", write_transcript(transcript, self.destination, messages, fmt, inputs=[path])
+
+
+def _check_combination(path: Path, out: Path | None, in_place: bool, claude_projects: Path | None,
+                       as_new_session: bool, transcript: Transcript, fmt: str) -> bool:
+    """Refuses output options that exclude each other, or an output file that may not be written, before
+    any work is done (nothing is computed only to fail at the write); True when writing to standard output."""
+    if in_place and str(path) == STDIN:
+        raise fail("--in-place needs a file, not standard input")
+    if str(path) == STDIN and out is None and claude_projects is None:
+        raise fail("reading standard input: give the output file with -o (- for standard output)")
+    to_stdout = out is not None and str(out) == STDOUT and not in_place
+    if to_stdout and (claude_projects is not None or as_new_session):
+        raise fail("-o - (standard output) cannot be combined with --claude-projects or --as-new-session")
+    if claude_projects is None and not to_stdout and (out is not None or not as_new_session):
+        output_file(out or _default_destination(path, fmt, transcript.format), inputs=[path], in_place=in_place)
+    if (claude_projects or as_new_session) and fmt != claude_code.NAME:
+        raise fail(f"--claude-projects and --as-new-session write Claude Code sessions, not {fmt}")
+    return to_stdout
+
+
+def _session_home(session: str | None, session_id: str | None, no_session: bool,
+                  output: _Output) -> tuple[Path | str | None, str | None]:
+    """Where the session (log, decisions, artifacts) is kept, and the id within it: a database URL with
+    its id, a directory (beside the output, or in the Claude Code session's folder, by default), or
+    nothing (memory only: --no-session, or standard output without --session)."""
+    if session is not None and is_postgres_url(session):
+        return session, session_id
+    if no_session or (output.to_stdout and session is None):
+        return None, session_id
+    if session is not None:
+        # A directory's subdirectory is named by the home itself.
+        return (Path(session) / session_id if session_id else Path(session)), None
+    home = (homes.claude_session_folder(output.destination) if output.goal is not None
+            else homes.beside(output.destination)).absolute()
+    homes.check_home(home)
+    return home, None
 
 
 def _nothing_new(transcript: Transcript, report: Any) -> bool:

@@ -11,7 +11,8 @@ import hashlib
 from typing import Any, Iterator, Sequence
 
 from ..core.edits import edited_stage
-from ..ledger.source import FactSource, MessageFacts
+from ..ledger import Ledger
+from ..ledger.source import FactSource
 from ..core.model import Message, Origin, Text, ToolResult, message_text
 from .state import StageContext, StageReport
 
@@ -24,10 +25,10 @@ MESSAGE_READS = frozenset({"epoch"})
 
 def facts_of(ctx: StageContext, view: Sequence[Message]) -> FactSource:
     """The working state a reinjector restores from: the session's ledger (everything folded so
-    far, history before a harness's own compaction included), or the transcript's facts."""
+    far, history before a harness's own compaction included), or a ledger folded over the transcript."""
     if ctx.ledger is not None:
         return ctx.ledger.upto()
-    return MessageFacts(ctx.transcript or view, ctx.queued_inputs)
+    return Ledger.over(ctx.transcript or view, ctx.queued_inputs).upto()
 
 
 def tail_of(view: Sequence[Message]) -> list[Message]:

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from ..core.model import Message
 from ..core.toolkinds import normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
+from .git import COMMIT_RE
 from .meta import message_branch
 from .testsummary import TestRunWatcher, parse_test_output
 from .provenance import converted_outputs, harness_reminders, harness_tool
@@ -154,7 +155,6 @@ def plan_mode(messages: Sequence[Message]) -> PlanMode:
     return PlanMode(active, plan, path, approved, where)
 
 
-COMMIT_RE = re.compile(r"^\[([^\s\]]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 # `git push` output: `   05fd186..a230dbf  br -> br` (a range) or ` * [new branch]      br -> br`.
 PUSH_RANGE_RE = re.compile(r"^\s*\+?\s*[0-9a-f]{7,40}\.{2,3}([0-9a-f]{7,40})\s+(\S+) -> (\S+)", re.M)
 PUSH_NEW_RE = re.compile(r"^\s*\* \[new branch\]\s+(\S+) -> (\S+)", re.M)

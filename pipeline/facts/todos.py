@@ -33,8 +33,11 @@ MAX_DETAIL_CHARS = 600
 
 @dataclass(frozen=True)
 class TodoItem:
+    """One todo item: what the agent's todo tools wrote (the ledger's), and what the status bar shows
+    (a harness's `TaskUpdated` event carries them too, its statuses normalized)."""
+
     text: str
-    status: str
+    status: str = "pending"
     detail: str = ""  # what the item involves, when the tool recorded more than its title
 
 

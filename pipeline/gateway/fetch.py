@@ -95,67 +95,86 @@ async def chat_stream(api: Api, response: UpstreamResponse, fetch: FollowUp, on_
     """A Chat Completions stream with fetch calls hidden and answered (the client's own calls keep
     their order, numbered from 0)."""
     for round_number in range(MAX_FETCH_ROUNDS + 1):
-        calls: dict[int, dict[str, str]] = {}
-        hidden: set[int] = set()
-        shown: dict[int, int] = {}
-        text: list[str] = []
-        follow = False
+        state = _ChatRound(may_follow=round_number < MAX_FETCH_ROUNDS)
         try:
             async for event in sse.events(response.chunks()):
-                data = event.data()
-                choices = data.get("choices") if isinstance(data, dict) else None
                 usage = api.usage_of_event(event)
                 if usage is not None:
                     on_usage(usage)
-                if follow or not choices:
-                    if not follow:
-                        yield event.raw
-                    continue
-                choice = choices[0]
-                delta = choice.get("delta") or {}
-                text.append(delta.get("content") or "")
-                out = None
-                if delta.get("tool_calls"):
-                    out = []
-                    for part in delta["tool_calls"]:
-                        i = part.get("index", 0)
-                        call = calls.setdefault(i, {"id": "", "name": "", "arguments": ""})
-                        function = part.get("function") or {}
-                        call["id"] = part.get("id") or call["id"]
-                        call["name"] += function.get("name") or ""
-                        call["arguments"] += function.get("arguments") or ""
-                        if i not in hidden and i not in shown:
-                            if call["name"] == FETCH_TOOL:
-                                hidden.add(i)
-                            else:
-                                shown[i] = len(shown)
-                        if i in shown:
-                            out.append({**part, "index": shown[i]})
-                finish = choice.get("finish_reason")
-                if finish == "tool_calls" and hidden and not shown and round_number < MAX_FETCH_ROUNDS:
-                    follow = True           # the rest (usage, [DONE]) belongs to a round the client never sees
-                    continue
-                if finish == "tool_calls" and not shown:
-                    choice = {**choice, "finish_reason": "stop"}
-                if out is None and choice is choices[0]:
-                    yield event.raw
-                    continue
-                delta = {k: v for k, v in delta.items() if k != "tool_calls"} | ({"tool_calls": out} if out else {})
-                if not delta and choice.get("finish_reason") is None and len(choices) == 1:
-                    continue                # a piece of a hidden call: nothing for the client
-                yield sse.encode(None, {**data, "choices": [{**choice, "delta": delta}, *choices[1:]]})
+                out = state.relay(event)
+                if out is not None:
+                    yield out
         finally:
             await response.close()
-        if not follow:
+        if not state.follow:
             return
-        turn = {"role": "assistant", "content": "".join(text) or None, "tool_calls": [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for _, c in sorted(calls.items())]}
-        response = await fetch(Round(turn, [FetchCall(calls[i]["id"], arguments(calls[i]["arguments"]))
-                                            for i in sorted(hidden)]))
+        response = await fetch(state.round())
         if response.status >= 400:
             await response.close()
             return
+
+
+@dataclass
+class _ChatRound:
+    """One upstream response of a Chat Completions stream: its tool calls as they build up, those the
+    client sees renumbered from 0, and whether the gateway answers this round itself (`follow`)."""
+
+    may_follow: bool
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    hidden: set[int] = field(default_factory=set)
+    shown: dict[int, int] = field(default_factory=dict)
+    text: list[str] = field(default_factory=list)
+    follow: bool = False
+
+    def relay(self, event: sse.Event) -> bytes | None:
+        """The chunk as the client gets it (None: nothing for the client)."""
+        data = event.data()
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if self.follow or not choices:
+            # After the follow-up is decided, the rest (usage, [DONE]) belongs to a round the client never sees.
+            return None if self.follow else event.raw
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        self.text.append(delta.get("content") or "")
+        out = self._calls(delta["tool_calls"]) if delta.get("tool_calls") else None
+        if choice.get("finish_reason") == "tool_calls" and not self.shown:
+            if self.hidden and self.may_follow:
+                self.follow = True
+                return None
+            choice = {**choice, "finish_reason": "stop"}     # only fetch calls, answered no more
+        if out is None and choice is choices[0]:
+            return event.raw
+        delta = {k: v for k, v in delta.items() if k != "tool_calls"} | ({"tool_calls": out} if out else {})
+        if not delta and choice.get("finish_reason") is None and len(choices) == 1:
+            return None                 # a piece of a hidden call
+        return sse.encode(None, {**data, "choices": [{**choice, "delta": delta}, *choices[1:]]})
+
+    def _calls(self, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Folds the chunk's call pieces in; returns the client's pieces, renumbered."""
+        out = []
+        for part in parts:
+            i = part.get("index", 0)
+            call = self.calls.setdefault(i, {"id": "", "name": "", "arguments": ""})
+            function = part.get("function") or {}
+            call["id"] = part.get("id") or call["id"]
+            call["name"] += function.get("name") or ""
+            call["arguments"] += function.get("arguments") or ""
+            if i not in self.hidden and i not in self.shown:
+                if call["name"] == FETCH_TOOL:
+                    self.hidden.add(i)
+                else:
+                    self.shown[i] = len(self.shown)
+            if i in self.shown:
+                out.append({**part, "index": self.shown[i]})
+        return out
+
+    def round(self) -> Round:
+        """The model's turn and its fetch calls, to answer."""
+        turn = {"role": "assistant", "content": "".join(self.text) or None, "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for _, c in sorted(self.calls.items())]}
+        return Round(turn, [FetchCall(self.calls[i]["id"], arguments(self.calls[i]["arguments"]))
+                            for i in sorted(self.hidden)])
 
 
 # --- Responses --------------------------------------------------------------------------------------
@@ -188,73 +207,95 @@ def responses_follow_up(doc: dict[str, Any], answered: Answered) -> bytes:
     return dumps({**doc, "input": items})
 
 
-@dataclass
-class _ResponsesRound:
-    hidden: set[int] = field(default_factory=set)
-    items: dict[int, Any] = field(default_factory=dict)     # output index -> the item, when done
-    client_calls: bool = False
-
-
 async def responses_stream(api: Api, response: UpstreamResponse, fetch: FollowUp, on_usage: OnUsage) -> AsyncIterator[bytes]:
     """A Responses stream with fetch calls hidden and answered: the follow-up's items continue the
     client's output numbering, and `response.completed` lists the items the client was given."""
-    next_index = 0
-    given: list[Any] = []
-    first_id: Any = None        # the response the client is told of: every round's is named after it
+    output = _ResponsesOutput()
     for round_number in range(MAX_FETCH_ROUNDS + 1):
-        state = _ResponsesRound()
-        mapping: dict[int, int] = {}
+        output.begin_round(round_number)
         follow = False
         try:
             async for event in sse.events(response.chunks()):
                 data = event.data()
                 kind = data.get("type") if isinstance(data, dict) else None
-                if kind in ("response.created", "response.in_progress") and round_number:
-                    continue                    # the client's response began with the first round
-                if kind == "response.created":
-                    first_id = (data.get("response") or {}).get("id")
-                index = data.get("output_index") if isinstance(data, dict) else None
-                if isinstance(index, int):
-                    item = data.get("item")
-                    if kind == "response.output_item.added":
-                        if _is_fetch_item(item):
-                            state.hidden.add(index)
-                        else:
-                            state.client_calls |= isinstance(item, dict) and item.get("type") in CALL_ITEMS
-                            mapping[index] = next_index
-                            next_index += 1
-                    if kind == "response.output_item.done":
-                        state.items[index] = item
-                        if index not in state.hidden:
-                            given.append(item)
-                    if index in state.hidden:
-                        continue
-                    client = mapping.get(index, index)
-                    yield event.raw if client == index else sse.encode(event.name, {**data, "output_index": client})
-                    continue
                 if kind == "response.completed":
                     usage = api.usage_of_event(event)
                     if usage is not None:
                         on_usage(usage)
-                    if state.hidden and not state.client_calls and round_number < MAX_FETCH_ROUNDS:
+                    if output.follows_up():
                         follow = True
                         break
-                    if round_number or state.hidden:
-                        body = dict(data.get("response") or {})
-                        body["output"] = given
-                        if first_id is not None:
-                            body["id"] = first_id
-                        yield sse.encode(event.name, {**data, "response": body})
-                        continue
-                yield event.raw
+                out = output.relay(event, data, kind)
+                if out is not None:
+                    yield out
         finally:
             await response.close()
         if not follow:
             return
-        turn = [state.items[i] for i in sorted(state.items)]
-        response = await fetch(Round(turn, [FetchCall(str(state.items[i].get("call_id")),
-                                                      arguments(state.items[i].get("arguments")))
-                                            for i in sorted(state.hidden) if i in state.items]))
+        response = await fetch(output.round())
         if response.status >= 400:
             await response.close()
             return
+
+
+class _ResponsesOutput:
+    """The output items of a Responses stream as the client sees them, across the gateway's rounds: fetch
+    calls hidden, the others numbered on, every round named after the first round's response."""
+
+    def __init__(self) -> None:
+        self.next_index = 0
+        self.given: list[Any] = []
+        self.first_id: Any = None
+        self.begin_round(0)
+
+    def begin_round(self, number: int) -> None:
+        self.number = number
+        self.hidden: set[int] = set()
+        self.items: dict[int, Any] = {}     # output index -> the item, when done
+        self.mapping: dict[int, int] = {}
+        self.client_calls = False
+
+    def follows_up(self) -> bool:
+        """The model called fetch_artifact alone: the gateway answers and asks again."""
+        return bool(self.hidden) and not self.client_calls and self.number < MAX_FETCH_ROUNDS
+
+    def relay(self, event: sse.Event, data: Any, kind: Any) -> bytes | None:
+        """The event as the client gets it (None: nothing for the client)."""
+        if kind in ("response.created", "response.in_progress") and self.number:
+            return None                     # the client's response began with the first round
+        if kind == "response.created":
+            self.first_id = (data.get("response") or {}).get("id")
+        index = data.get("output_index") if isinstance(data, dict) else None
+        if isinstance(index, int):
+            return self._item_event(event, data, kind, index)
+        if kind == "response.completed" and (self.number or self.hidden):
+            body = dict(data.get("response") or {})
+            body["output"] = self.given
+            if self.first_id is not None:
+                body["id"] = self.first_id
+            return sse.encode(event.name, {**data, "response": body})
+        return event.raw
+
+    def _item_event(self, event: sse.Event, data: dict[str, Any], kind: Any, index: int) -> bytes | None:
+        item = data.get("item")
+        if kind == "response.output_item.added":
+            if _is_fetch_item(item):
+                self.hidden.add(index)
+            else:
+                self.client_calls |= isinstance(item, dict) and item.get("type") in CALL_ITEMS
+                self.mapping[index] = self.next_index
+                self.next_index += 1
+        if kind == "response.output_item.done":
+            self.items[index] = item
+            if index not in self.hidden:
+                self.given.append(item)
+        if index in self.hidden:
+            return None
+        client = self.mapping.get(index, index)
+        return event.raw if client == index else sse.encode(event.name, {**data, "output_index": client})
+
+    def round(self) -> Round:
+        """The model's turn and its fetch calls, to answer."""
+        turn = [self.items[i] for i in sorted(self.items)]
+        return Round(turn, [FetchCall(str(self.items[i].get("call_id")), arguments(self.items[i].get("arguments")))
+                            for i in sorted(self.hidden) if i in self.items])

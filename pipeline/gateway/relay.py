@@ -54,14 +54,11 @@ async def passthrough(api: Api, response: UpstreamResponse, on_usage: OnUsage) -
 
 async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrite, on_usage: OnUsage) -> AsyncIterator[bytes]:
     """An Anthropic stream with the rewrites in the module doc."""
-    next_index = 0
+    blocks = _ClientBlocks(rewrite)
     started = False
     rounds = 0
     while True:
-        mapping: dict[int, int] = {}               # upstream block index -> the client's
-        blocks: dict[int, _Block] = {}
-        hidden: set[int] = set()
-        client_tools = False
+        blocks.begin_round()
         follow = False
         try:
             async for event in sse.events(response.chunks()):
@@ -75,54 +72,88 @@ async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrit
                         yield event.raw
                         if rewrite.compaction:
                             yield _compaction_events(rewrite.compaction)
-                            next_index = 1
-                    continue
-                if name in ("content_block_start", "content_block_delta", "content_block_stop"):
-                    data = event.data()
-                    index = data.get("index") if isinstance(data, dict) else None
-                    if not isinstance(index, int):
-                        yield event.raw
-                        continue
-                    if name == "content_block_start":
-                        block = data.get("content_block") or {}
-                        blocks[index] = _Block(copy.deepcopy(block))
-                        if rewrite.fetch is not None and block.get("type") == "tool_use" and block.get("name") == FETCH_TOOL:
-                            hidden.add(index)
-                        else:
-                            client_tools |= block.get("type") in ("tool_use", "server_tool_use")
-                            mapping[index] = next_index
-                            next_index += 1
-                    elif index in blocks:
-                        blocks[index].feed(name, data)
-                    if index in hidden:
-                        continue
-                    client = mapping.get(index, index)
-                    yield event.raw if client == index else sse.encode(name, {**data, "index": client})
-                    continue
-                if name == "message_delta":
-                    data = event.data() or {}
-                    stop = (data.get("delta") or {}).get("stop_reason")
-                    if (hidden and not client_tools and stop == "tool_use" and rewrite.fetch is not None
-                            and rounds < MAX_FETCH_ROUNDS):
+                            blocks.next_index = 1
+                elif name in _BLOCK_EVENTS:
+                    out = blocks.relay(event)
+                    if out is not None:
+                        yield out
+                elif name == "message_delta":
+                    if blocks.follows_up(event, rounds):
                         follow = True
                         break
-                    if rewrite.context_management:
-                        yield sse.encode(name, {**data, "context_management": {"applied_edits": rewrite.applied}})
-                    else:
-                        yield event.raw
-                    continue
-                yield event.raw
+                    yield blocks.final_delta(event)
+                else:
+                    yield event.raw
         finally:
             await response.close()
         if not follow or rewrite.fetch is None:
             return
         rounds += 1
-        turn = [blocks[i].done() for i in sorted(blocks)]
-        calls = [blocks[i].done() for i in sorted(hidden)]
-        response = await rewrite.fetch(Round(turn, [FetchCall(str(c.get("id")), c.get("input") or {}) for c in calls]))
+        response = await rewrite.fetch(blocks.round())
         if response.status >= 400:
             await response.close()
             return
+
+
+_BLOCK_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
+
+
+class _ClientBlocks:
+    """The content blocks of a stream as the client sees them: the gateway's own fetch calls hidden, the
+    others numbered on from the blocks of earlier rounds (and after a compaction block)."""
+
+    def __init__(self, rewrite: Rewrite) -> None:
+        self.rewrite = rewrite
+        self.next_index = 0
+        self.begin_round()
+
+    def begin_round(self) -> None:
+        self.mapping: dict[int, int] = {}               # upstream block index -> the client's
+        self.blocks: dict[int, _Block] = {}
+        self.hidden: set[int] = set()
+        self.client_tools = False
+
+    def relay(self, event: sse.Event) -> bytes | None:
+        """A block event as the client gets it (None: a hidden block's)."""
+        name, data = event.name or "", event.data()
+        index = data.get("index") if isinstance(data, dict) else None
+        if not isinstance(index, int):
+            return event.raw
+        assert isinstance(data, dict)
+        if name == "content_block_start":
+            block = data.get("content_block") or {}
+            self.blocks[index] = _Block(copy.deepcopy(block))
+            if self.rewrite.fetch is not None and block.get("type") == "tool_use" and block.get("name") == FETCH_TOOL:
+                self.hidden.add(index)
+            else:
+                self.client_tools |= block.get("type") in ("tool_use", "server_tool_use")
+                self.mapping[index] = self.next_index
+                self.next_index += 1
+        elif index in self.blocks:
+            self.blocks[index].feed(name, data)
+        if index in self.hidden:
+            return None
+        client = self.mapping.get(index, index)
+        return event.raw if client == index else sse.encode(name, {**data, "index": client})
+
+    def follows_up(self, event: sse.Event, rounds: int) -> bool:
+        """The model stopped to call fetch_artifact alone: the gateway answers and asks again."""
+        data = event.data() or {}
+        stop = (data.get("delta") or {}).get("stop_reason")
+        return (bool(self.hidden) and not self.client_tools and stop == "tool_use"
+                and self.rewrite.fetch is not None and rounds < MAX_FETCH_ROUNDS)
+
+    def final_delta(self, event: sse.Event) -> bytes:
+        if not self.rewrite.context_management:
+            return event.raw
+        data = event.data() or {}
+        return sse.encode(event.name, {**data, "context_management": {"applied_edits": self.rewrite.applied}})
+
+    def round(self) -> Round:
+        """The model's turn and its fetch calls, to answer."""
+        turn = [self.blocks[i].done() for i in sorted(self.blocks)]
+        calls = [self.blocks[i].done() for i in sorted(self.hidden)]
+        return Round(turn, [FetchCall(str(c.get("id")), c.get("input") or {}) for c in calls])
 
 
 def anthropic_body(api: Api, doc: Any, rewrite: Rewrite) -> Any:

@@ -13,23 +13,20 @@ own earlier output, which the fold skips.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Protocol, Sequence
 
 from .. import facts
-from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
-                     Outcome, PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
+from ..facts import FileFact, Identifiers, PlanMode, TodoState
 from ..facts.errors import RESOLUTION_WINDOW, ErrorReader
 from ..facts.files import FileTracker
 from ..facts.plans import is_plan_document
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
-from ..facts.subagents import SubagentTask
 from ..core.model import Message, Origin
 from . import codec
-from .source import EditGist, edit_gists
-
-T = TypeVar("T")
+from .kinds import BY_NAME, KINDS, Window
+from .records import LedgerView, Records, entry_source, entry_text
 
 # A call still waiting for its result keeps its message in the fold window; past this many messages
 # the call is taken as abandoned (a harness that never answers it), so the window stays bounded.
@@ -51,10 +48,6 @@ MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
 # Records whose JSON is remembered between saves; past this the memo starts over (a long session's
 # ledger holds a few thousand records).
 MAX_JSON_MEMO = 20_000
-# Edit gists kept (newest): a summary offers at most a few dozen.
-MAX_EDIT_GISTS = 60
-# What the latest calls showed (a few output lines each): a summary quotes the newest few dozen.
-MAX_OUTCOMES = 80
 # Bumped when the extractors read a message differently: a stored ledger of another version is
 # folded again from the transcript (2: slash commands, rejection words, answers, todo details).
 LEDGER_VERSION = 2
@@ -64,76 +57,15 @@ PART_PREFIX = "ledger."
 FILE_PREFIX = "ledger.file:"
 
 
-def _fold_text(text: str) -> str:
-    return " ".join(text.lower().split())
+class Follower(Protocol):
+    """A fold kept above the ledger's floor (the status bar's) that reads the messages the ledger reads,
+    each once and in order, on the ledger's walk: the transcript is walked once per call, by the ledger.
+    `seen` is how many transcript messages it has read; the ledger resets it when history diverges."""
 
+    seen: int
 
-@dataclasses.dataclass
-class _Records:
-    """Every record kind, keyed so that reading the same message twice changes nothing."""
-
-    requests: dict[str, UserMessage] = dataclasses.field(default_factory=dict)
-    constraints: dict[str, Constraint] = dataclasses.field(default_factory=dict)
-    approaches: dict[str, Approach] = dataclasses.field(default_factory=dict)
-    findings: dict[str, Finding] = dataclasses.field(default_factory=dict)  # the agent's own conclusions
-    specs: dict[str, TaskSpec] = dataclasses.field(default_factory=dict)
-    errors: dict[str, ErrorFact] = dataclasses.field(default_factory=dict)
-    files: dict[str, FileFact] = dataclasses.field(default_factory=dict)
-    tests: dict[str, TestRun] = dataclasses.field(default_factory=dict)
-    commits: dict[str, Commit] = dataclasses.field(default_factory=dict)
-    edits: dict[str, EditGist] = dataclasses.field(default_factory=dict)
-    outcomes: dict[str, Outcome] = dataclasses.field(default_factory=dict)  # by call id, the newest kept
-    tracker: dict[str, TrackerUpdate] = dataclasses.field(default_factory=dict)
-    skills: dict[str, SkillUse] = dataclasses.field(default_factory=dict)
-    announcements: dict[str, Announcement] = dataclasses.field(default_factory=dict)
-    agents: dict[str, AgentUse] = dataclasses.field(default_factory=dict)
-    subagents: dict[str, SubagentTask] = dataclasses.field(default_factory=dict)  # by call id
-    mcp: dict[str, int] = dataclasses.field(default_factory=dict)
-    # Messages per working directory they report: the session's main cwd is the most reported one.
-    cwds: dict[str, int] = dataclasses.field(default_factory=dict)
-    # Calls per tool name (each call counted once, when its message is first folded).
-    tools: dict[str, int] = dataclasses.field(default_factory=dict)
-    todo: TodoState | None = None
-    plan: PlanMode | None = None
-    plan_index: int = -1
-    identifiers: Identifiers | None = None
-    # Earlier summaries, verbatim, by message id: another harness's (Claude Code's own compaction),
-    # and worksurface's own when it stands for history this ledger never saw (nothing before it).
-    earlier: dict[str, str] = dataclasses.field(default_factory=dict)
-    own_summaries: dict[str, str] = dataclasses.field(default_factory=dict)
-    conversation_seen: int = 0
-
-
-# Records rebuilt from other stored state on load rather than stored themselves: the file records are
-# a rendering of the file tracker (saved per file), and re-encoding all of them whenever one file
-# changed was most of a call's save.
-DERIVED_PARTS = frozenset({"files"})
-# The fields that say what a record is, first found first: its text, or what it names.
-_ENTRY_TEXT_FIELDS = ("text", "summary", "gist", "subject", "description", "path", "command", "name", "target",
-                      "line", "label")
-_ENTRY_SOURCE_FIELDS = ("message_id", "last_message_id", "content_message_id")
-
-
-def _entry_text(record: Any) -> str:
-    """A record in one line for the report: its text, or its naming fields joined."""
-    parts = [str(v) for name in _ENTRY_TEXT_FIELDS if isinstance(v := getattr(record, name, None), str) and v]
-    return " · ".join(dict.fromkeys(parts[:3])) or type(record).__name__
-
-
-def _entry_source(record: Any) -> str | None:
-    ids = getattr(record, "message_ids", None)
-    if ids:
-        return str(next(iter(ids)))
-    return next((str(v) for name in _ENTRY_SOURCE_FIELDS if (v := getattr(record, name, None))), None)
-
-
-_RECORD_TYPES: dict[str, type] = {
-    "requests": UserMessage, "constraints": Constraint, "approaches": Approach, "findings": Finding,
-    "specs": TaskSpec,
-    "errors": ErrorFact, "files": FileFact, "tests": TestRun, "commits": Commit, "edits": EditGist, "outcomes": Outcome,
-    "tracker": TrackerUpdate,
-    "skills": SkillUse, "announcements": Announcement, "agents": AgentUse, "subagents": SubagentTask,
-}
+    def reset(self) -> None: ...
+    def observe(self, message: Message, index: int) -> None: ...
 
 
 class Ledger:
@@ -141,7 +73,7 @@ class Ledger:
     state as of a cut (what a summary of the messages before it should say)."""
 
     def __init__(self) -> None:
-        self.records = _Records()
+        self.records = Records()
         self.count = 0            # messages of the transcript folded so far
         self.last_digest: str | None = None
         self.carry_from = 0       # where the next fold window starts (open calls)
@@ -151,7 +83,7 @@ class Ledger:
         self.dirty = False        # changed since the store last saved it
         self.saved_count = 0      # `count` when the store last saved it
         self._positions: dict[str, int] = {}  # message id -> index in the transcript (not persisted)
-        # Marks of what the store holds (see `save`), and of the tracked files when `records.files`
+        # Marks of what the store holds (see `save`), and of the tracked files when the file records
         # was last rendered from them.
         self._saved: tuple[dict[str, Any], dict[str, tuple[Any, ...]]] = ({}, {})
         self._files_rendered: dict[str, tuple[Any, ...]] | None = None
@@ -159,6 +91,16 @@ class Ledger:
         self._json_memo: dict[int, tuple[Any, Any]] = {}  # id(record) -> (record, its JSON)
         # The errors window's searches, carried between calls so each later call is read once (not persisted).
         self._error_reader = ErrorReader()
+        self._followers: list[Follower] = []
+        self._requests_read: tuple[int, tuple[str, ...]] = (-1, ())  # (requests version, their texts)
+
+    @classmethod
+    def over(cls, messages: Sequence[Message], queued: Sequence[tuple[str | None, str]] = ()) -> "Ledger":
+        """A ledger folded once over `messages`: the facts of a list of messages when there is no
+        session (the one-shot path reads the same records a session's ledger holds)."""
+        ledger = cls()
+        ledger.update(messages, queued=queued)
+        return ledger
 
     # --- folding ----------------------------------------------------------------------------------
 
@@ -172,7 +114,12 @@ class Ledger:
         n = len(transcript)
         diverged = self.count > n or (self.count and transcript[self.count - 1].digest != self.last_digest)
         if rebuild or diverged:
+            followers = self._followers
             self.__init__()  # type: ignore[misc]
+            self._followers = followers
+            for f in followers:
+                f.reset()
+        self._feed(transcript)
         if len(self._positions) < min(self.count, n):
             self._positions = {m.id: i for i, m in enumerate(transcript[: self.count])}
         self.last_window = 0
@@ -193,14 +140,29 @@ class Ledger:
         self.carry_from = _open_call_start(transcript, start, n)
         self.dirty = True
 
+    def follow(self, follower: Follower) -> None:
+        """Have `follower` read every message this ledger reads, from the first (it catches up on the
+        next `update` with what was folded before, e.g. by another process)."""
+        self._followers.append(follower)
+
+    def _feed(self, transcript: Sequence[Message]) -> None:
+        for f in self._followers:
+            if f.seen > len(transcript):
+                f.reset()
+            for i in range(f.seen, len(transcript)):
+                f.observe(transcript[i], i)
+            f.seen = len(transcript)
+
     def _fold_extras(self, extras: Sequence[tuple[str | None, Any]]) -> None:
         """Announcements in the harness's attachment records, each record once (they only grow)."""
         if len(extras) <= self.extras_seen:
             return
         new = [(self._positions.get(anchor, 0) if anchor else 0, record)
                for anchor, record in extras[self.extras_seen:]]
+        announcements = BY_NAME["announcements"]
         for a in attachment_announcements(new):
-            self.records.announcements[f"{a.kind}:{a.message_id}"] = a
+            if announcements.put(self.records.kind("announcements"), a):
+                self.records.changed("announcements")
         self.extras_seen = len(extras)
         self.dirty = True
 
@@ -211,84 +173,63 @@ class Ledger:
         index = [i for i, _ in window]
         messages = [m for _, m in window]
         called_at = {rec.call.id: index[rec.index] for rec in facts.tool_calls(messages)}
-        errors = self.records.errors
+        errors = self.records.kind("errors")
         for e in self._error_reader.read(messages):
             e = dataclasses.replace(e, index=index[e.index])
             if errors.get(e.call_id) != e:  # re-read every call while open: store only what changed
                 errors[e.call_id] = e
-        unresolved = [called_at[e.call_id] for e in self.records.errors.values()
-                      if not e.resolved and e.call_id in called_at]
+                self.records.changed("errors")
+        # Only the window's calls can hold the window open: read those, not every error ever seen.
+        unresolved = [at for call_id, at in called_at.items()
+                      if (err := errors.get(call_id)) is not None and not err.resolved]
         self.errors_from = min(unresolved, default=end)
 
     def _fold(self, window: Sequence[Message], base: int, queued: Sequence[tuple[str | None, str]],
               new_from: int) -> None:
         r = self.records
-        for i, m in enumerate(window):
-            if m.origin is Origin.CONVERSATION:
-                r.conversation_seen = max(r.conversation_seen, base + i + 1)
-            elif m.origin is Origin.SUMMARY and not any(
-                    w.origin is Origin.CONVERSATION for w in window[:i]) and r.conversation_seen <= base:
-                r.own_summaries[m.id] = m.text  # its history is not in this transcript: carry what it says
+        self._fold_summaries(window, base)
         keep = [(base + i, m) for i, m in enumerate(window) if m.origin is Origin.CONVERSATION]
         if not keep:
             return
         index = [g for g, _ in keep]
         messages = [m for _, m in keep]
-        for m in messages:
-            if m.meta.get("is_compact_summary"):
-                self.records.earlier[m.id] = m.text.strip()
 
         def at(i: int) -> int:
             return index[i] if 0 <= i < len(index) else i
 
         # What the user said in earlier windows (searched only when a call's source must be one the user named).
-        earlier = tuple(u.text for u in r.requests.values())
-        for u in facts.user_messages(messages, queued):
-            u = dataclasses.replace(u, index=at(u.index))
-            r.requests[f"{u.message_id}:{int(u.queued)}:{_fold_text(u.text)[:80]}"] = u
-        for c in facts.standing_constraints(messages, queued, earlier):
-            key = _fold_text(c.text)
-            if key not in r.constraints:
-                r.constraints[key] = dataclasses.replace(c, index=at(c.index))
-        for a in facts.excluded_approaches(messages, queued):
-            key = f"{a.kind}:{_fold_text(a.text)}"
-            if key not in r.approaches:
-                r.approaches[key] = dataclasses.replace(a, index=at(a.index))
-        for f in facts.findings(messages):
-            key = f"{f.kind}:{_fold_text(f.text)}"
-            if key not in r.findings:
-                r.findings[key] = dataclasses.replace(f, index=at(f.index))
-        for s in facts.task_specs(messages, queued, earlier):
-            r.specs[s.origin] = dataclasses.replace(s, index=at(s.index))
-        records = facts.tool_calls(messages)
-        for g2 in edit_gists(records):
-            r.edits[f"{g2.message_id}:{g2.target}:{g2.gist[:40]}"] = dataclasses.replace(g2, index=at(g2.index))
-        if len(r.edits) > MAX_EDIT_GISTS:
-            newest = sorted(r.edits.items(), key=lambda kv: kv[1].index)[-MAX_EDIT_GISTS:]
-            r.edits = dict(newest)
-        for o in facts.recent_outcomes(messages, MAX_OUTCOMES):
-            r.outcomes[o.call_id] = dataclasses.replace(o, index=at(o.index))
-        if len(r.outcomes) > MAX_OUTCOMES:
-            r.outcomes = dict(sorted(r.outcomes.items(), key=lambda kv: kv[1].index)[-MAX_OUTCOMES:])
+        read = Window(messages, queued, self._request_texts(), facts.tool_calls(messages))
+        for kind in KINDS:
+            if kind.extract is not None:
+                r.replace(kind.name, *kind.fold(r.kind(kind.name), read, at))
         self.files.feed(messages, index, new_from)
         # Rendering every file's facts reads every line held; only when a tracked file changed.
         marks = self.files.file_marks()
         if marks != self._files_rendered:
-            r.files = _with_newest_contents(self.files.facts())
+            r.replace("files", _with_newest_contents(self.files.facts()))
             self._files_rendered = marks
-        for t in facts.test_runs(messages):
-            r.tests[f"{t.message_id}:{t.command}"] = dataclasses.replace(t, index=at(t.index))
-        for c2 in facts.commits(messages):
-            r.commits[c2.hash] = dataclasses.replace(c2, index=at(c2.index))
-        for u2 in facts.tracker_updates(messages):
-            r.tracker[f"{u2.message_id}:{u2.command}"] = dataclasses.replace(u2, index=at(u2.index))
-        for s2 in facts.skills_invoked(messages):
-            r.skills[s2.name] = dataclasses.replace(s2, index=at(s2.index))
-        for a2 in facts.announced_tools(messages):
-            r.announcements[f"{a2.kind}:{a2.message_id}"] = dataclasses.replace(a2, index=at(a2.index))
-        r.subagents = subagent_facts.fold(r.subagents, messages, at, queued)
-        for g in facts.agents_used(messages):
-            r.agents[f"{g.agent_type}:{g.message_id}"] = dataclasses.replace(g, index=at(g.index))
+        tasks = subagent_facts.fold(r.kind("subagents"), messages, at, queued)
+        r.replace("subagents", tasks, tasks != r.kind("subagents"))
+        self._count(messages, index, new_from)
+        self._fold_singletons(messages, index, at)
+        self._merge_identifiers(facts.identifiers(messages))
+
+    def _fold_summaries(self, window: Sequence[Message], base: int) -> None:
+        """Earlier summaries the window holds: worksurface's own standing for history this transcript
+        does not have, and another harness's (Claude Code's compaction summary)."""
+        r = self.records
+        for i, m in enumerate(window):
+            if m.origin is Origin.CONVERSATION:
+                r.conversation_seen = max(r.conversation_seen, base + i + 1)
+                if m.meta.get("is_compact_summary"):
+                    r.earlier[m.id] = m.text.strip()
+            elif m.origin is Origin.SUMMARY and not any(
+                    w.origin is Origin.CONVERSATION for w in window[:i]) and r.conversation_seen <= base:
+                r.own_summaries[m.id] = m.text  # its history is not in this transcript: carry what it says
+
+    def _count(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
+        """Messages per working directory and calls per tool, each new message counted once."""
+        r = self.records
         for g_index, m in zip(index, messages):
             if g_index >= new_from:
                 where = message_cwd(m)
@@ -296,6 +237,10 @@ class Ledger:
                     r.cwds[where] = r.cwds.get(where, 0) + 1
                 for call in m.tool_calls:
                     r.tools[call.name] = r.tools.get(call.name, 0) + 1
+
+    def _fold_singletons(self, messages: Sequence[Message], index: Sequence[int], at: Callable[[int], int]) -> None:
+        """The MCP servers seen, the newest todo list, the plan mode."""
+        r = self.records
         for name in facts.mcp_servers(messages):
             r.mcp[name] = max(r.mcp.get(name, -1), index[-1])
         todo = facts.todo_state(messages)
@@ -305,7 +250,13 @@ class Ledger:
         if plan.message_id is not None or plan.active or plan.plan:
             plan_at = self._positions.get(plan.message_id) if plan.message_id else None
             r.plan, r.plan_index = plan, plan_at if plan_at is not None else index[-1]
-        self._merge_identifiers(facts.identifiers(messages))
+
+    def _request_texts(self) -> tuple[str, ...]:
+        """What the user said so far, remembered until the requests change (read by every window)."""
+        version = self.records.versions["requests"]
+        if self._requests_read[0] != version:
+            self._requests_read = (version, tuple(u.text for u in self.records.kind("requests").values()))
+        return self._requests_read[1]
 
     def _merge_identifiers(self, new: Identifiers) -> None:
         """Every list field keeps the newest values first (the extractor's order), capped."""
@@ -336,7 +287,7 @@ class Ledger:
     def entry_counts(self) -> dict[str, int]:
         """How many records of each kind the ledger holds (reports, the HTML page)."""
         r = self.records
-        counts = {name: len(getattr(r, name)) for name in _RECORD_TYPES}
+        counts = {k.name: len(r.kind(k.name)) for k in KINDS}
         counts.update(mcp=len(r.mcp), todo=int(r.todo is not None), plan=int(r.plan is not None),
                       earlier=len(r.earlier), own_summaries=len(r.own_summaries))
         return counts
@@ -345,9 +296,9 @@ class Ledger:
         """Every record as `{kind, text, source_id}` (kind is the record type), in record order: what
         the HTML report's Ledger section lists."""
         out: list[dict[str, Any]] = []
-        for kind in _RECORD_TYPES:
-            for record in getattr(self.records, kind).values():
-                out.append({"kind": kind, "text": _entry_text(record), "source_id": _entry_source(record)})
+        for kind in KINDS:
+            for record in self.records.kind(kind.name).values():
+                out.append({"kind": kind.name, "text": entry_text(record), "source_id": entry_source(record)})
         return out
 
     # --- persistence --------------------------------------------------------------------------------
@@ -369,15 +320,15 @@ class Ledger:
 
     def _part_sources(self) -> dict[str, tuple[Any, Callable[[], Any]]]:
         """The larger parts, each saved under its own key: name -> (a mark equal to the previous one
-        exactly when the part did not change, its JSON). Record dicts hold frozen records, so a shallow
-        copy is a mark that compares by identity first (C speed on an unchanged dict)."""
+        exactly when the part did not change, its JSON). A record kind's mark is its stamp (what the
+        fold changed, not a scan of its records); a singleton is its own mark (records are frozen)."""
         r = self.records
 
         def kind(name: str) -> tuple[Any, Callable[[], Any]]:
-            d = getattr(r, name)
-            return dict(d), lambda: {k: self._record_json(v) for k, v in d.items()}
+            d = r.kind(name)
+            return r.versions[name], lambda: {k: self._record_json(v) for k, v in d.items()}
 
-        parts = {name: kind(name) for name in _RECORD_TYPES if name not in DERIVED_PARTS}
+        parts = {k.name: kind(k.name) for k in KINDS if k.stored}
         parts.update(todo=(r.todo, lambda: codec.to_json(r.todo)), plan=(r.plan, lambda: codec.to_json(r.plan)),
                      identifiers=(r.identifiers, lambda: codec.to_json(r.identifiers)),
                      earlier=(dict(r.earlier), lambda: dict(r.earlier)),
@@ -402,12 +353,14 @@ class Ledger:
         size of the session). Call `saved(result)` once the store committed it."""
         sources = self._part_sources()
         marks = {name: mark for name, (mark, _) in sources.items()}
-        files = self.files.file_marks()
+        # The fold keeps the tracked files' marks as of its last feed: no second scan of every file.
+        files = self._files_rendered if self._files_rendered is not None else self.files.file_marks()
         old, old_files = self._saved
         parts = {PART_PREFIX + name: make() for name, (mark, make) in sources.items()
                  if name not in old or old[name] != mark}
-        parts.update({FILE_PREFIX + path: self.files.file_json(path) for path, mark in files.items()
-                      if old_files.get(path) != mark})
+        if files is not old_files:
+            parts.update({FILE_PREFIX + path: self.files.file_json(path) for path, mark in files.items()
+                          if old_files.get(path) != mark})
         head = self._small_json()
         head.update(parts=list(sources), file_tracker={**self.files.head_json(), "paths": list(files)})
         return LedgerSave(head, parts, (marks, files))
@@ -444,7 +397,8 @@ class Ledger:
         tracker["files"] = {path: get(FILE_PREFIX + path) for path in tracker.pop("paths")}
         data["file_tracker"] = tracker
         ledger = cls.from_json(data)
-        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()}, ledger.files.file_marks())
+        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()},
+                         ledger._files_rendered or {})
         return ledger
 
     @classmethod
@@ -457,8 +411,9 @@ class Ledger:
         ledger.files = FileTracker.from_json(data.get("file_tracker"))
         ledger.saved_count = ledger.count
         r = ledger.records
-        for name, kind in _RECORD_TYPES.items():
-            setattr(r, name, {k: codec.from_json(kind, v) for k, v in data.get(name, {}).items()})
+        for kind in KINDS:
+            if kind.stored:
+                r.kinds[kind.name] = {k: codec.from_json(kind.type, v) for k, v in data.get(kind.name, {}).items()}
         ledger.errors_from = int(data.get("errors_from", ledger.count))
         ledger.extras_seen = int(data.get("extras_seen", 0))
         r.mcp = {k: int(v) for k, v in data.get("mcp", {}).items()}
@@ -471,7 +426,7 @@ class Ledger:
         r.earlier = dict(data.get("earlier", {}))
         r.own_summaries = dict(data.get("own_summaries", {}))
         r.conversation_seen = int(data.get("conversation_seen", 0))
-        r.files = _with_newest_contents(ledger.files.facts())  # derived, not stored (DERIVED_PARTS)
+        r.kinds["files"] = _with_newest_contents(ledger.files.facts())  # derived, not stored (kinds: stored=False)
         ledger._files_rendered = ledger.files.file_marks()
         return ledger
 
@@ -483,103 +438,6 @@ class LedgerSave:
     head: dict[str, Any]
     parts: dict[str, Any]
     marks: tuple[dict[str, Any], dict[str, tuple[Any, ...]]]
-
-
-class LedgerView:
-    """The ledger as of a cut, answering `FactSource` questions (records established before the cut)."""
-
-    def __init__(self, records: _Records, cut: int) -> None:
-        self.r = records
-        self.cut = cut
-
-    def _before(self, items: Iterable[T], index: Callable[[T], int]) -> list[T]:
-        return sorted((x for x in items if index(x) < self.cut), key=index)
-
-    def user_messages(self) -> list[UserMessage]:
-        return self._before(self.r.requests.values(), lambda u: u.index)
-
-    def standing_constraints(self) -> list[Constraint]:
-        return self._before(self.r.constraints.values(), lambda c: c.index)
-
-    def findings(self) -> list[Finding]:
-        return self._before(self.r.findings.values(), lambda f: f.index)
-
-    def excluded_approaches(self) -> list[Approach]:
-        return self._before(self.r.approaches.values(), lambda a: a.index)
-
-    def task_specs(self) -> list[TaskSpec]:
-        return self._before(self.r.specs.values(), lambda s: s.index)
-
-    def tool_errors(self) -> list[ErrorFact]:
-        return self._before(self.r.errors.values(), lambda e: e.index)
-
-    def file_activity(self) -> list[FileFact]:
-        files = [f for f in self.r.files.values() if f.first_index < self.cut]
-        return sorted(files, key=lambda f: -f.last_index)
-
-    def test_runs(self) -> list[TestRun]:
-        return self._before(self.r.tests.values(), lambda t: t.index)
-
-    def todo_state(self) -> TodoState | None:
-        todo = self.r.todo
-        return todo if todo is not None and todo.index < self.cut else None
-
-    def plan_mode(self) -> PlanMode:
-        plan = self.r.plan
-        if plan is None or self.r.plan_index >= self.cut:
-            return PlanMode(False, None, None, False, None)
-        return plan
-
-    def commits(self) -> list[Commit]:
-        return self._before(self.r.commits.values(), lambda c: c.index)
-
-    def tracker_updates(self) -> list[TrackerUpdate]:
-        return self._before(self.r.tracker.values(), lambda u: u.index)
-
-    def identifiers(self) -> Identifiers:
-        ids = self.r.identifiers
-        if ids is None:
-            return Identifiers.empty()
-        return ids
-
-    def skills_invoked(self) -> list[SkillUse]:
-        return self._before(self.r.skills.values(), lambda s: s.index)
-
-    def recent_edits(self, n: int) -> list[EditGist]:
-        return self._before(self.r.edits.values(), lambda e: e.index)[::-1][:n]
-
-    def recent_outcomes(self, n: int) -> list[Outcome]:
-        return self._before(self.r.outcomes.values(), lambda o: o.index)[::-1][:n]
-
-    def announced_tools(self) -> list[Announcement]:
-        return self._before(self.r.announcements.values(), lambda a: a.index)
-
-    def subagent_tasks(self) -> list[SubagentTask]:
-        """Sub-agent and background tasks launched before the cut, with the latest state folded (a
-        state reported after the cut shows too: the ledger keeps one state per task, not its history)."""
-        return self._before(self.r.subagents.values(), lambda t: t.index)
-
-    def agents_used(self) -> list[AgentUse]:
-        return self._before(self.r.agents.values(), lambda a: a.index)
-
-    def mcp_servers(self) -> list[str]:
-        return sorted(self.r.mcp, key=lambda n: self.r.mcp[n])
-
-    def tools_used(self) -> dict[str, int]:
-        return dict(self.r.tools)
-
-    def main_cwd(self) -> str | None:
-        """The working directory most messages report (ties: the newest known)."""
-        if not self.r.cwds:
-            return self.identifiers().cwd
-        newest = self.identifiers().cwd
-        return max(self.r.cwds, key=lambda c: (self.r.cwds[c], c == newest))
-
-    def earlier_summaries(self) -> list[str]:
-        return list(self.r.earlier.values())
-
-    def own_summaries(self) -> list[str]:
-        return list(self.r.own_summaries.values())
 
 
 def _with_newest_contents(files: Sequence[FileFact]) -> dict[str, FileFact]:

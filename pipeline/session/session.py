@@ -162,6 +162,7 @@ class Session:
             self.ledger = Ledger.load(store.get_meta)
         self.status_bar = StatusBar(self.config)
         self.status_bar.tokens_override = store.get_meta("status_tokens_override")
+        self.ledger.follow(self.status_bar.derived)  # one walk of the transcript: the bar reads it with the ledger
         with _reading(store, "log and edits"):
             self._verify_reopened()
         self._billing = PromptCache(price_model(self.config.pricing), self.counter)
@@ -256,6 +257,7 @@ class Session:
             repeat = self._repeat(live, keep, usage, force)
             if repeat is not None:
                 return repeat
+            self.status_bar.exclude_recovered(recovered)
             self.ledger.update(full, rebuild=bool(rewound), queued=_queued(transcript),
                                extras=transcript.extras if isinstance(transcript, Transcript) else ())
             view = self._current_view(live, keep)

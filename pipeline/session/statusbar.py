@@ -1,7 +1,8 @@
-"""The session's status bar: derives status events from the transcript, reduces them with the
-harness's own events, and decides what each call publishes at the tail of the view.
+"""The session's status bar: the status the transcript shows (folded on the session ledger's walk,
+`DerivedStatus`), the harness's own events reduced over it, and what each call publishes at the
+tail of the view.
 
-It keeps the derived state incremental (each message is read once) and owns the publication rules:
+It reads each message once, when the ledger does, and owns the publication rules:
 a baseline per epoch, deltas after it, and folding accumulated status messages into one fresh
 baseline when a stage is already breaking the prompt cache.
 """
@@ -15,10 +16,10 @@ from typing import Any, Sequence
 from ..core.config import Config
 from ..core.edits import Edit, Insert, ReplaceMessages
 from ..core.model import Message, Origin
-from ..core.view import insertion_point
+from ..core.view import Recovered, insertion_point
 from ..engine.state import StatusInputs, StatusUpdate
-from ..status import PublisherState, StatusReducer, event_from_json, publish
-from ..status.derive import EventDeriver
+from ..status import PublisherState, event_from_json, publish
+from ..status.derive import DerivedStatus
 from ..status.events import ResourcesChanged
 from ..status.publish import Publication
 from ..status.replay import transcript_epoch
@@ -34,13 +35,27 @@ class StatusBar:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self._deriver: EventDeriver | None = None
-        self._reducer = StatusReducer()
+        # What the transcript shows: the session's ledger feeds it (`Ledger.follow(bar.derived)`).
+        self.derived = DerivedStatus(config.window)
         self._seen = 0
+        self._read: tuple[int, int] | None = None  # (derived.resets, derived.seen) at the last call
         self.reset_pending = False  # a rewind dropped the status edits; the store follows at commit
         # The view's size after the last compaction: usage recorded in the transcript before it
         # describes a context the model no longer has, so this stands until newer usage arrives.
         self.tokens_override: int | None = None
+
+    def exclude(self, ids: frozenset[str]) -> None:
+        """Transcript messages the live view no longer holds (recovery removed them): the bar does not
+        read them either. Call before the ledger's update."""
+        self.derived.exclude(ids)
+
+    def exclude_recovered(self, recovered: Recovered) -> None:
+        """`exclude` the messages recovery removed whole (left with no block)."""
+        if not recovered.removed:
+            self.exclude(frozenset())
+            return
+        removed = {mid for mid, _ in recovered.removed}
+        self.exclude(frozenset(removed - {m.id for m in recovered.messages if m.id in removed}))
 
     def reset(self) -> None:
         """After a rewind status publications may sit after removed messages: the session drops them
@@ -102,34 +117,28 @@ class StatusBar:
 
     def _snapshot(self, live: Sequence[Message], keep: int, emitted: Sequence[dict[str, Any]],
                   history: Sequence[Message] = ()) -> Snapshot:
-        """Events derived from the transcript (incrementally: the deriver is fed only messages it has
-        not seen, the history before the live slice once when it starts), the view's size after a
+        """The transcript's status (the ledger fed it this call's new messages), the view's size after a
         compaction, then the harness's events."""
-        if self._deriver is None or keep < self._seen:
-            self._deriver, self._seen = EventDeriver(self.config.window), 0
-            self._reducer = StatusReducer()
-            for m in history:
-                for event in self._deriver.derive(m):
-                    self._reducer.apply(event)
-        for m in live[self._seen:]:
-            for event in self._deriver.derive(m):
-                self._reducer.apply(event)
-                if isinstance(event, ResourcesChanged) and event.tokens_used is not None:
-                    self.tokens_override = None  # the provider measured the compacted context
-        self._seen = len(live)
+        derived = self.derived
+        # The messages new to the bar: every live one when it starts over (a rewind, a new process),
+        # else those the ledger read since the last call.
+        fresh = self._read is None or keep < self._seen or self._read[0] != derived.resets
+        if derived.tokens_at >= (len(history) if fresh or self._read is None else self._read[1]):
+            self.tokens_override = None  # the provider measured the compacted context
+        self._seen, self._read = len(live), (derived.resets, derived.seen)
         if self.tokens_override is not None:
-            self._reducer.apply(ResourcesChanged(tokens_used=self.tokens_override, token_limit=self.config.window))
+            derived.reducer.apply(ResourcesChanged(tokens_used=self.tokens_override, token_limit=self.config.window))
         if not emitted:
-            return self._reducer.snapshot()
+            return derived.reducer.snapshot()
         # Harness events come last; apply them to a copy so the derived state stays incremental.
-        reducer = copy.deepcopy(self._reducer)
+        reducer = copy.deepcopy(derived.reducer)
         for data in emitted:
             reducer.apply(event_from_json(data))
         return reducer.snapshot()
 
     def _resized(self, emitted: Sequence[dict[str, Any]], tokens: int) -> Snapshot:
         """The snapshot as it will be once the view is `tokens` long (the baseline after a compaction)."""
-        reducer = copy.deepcopy(self._reducer)
+        reducer = copy.deepcopy(self.derived.reducer)
         reducer.apply(ResourcesChanged(tokens_used=tokens, token_limit=self.config.window))
         for data in emitted:
             reducer.apply(event_from_json(data))

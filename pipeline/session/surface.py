@@ -54,6 +54,7 @@ def rebuild_surface(session: "Session", transcript: Transcript, shown: Sequence[
     now = time.time() if now is None else now
     store, ledger = session.store, session.ledger
     with store.lock():
+        session.status_bar.exclude(frozenset())  # the bar reads the transcript as it is here (no recovery)
         full = _fold(session, transcript)
         live = live_slice(full)
         inputs, _ = session.status_bar.begin(live, 0, store.get_meta("status_events", []), None, now,

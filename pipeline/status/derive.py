@@ -18,18 +18,17 @@ from ..core.usage import parse_usage
 from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
 from .display import one_line
 from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
-                     RepositoryChanged, ResourcesChanged, TaskUpdated, TodoItem, ToolFinished, ToolStarted,
+                     RepositoryChanged, ResourcesChanged, TaskUpdated, ToolFinished, ToolStarted,
                      VerificationFinished)
 from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
 from ..facts.provenance import CONVERTED_CALL, harness_tool
 from ..facts.testsummary import TestRunWatcher
-from ..facts.todos import TodoItem as FactTodo
-from ..facts.todos import TodoReplayer, items_from, normalize_status
+from ..facts.todos import TodoItem, TodoReplayer, items_from, normalize_status
 from ..facts.tracker import issue_changes, updates_tracker
 from ..summarizers import sections as summary_sections
-from .parse_git import parse_git
-from .reducer import SEARCH_KINDS
+from ..facts.git import parse_git
+from .reducer import SEARCH_KINDS, StatusReducer
 
 # Short hashes identify output lines and whole outputs; 12 hex digits make a collision within
 # one session practically impossible while keeping the event log small.
@@ -64,8 +63,9 @@ def result_fingerprints(output: str) -> tuple[str, ...]:
     return tuple(short_hash(i) for i in dict.fromkeys(items))[:MAX_RESULT_ITEMS]
 
 
-def _todos(items: tuple[FactTodo, ...] | None) -> tuple[TodoItem, ...] | None:
-    """Status todo items from the one todo parser's items (None: the call carried no list)."""
+def _todos(items: tuple[TodoItem, ...] | None) -> tuple[TodoItem, ...] | None:
+    """The bar's todo items from the todo parser's (one line each, statuses normalized; None: the
+    call carried no list)."""
     if items is None:
         return None
     return tuple(TodoItem(one_line(it.text, 200), normalize_status(it.status)) for it in items)
@@ -308,6 +308,39 @@ def _job_lines(tasks: Iterable[SubagentTask]) -> tuple[str, ...]:
         background = " (background)" if t.background and t.kind == subagent_facts.AGENT else ""
         lines.append(f"{t.state}{background}: {label}")
     return tuple(lines)
+
+
+class DerivedStatus:
+    """The status the transcript shows, reduced message by message as the session's ledger reads them
+    (a `Ledger.follow`er): the bar reads this state instead of walking the transcript itself."""
+
+    def __init__(self, window: int | None = None) -> None:
+        self.window = window
+        self.skip: frozenset[str] = frozenset()
+        self.resets = -1  # how many times it started over (a reader knows its old marks are void)
+        self.reset()
+
+    def reset(self) -> None:
+        self.resets += 1
+        self.deriver = EventDeriver(self.window)
+        self.reducer = StatusReducer()
+        self.seen = 0           # transcript messages read
+        self.tokens_at = -1     # the newest message whose usage measured the context
+
+    def exclude(self, ids: frozenset[str]) -> None:
+        """Messages of the transcript the view no longer holds (recovery removed them): not read. When
+        one excluded before is back, the status is read again from the start."""
+        if self.skip - ids:
+            self.reset()
+        self.skip = ids
+
+    def observe(self, message: Message, index: int) -> None:
+        if message.id in self.skip:
+            return
+        for event in self.deriver.derive(message):
+            self.reducer.apply(event)
+            if isinstance(event, ResourcesChanged) and event.tokens_used is not None:
+                self.tokens_at = index
 
 
 def derive_events(messages: Sequence[Message], *, window: int | None = None) -> list[Event]:

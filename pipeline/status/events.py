@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping, Union
 
 from ..core.errors import WorksurfaceError
+from ..facts.todos import TodoItem
 
 SOURCES = ("harness", "transcript")
 # "current": the value was true when the event happened; "session_start": a snapshot taken when
@@ -78,16 +79,6 @@ class _Event:
         _check(self.freshness in FRESHNESS, self.type, f"freshness must be one of {FRESHNESS}")
         _opt_str("message_id", self.message_id, self.type)
         _opt_amount("at", self.at, self.type)
-
-
-@dataclass(frozen=True)
-class TodoItem:
-    content: str
-    status: str = "pending"
-
-    def __post_init__(self) -> None:
-        _check(isinstance(self.content, str), "todo", "content must be a string")
-        _check(self.status in TODO_STATUSES, "todo", f"status must be one of {TODO_STATUSES}")
 
 
 @dataclass(frozen=True)
@@ -221,6 +212,9 @@ class TaskUpdated(_Event):
             _check(isinstance(self.todos, (list, tuple))
                    and all(isinstance(t, TodoItem) for t in self.todos), self.type,
                    "todos must be a list of TodoItem")
+            for t in self.todos:
+                _check(isinstance(t.text, str), "todo", "content must be a string")
+                _check(t.status in TODO_STATUSES, "todo", f"status must be one of {TODO_STATUSES}")
             object.__setattr__(self, "todos", tuple(self.todos))
 
 
@@ -305,10 +299,17 @@ def event_to_json(event: Event) -> dict[str, Any]:
         if value is None:
             continue
         if isinstance(value, tuple):
-            value = [{"content": v.content, "status": v.status} if isinstance(v, TodoItem) else v
+            value = [{"content": v.text, "status": v.status} if isinstance(v, TodoItem) else v
                      for v in value]
         out[f.name] = value
     return out
+
+
+def _todo_from_json(data: Any) -> TodoItem:
+    """A todo item as events write it (`content`, `status`)."""
+    if not isinstance(data, Mapping) or not set(data) <= {"content", "status"} or "content" not in data:
+        raise TypeError(f"a todo is {{'content': ..., 'status': ...}}, not {data!r}")
+    return TodoItem(data["content"], data.get("status", "pending"))
 
 
 def event_from_json(data: Mapping[str, Any], *, record: str | None = None) -> Event:
@@ -326,7 +327,7 @@ def event_from_json(data: Mapping[str, Any], *, record: str | None = None) -> Ev
     kwargs = {k: v for k, v in data.items() if k != "type"}
     try:
         if cls is TaskUpdated and kwargs.get("todos") is not None:
-            kwargs["todos"] = tuple(TodoItem(**t) for t in kwargs["todos"])
+            kwargs["todos"] = tuple(_todo_from_json(t) for t in kwargs["todos"])
         return cls(**kwargs)
     except StatusEventError as exc:
         raise StatusEventError(f"{where}: {exc}") from None

@@ -25,6 +25,7 @@ class _ToolStats:
     """Counters over the tool log; provenance is that of the latest tool event."""
 
     names: dict[str, str] = field(default_factory=dict)  # call id -> tool name, in call order
+    tally: dict[str, int] = field(default_factory=dict)  # calls per tool name, kept with `names`
     targets: dict[str, str] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)
     failures: int = 0
@@ -37,8 +38,13 @@ class _ToolStats:
     source: str = "harness"
     message_id: str | None = None
 
+    def _name(self, call_id: str, name: str) -> None:
+        if call_id not in self.names:
+            self.names[call_id] = name
+            self.tally[name] = self.tally.get(name, 0) + 1
+
     def started(self, e: ToolStarted) -> None:
-        self.names.setdefault(e.call_id, e.name)
+        self._name(e.call_id, e.name)
         if e.target:
             self.targets[e.call_id] = e.target
         self.source, self.message_id = e.source, e.message_id
@@ -47,7 +53,7 @@ class _ToolStats:
         if e.call_id in self.finished:  # a result reported twice is one result
             return
         self.finished.add(e.call_id)
-        self.names.setdefault(e.call_id, e.name)
+        self._name(e.call_id, e.name)
         self.source, self.message_id = e.source, e.message_id
         if e.ok:
             self.failure_streak, self.last_failure = 0, None
@@ -73,9 +79,7 @@ class _ToolStats:
     def fields(self) -> dict[str, Field]:
         if not self.names:
             return {}
-        tally: dict[str, int] = {}
-        for name in self.names.values():
-            tally[name] = tally.get(name, 0) + 1
+        tally = self.tally
         values: dict[str, Any] = {
             "calls": len(self.names),
             "by_tool": [[n, c] for n, c in sorted(tally.items(), key=lambda p: (-p[1], p[0]))],
@@ -162,7 +166,7 @@ class StatusReducer:
         if e.todos is not None:
             if e.todos:
                 self._fields["task"]["todos"] = _field(
-                    e, [{"content": t.content, "status": t.status} for t in e.todos])
+                    e, [{"content": t.text, "status": t.status} for t in e.todos])
             else:
                 self._fields["task"].pop("todos", None)
         self._set("task", "next_action", e, e.next_action)

@@ -21,7 +21,7 @@ from ..core.errors import WorksurfaceError
 from ..core.escape import escape_headings, one_line
 from ..facts import Constraint, FileFact, command_forms
 from ..facts.constraints import STRONG, USER
-from ..ledger.ledger import LedgerView
+from ..ledger.records import LedgerView
 from ..summarizers.packing import Item, Section, pack
 from ..summarizers.structured import closed_issues
 from ..core.tokens import TokenCounter

@@ -23,7 +23,8 @@ from ..facts.text import one_line
 from ..core.model import Message, Origin, is_user_turn
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
 from ..facts.requests import UserMessage, is_user_message
-from ..ledger.source import FactSource, MessageFacts
+from ..ledger import Ledger
+from ..ledger.source import FactSource
 from .base import Summary, SummaryRequest
 from .packing import Item, Section, pack, render, shrink
 from .sections import (ACTIVE_REQUEST, CARRIED_GROUP, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS,
@@ -541,7 +542,7 @@ def closed_spec_texts(src: FactSource) -> tuple[list[str], list[str]]:
 def fact_source(request: SummaryRequest) -> FactSource:
     """The session's ledger as of the first kept message, or the facts of the summarized messages."""
     if request.ledger is None:
-        return MessageFacts(request.messages, request.queued_inputs)
+        return Ledger.over(request.messages, request.queued_inputs).upto()
     positions = (request.ledger.position(m.id) for m in request.tail if m.origin is Origin.CONVERSATION)
     cut = next((p for p in positions if p is not None), None)
     return request.ledger.upto(cut)

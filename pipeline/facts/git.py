@@ -1,4 +1,5 @@
-"""Repository facts from git output: branch, changed files, last commit.
+"""Repository facts from git output: branch, changed files, last commit (the status bar's), and the
+one pattern of `git commit` output, which the ledger's commit records read too.
 
 Only the output of the git subcommands named in the command line is read (`git status`,
 `git commit`, `git log --oneline`, `git checkout`/`git switch`), and only lines of the shape
@@ -20,7 +21,8 @@ _HEADERS = ("Changes to be committed:", "Changes not staged for commit:", "Untra
 _LONG_PREFIX = re.compile(r"^(?:modified|new file|deleted|renamed|copied|typechange|both modified|"
                           r"both added|both deleted|added by us|added by them|deleted by us|"
                           r"deleted by them):\s+")
-_COMMIT = re.compile(r"^\[(\S+?)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
+# `git commit` output: `[branch hash] subject` (`[branch (root-commit) hash]` for a first commit).
+COMMIT_RE = re.compile(r"^\[([^\s\]]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _ONELINE = re.compile(r"^([0-9a-f]{7,40}) (.+)$", re.M)
 _SHORT_FLAGS = re.compile(r"(?:^|\s)(?:--porcelain\S*|--short|-s\w*|-\w*s)(?:\s|$)")
 
@@ -81,7 +83,7 @@ def parse_git(command: str, output: str) -> GitFacts:
     changed: tuple[str, ...] | None = None
     commit: str | None = None
     committed = False
-    if "git commit" in command and (m := _COMMIT.search(output)):
+    if "git commit" in command and (m := COMMIT_RE.search(output)):
         # A commit takes what was staged, not necessarily everything changed: the set is unknown now.
         branch, commit, committed = m.group(1), f"{m.group(2)} {m.group(3)}", True
     elif "git log" in command and "--oneline" in command and (m := _ONELINE.search(output)):
