@@ -69,14 +69,16 @@ def keep_sampled(message: Message) -> Message:
     """What a report keeps of a message read from a file (formats.base.Keep): its texts and tool
     results over MAX_EXACT_CHARS as `Sampled`, and its source record with such strings sampled too
     (the record's meta object is kept, updated in place), so a 200 MB result costs the reader one
-    line's memory, not the file's. BoundedCounter counts the sample as it counts the whole text."""
+    line's memory, not the file's. BoundedCounter counts the sample as it counts the whole text.
+    The record is walked only for a message with a huge block (a harness's structured copy of an
+    output is as long as the output), so a normal message costs a look at its blocks."""
+    blocks = tuple(_sampled_block(b) for b in message.blocks)
+    if all(a is b for a, b in zip(blocks, message.blocks)):
+        return message
     if isinstance(message.meta, dict) and "raw" in message.meta:
         raw = _sampled_strings(message.meta["raw"])
         if raw is not None:
             message.meta["raw"] = raw
-    blocks = tuple(_sampled_block(b) for b in message.blocks)
-    if all(a is b for a, b in zip(blocks, message.blocks)):
-        return message
     return replace(message, blocks=blocks)
 
 
