@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = full_plan() if args.full else quick_plan()
     args.out.mkdir(parents=True, exist_ok=True)  # sections write their plots there as they go
     results = run_sections(plan, names, args.out)
+    if args.sections != parser.get_default("sections"):
+        results["command"] += f" --sections {','.join(names)}"  # what regenerates these sections
     atomic_write(args.out / "results.json", dumps(results))
     atomic_write(args.out / "RESULTS.md", render(results, plan))
     print(f"[benchmarks] wrote {args.out / 'RESULTS.md'} and results.json in {results['total_seconds']} s",
