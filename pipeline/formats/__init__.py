@@ -87,7 +87,7 @@ def stream_transcript(path: str | os.PathLike[str], format: str = "auto", *, str
     reader = LINE_READERS.get(detected or "")
     if reader is None:
         return read_transcript(path, format, strict=strict)
-    parsed = parsed_lines(text_lines(path, "transcript"))
+    parsed = parsed_lines(text_lines(path))
     try:
         transcript = reader(parsed, name, keep)
     except RecursionError:
@@ -101,7 +101,7 @@ def _line_format(path: str | os.PathLike[str], name: str) -> str | None:
     """The JSON Lines format the file's first lines show (up to the first that parses, as the
     sniffers read them), or None."""
     head: list[str] = []
-    for _, line, _ in text_lines(path, "transcript"):
+    for _, line, _ in text_lines(path):
         if not line.strip():
             continue
         head.append(line)
