@@ -16,8 +16,9 @@ from typing import Callable, Sequence
 
 from worksurface.core.artifacts import FETCH_TOOL_NAME
 from worksurface.core.config import AutocompactConfig
-from worksurface.core.edits import Compact, stable_prefix_length
+from worksurface.core.edits import Compact, ReplaceMessages, stable_prefix_length
 from worksurface.core.errors import SummarizerError
+from worksurface.facts.commands import compaction_request
 from worksurface.facts.text import strip_reminders
 from worksurface.core.model import Message, Origin, Text, is_user_turn
 from worksurface.engine import pins
@@ -123,6 +124,15 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     view, tokens = state["view"], state["tokens"]
     threshold = ctx.config.threshold
     inputs = ctx.inputs.get(CompactionInputs, NO_INPUTS)
+    instructions = inputs.instructions
+    # The user's `/compact [instructions]` (Claude Code's command record) asks for this compaction: its
+    # words shape the summary and the command goes with the span (kept, it would read as the newest
+    # request after the boundary). The compaction works on the view before it.
+    request = compaction_request(view, stable_prefix_length(view) + 1)
+    consumed: Message | None = None
+    if request is not None:
+        consumed, view = view[request[0]], view[:request[0]]
+        instructions = instructions or request[1] or None
 
     counter = ctx.counter
     floor = stable_prefix_length(view)
@@ -153,7 +163,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
                                                  max(available - counter.messages(tail), share // 2)))
 
     primary = inputs.summarizer or StructuredSummarizer()
-    summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, inputs.instructions)
+    summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, instructions)
     latest = last_user_turn_index(view)
     kept: tuple[Message, ...] = ()
     if latest is not None and floor <= latest < start and not _quotes(summary.text, view[latest].text):
@@ -168,7 +178,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
             kept, head = (view[latest],), view[latest + 1:start]
             if not head:
                 return _skip(tokens, started, "nothing between the latest user message and the kept tail to summarize")
-        summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, inputs.instructions, kept)
+        summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, instructions, kept)
 
     epoch = ctx.epoch + 1
     trigger = "manual" if ctx.forced else "auto"
@@ -212,9 +222,14 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     if summary.details:
         info["summarizer_details"] = summary.details  # retries, dropped rounds, trimmed sections
     edit = Compact(NAME, tail[0].id if tail else None, (boundary, *standing, summary_msg, *kept), covered, info)
+    edits: list[Compact | ReplaceMessages] = [edit]
+    if consumed is not None:
+        info["instructions_from"] = consumed.id
+        if tail:  # without a tail the compaction replaces the command with everything else
+            edits.append(ReplaceMessages(NAME, (consumed.id,)))
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
                          details=info)
-    return StageResult([edit], report)
+    return StageResult(edits, report)
 
 
 def repeated_notice(compactions: int) -> str:

@@ -5,7 +5,8 @@ with the project's own adapter so the facts see exactly what a real session give
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from worksurface.formats import Transcript, loads
 
@@ -74,3 +75,32 @@ class Session:
 
     def transcript(self) -> Transcript:
         return loads("\n".join(json.dumps(r) for r in self.records) + "\n", "claude-code", "session.jsonl")
+
+
+def subagent_pair(folder: Path, words: Callable[..., str], tokens: int = 1_500) -> tuple[Path, Path]:
+    """A parent session that launched an Explore sub-agent, and that sub-agent's sidechain file, as
+    Claude Code lays them out (`<id>.jsonl`, `<id>/subagents/agent-<agentId>.jsonl`): six results of
+    about `tokens` each on both sides."""
+    prompt = "Find where the panes are listed"
+    parent = Session()
+    parent.user("refactor the pane listing")
+    for i in range(6):
+        parent.call("Read", {"file_path": f"/repo/lib/p{i}.ex"}, words(tokens, seed=i))
+    parent.call("Task", {"subagent_type": "Explore", "description": "find panes", "prompt": prompt},
+                "Panes are listed in Tmux.list_panes/0.", tool_use_result={"status": "completed", "agentId": "a1b2"})
+    parent.say("Found it.")
+    parent.user("now fix it")
+    side = Session()
+    side.user(prompt)
+    for i in range(6):
+        side.call("Grep", {"pattern": f"pane{i}"}, words(tokens, seed=10 + i))
+    side.say("Panes are listed in Tmux.list_panes/0.")
+    side.user("go on")
+    for r in side.records:
+        r.update(isSidechain=True, agentId="a1b2")
+    main_path = folder / "s1.jsonl"
+    side_path = folder / "s1" / "subagents" / "agent-a1b2.jsonl"
+    side_path.parent.mkdir(parents=True)
+    for path, records in ((main_path, parent.records), (side_path, side.records)):
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return main_path, side_path

@@ -234,3 +234,20 @@ def test_install_refuses_a_settings_file_it_cannot_read_and_changes_nothing(tmp_
     res = runner.invoke(app, ["hook", "install", "claude-code", "--project", str(tmp_path)])
     assert res.exit_code == 2 and f"{settings}:3: not JSON" in res.stderr and "nothing changed" in res.stderr
     assert settings.read_text(encoding="utf-8").startswith('{\n  "model"') and len(list(settings.parent.iterdir())) == 1
+
+
+def test_a_sub_agents_compaction_gets_the_sub_agents_settings(tmp_path: Path, workspace: Path) -> None:
+    """A sidechain (Claude Code's `<session>/subagents/agent-*.jsonl`, records marked isSidechain) is a
+    sub-agent's transcript: the hook answers with `agents.subagent` applied, the main session without."""
+    (workspace / "worksurface.toml").write_text("[agents.subagent.reinject]\nconstraints_tokens = 0\n")
+    main = history(workspace).write(tmp_path / f"{SESSION}.jsonl")
+    side = history(workspace)
+    for record in side.out:
+        record.update(isSidechain=True, agentId="a77")
+    folder = tmp_path / SESSION / "subagents"
+    folder.mkdir(parents=True)
+    sidechain = side.write(folder / "agent-a77.jsonl")
+    assert "<standing-constraints>" in surface_of(hook(payload(main, workspace)))
+    sub = surface_of(hook(payload(sidechain, workspace)))
+    assert "<standing-constraints>" not in sub  # its constraints part has no room
+    assert "[in_progress] Fix total()" in sub and "WS31-MODELS" in sub  # the rest as for the main agent

@@ -136,3 +136,81 @@ def test_the_harness_sees_console_errors_and_requests(chromium, tmp_path):
         errors, foreign = list(opened.console_errors), opened.foreign_requests
     assert foreign == ["http://127.0.0.1:9/x.png"]
     assert any("undefinedFunction" in e for e in errors)
+
+
+LEDGER_AND_TREE_JS = """() => {
+  const heading = [...document.querySelectorAll('h3')].find(h => h.textContent.startsWith('Ledger ('));
+  const rows = [];
+  for (let el = heading && heading.nextElementSibling; el && el.tagName !== 'H2' && el.tagName !== 'H3';
+       el = el.nextElementSibling) {
+    el.querySelectorAll('tbody tr, tr').forEach(r => { if (r.querySelector('td')) rows.push(r.innerText); });
+  }
+  const nodes = [...document.querySelectorAll('svg.tree g.agent, svg.tree g.unlinked')].map(g => {
+    const box = g.getBoundingClientRect();
+    return {kind: g.getAttribute('class'), type: g.getAttribute('data-type'), text: g.textContent,
+            width: box.width, height: box.height};
+  });
+  return {heading: heading ? heading.textContent : null, rows: rows, nodes: nodes};
+}"""
+
+
+def test_the_ledger_entries_and_the_sub_agent_tree_show_in_the_page(chromium, tmp_path):
+    import cc_records
+    from builders import words
+
+    main_path, side_path = cc_records.subagent_pair(tmp_path / "projects", words, tokens=200)
+    (side_path.parent / "agent-acompact-0f0f.jsonl").write_text(side_path.read_text())
+    path, data = _report(tmp_path, str(main_path))
+    entries = data["surface"]["ledger"]
+    with chromium.open(path) as opened:
+        seen = opened.page.evaluate(LEDGER_AND_TREE_JS)
+        assert opened.console_errors == [] and opened.foreign_requests == []
+    assert entries and seen["heading"] == f"Ledger ({len(entries)} entries)"
+    assert len(seen["rows"]) == len(entries)  # one visible row per entry the JSON lists
+    assert any("/repo/lib/p0.ex" in r for r in seen["rows"])
+    kinds = [n["kind"] for n in seen["nodes"]]
+    assert kinds == ["agent", "unlinked"]
+    assert seen["nodes"][0]["type"] == "Explore" and "Explore: find panes" in seen["nodes"][0]["text"]
+    assert all(n["width"] > 100 and n["height"] > 10 for n in seen["nodes"])  # drawn, not hidden
+
+
+HARNESS_MARKS_JS = """() => {
+  const charts = [...document.querySelectorAll('svg.chart')];
+  const saw = charts.find(c => c.textContent.includes('view tokens per call'));
+  const box = saw.getBoundingClientRect();
+  const marks = [...saw.querySelectorAll('circle')].filter(c => {
+    const t = c.querySelector('title');
+    return t && t.textContent.startsWith("the harness's own compaction");
+  }).map(c => { const b = c.getBoundingClientRect(); return {x: b.x, y: b.y, w: b.width, title: c.textContent}; });
+  return {marks: marks, box: {x: box.x, y: box.y, w: box.width, h: box.height},
+          legend: saw.textContent.includes("the harness's own compaction")};
+}"""
+
+
+def test_the_harness_s_own_compactions_are_marked_on_the_sawtooth(chromium, tmp_path):
+    import cc_records
+    from builders import words
+
+    s = cc_records.Session()
+    for k in range(3):  # three stretches of work, the harness compacting after the first two
+        s.user(f"task {k}: refactor module {k}")
+        for i in range(4):
+            s.call("Read", {"file_path": f"/repo/m{k}{i}.py"}, words(900, seed=k * 10 + i))
+        s.say(f"Task {k} done.")
+        if k < 2:
+            s._add(type="system", subtype="compact_boundary", content="Conversation compacted",
+                   compactMetadata={"trigger": "auto", "preTokens": 9000})
+            s._add(type="user", isCompactSummary=True,
+                   message={"role": "user", "content": f"This session is being continued. Summary {k}."})
+    src = tmp_path / "harness.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in s.records))
+    path, data = _report(tmp_path, str(src), "--replay", "--no-usage", "--window", "60000")
+    expected = [c for c in data["replay"]["calls"] if c["harness_compaction"]]
+    with chromium.open(path) as opened:
+        seen = opened.page.evaluate(HARNESS_MARKS_JS)
+        assert opened.console_errors == [] and opened.foreign_requests == []
+    assert len(expected) == 2 and len(seen["marks"]) == len(expected) and seen["legend"]
+    box = seen["box"]
+    for mark, call in zip(sorted(seen["marks"], key=lambda m: m["x"]), expected):
+        assert box["x"] <= mark["x"] <= box["x"] + box["w"] and box["y"] <= mark["y"] <= box["y"] + box["h"]
+        assert f": {call['call']}," in mark["title"]  # at the call the harness compacted before

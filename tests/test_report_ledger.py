@@ -40,3 +40,39 @@ def test_the_sawtooth_marks_the_harness_s_own_compactions() -> None:
     plain = replay_section({"calls": [dict(c, harness_compaction=False) for c in calls], "threshold": 3_500,
                             "summary": summary, "pricing": "no prices"})
     assert "harness compacted on its own" not in plain
+
+
+def test_the_sub_agent_tree_is_drawn(tmp_path: Path) -> None:
+    """Each sub-agent call is a node of the tree, linked to its sidechain file, with its size; a
+    session without sub-agents has no such section."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import cc_records
+    from builders import words
+    from worksurface.cli import app
+
+    main_path, side_path = cc_records.subagent_pair(tmp_path / "projects", words, tokens=200)
+    (side_path.parent / "agent-acompact-0f0f.jsonl").write_text(side_path.read_text())
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", str(main_path), "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    tree = json.loads(result.stdout)["subagents"]
+    [agent] = tree["agents"]
+    assert (agent["agent_type"], agent["description"], agent["state"], agent["matched_by"]) == \
+        ("Explore", "find panes", "completed", "agent id")
+    assert agent["sidechain"]["file"] == "agent-a1b2.jsonl" and agent["sidechain"]["tokens"] > 1_000
+    assert [s["file"] for s in tree["unlinked"]] == ["agent-acompact-0f0f.jsonl"]
+    html = out.read_text()
+    assert "<h2>Sub-agents</h2>" in html and '<svg class="tree"' in html
+    assert html.count('<g class="agent"') == 1 and html.count('<g class="unlinked"') == 1
+    assert 'data-type="Explore"' in html and "Explore: find panes" in html
+    assert "Claude Code&#x27;s compaction call" in html or "Claude Code's compaction call" in html
+    side_path.unlink()
+    again = CliRunner().invoke(app, ["report", str(main_path), "-o", str(out), "--json"])
+    assert json.loads(again.stdout)["subagents"]["agents"][0]["sidechain"] is None
+    assert "no sidechain file" in out.read_text()
+    from worksurface.report.tree import subagents_section
+
+    assert subagents_section({"folder": None, "agents": [], "unlinked": []}) == ""

@@ -23,7 +23,7 @@ from worksurface.engine.state import (CONTEXT_FIELDS, Artifact, PipelineState, R
 from worksurface.engine.reinject import MESSAGE_READS
 from worksurface.graph.compose import StagedGraph
 from worksurface.graph.registry import REINJECTORS, STAGES
-import worksurface.session.session as session_module
+import worksurface.graph.registry as registry_module
 
 
 class _Reading:
@@ -107,8 +107,8 @@ def test_every_part_reads_only_the_context_fields_it_declares(monkeypatch: pytes
     def reinjector(r: Reinjector) -> Reinjector:
         return dataclasses.replace(r, run=_noting(r.run, seen.setdefault(r.name, set()), 2))
 
-    monkeypatch.setattr(session_module, "STAGES", tuple(stage(s) for s in STAGES))
-    monkeypatch.setattr(session_module, "REINJECTORS", tuple(reinjector(r) for r in REINJECTORS))
+    monkeypatch.setattr(registry_module, "STAGES", tuple(stage(s) for s in STAGES))
+    monkeypatch.setattr(registry_module, "REINJECTORS", tuple(reinjector(r) for r in REINJECTORS))
     c = _busy_session()
     with Session.open(None, window=60_000) as session:
         usage = _replay(session, c, pause_every=9)
@@ -257,10 +257,19 @@ def test_stage_names_must_be_distinct() -> None:
         StagedGraph([_stage("reinject", visits, 0)], ())
 
 
-def test_a_stage_whose_config_is_no_section_fails_at_composition() -> None:
+def test_a_stage_whose_config_is_no_section_reads_its_plugin_options() -> None:
     class Unlisted(BudgetConfig):
         pass
 
-    visits: list[str] = []
-    with pytest.raises(ConfigError, match="Unlisted is not one section of Config"):
-        StagedGraph([dataclasses.replace(_stage("a", visits, 0), config=Unlisted)], ())
+    seen: list[Any] = []
+
+    def run(state: PipelineState, config: Any, ctx: StageContext) -> StageResult:
+        seen.append(config)
+        return StageResult([], StageReport("a", state["tokens"], state["tokens"], skipped="nothing to do"))
+
+    graph = StagedGraph([Stage("a", Unlisted, run, reads=frozenset())], ())
+    config = Config(plugins={"options": {"a": {"max_result_tokens": 1234}}})
+    context = StageContext(config=config, counter=TokenCounter(), artifacts=_Sink(), now=0.0)
+    state: PipelineState = {"view": [], "tokens": 0, "edits": [], "reports": [], "cache_edits": [], "compacted": False}
+    graph.run(state, context)
+    assert isinstance(seen[0], Unlisted) and seen[0].max_result_tokens == 1234

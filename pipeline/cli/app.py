@@ -218,6 +218,8 @@ MAX_OUTPUT_HELP = "Tokens kept free for the model's answer (default: 10% of the 
 BUFFER_HELP = "Safety margin under the window (default: 6.5% of the window, at most 13000)."
 PIN_HELP = ("Content every compaction must keep verbatim (repeatable): TEXT, re:REGEX, or @PATH (the file's "
             "text); added to the configured pins. A compaction that cannot keep one says so.")
+AGENT_HELP = ("Which agent's settings apply (config `agents`): main, subagent, or a sub-agent's type "
+              "(merged over subagent).")
 THRESHOLD_HELP = ("Compact automatically above this many tokens (default: window - max output - buffer); "
                   "higher or lower than the default.")
 NO_AUTOCOMPACT_HELP = "Never compact automatically (the view may pass the threshold); --force still compacts."

@@ -24,8 +24,8 @@ from ..probes.cut import cut, cut_transcript
 from ..session import homes
 from ..session.locations import describe
 from ..session.pgstore import is_postgres_url, redacted
-from .app import (BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP, STRICT_HELP,
-                  WINDOW_HELP, app, fail, settle_input, with_pins)
+from .app import (AGENT_HELP, BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP,
+                  STRICT_HELP, WINDOW_HELP, app, fail, settle_input, with_pins)
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -75,10 +75,13 @@ def compact(
     as_new_session: bool = typer.Option(False, "--as-new-session",
                                         help="Claude Code: write under a new session id (records and file "
                                              "name), leaving the original session as it is."),
+    agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP + " Default: read from the transcript "
+                                        "(a Claude Code sidechain is a sub-agent, typed by its parent's call)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Run the staged pipeline once on a saved transcript and write the resulting view."""
     from ..session.session import Session  # LangGraph is slow to import; only commands that compact pay for it
+    from ..subagents.agents import agent_of
 
     if no_session and session is not None:
         raise fail("--session and --no-session exclude each other")
@@ -102,7 +105,8 @@ def compact(
                                  read_hash)
         home, session_id = _session_home(session, session_id, no_session, output)
         created = isinstance(home, Path) and not home.exists()
-        with Session.open(home, session_id=session_id, config=config) as kept:
+        with Session.open(home, session_id=session_id, config=config,
+                          agent=agent if agent is not None else agent_of(transcript)) as kept:
             prepared = prepare_once(kept, transcript, use_usage=flags.use_usage, force=force)
             if _nothing_new(transcript, prepared.report):
                 # An already compacted file with nothing new: written back as it was, not grown by a

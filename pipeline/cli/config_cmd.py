@@ -10,7 +10,7 @@ import typer
 
 from ..core.config import CONFIG_FILE, ENV_NESTED_DELIMITER, ENV_PREFIX, Config, find_config_file
 from ..core.errors import WorksurfaceError
-from .app import app, fail
+from .app import AGENT_HELP, app, fail
 
 config_app = typer.Typer(help=f"The configuration: defaults, then {CONFIG_FILE} or [tool.worksurface] in "
                               f"pyproject.toml, then {ENV_PREFIX}* variables (a section's field after "
@@ -22,10 +22,14 @@ app.add_typer(config_app, name="config")
 @config_app.command("show")
 def show(directory: Optional[Path] = typer.Option(None, "--dir",
                                                   help="Where to look for the configuration file (default: the "
-                                                       "current folder, then its parents).")) -> None:
-    """Print the configuration in effect (every field, as JSON) and, on stderr, where it came from."""
+                                                       "current folder, then its parents)."),
+         agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP)) -> None:
+    """Print the configuration in effect (every field, as JSON) and, on stderr, where it came from;
+    with --agent, as that agent's sessions use it (its `agents` settings merged in)."""
     try:
         config = Config.load(directory)
+        if agent is not None:
+            config = config.for_agent(agent)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     found = find_config_file(directory or Path.cwd())

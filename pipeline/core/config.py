@@ -24,6 +24,11 @@ CONFIG_FILE = "worksurface.toml"
 # so the gateway's WORKSURFACE_GATEWAY_* and the clients' variables never collide with these.
 ENV_PREFIX = "WORKSURFACE_"
 ENV_NESTED_DELIMITER = "__"
+# The keys of `agents` for the main agent and for every sub-agent (any other key is a sub-agent type).
+MAIN_AGENT = "main"
+SUBAGENT = "subagent"
+# Fields that are tables of free keys (set whole, as JSON, from the environment), not sections.
+FREE_TABLES = ("summarizer_options", "options", "agents")
 # Folders that end the upward search for a configuration file: a repository's root.
 REPOSITORY_MARKERS = (".git", ".hg")
 
@@ -138,7 +143,9 @@ class AutocompactConfig(_Section):
     summarizer: str = Field(
         "structured",
         description='"structured" needs no model; "llm" is a LangChain chat model writing the narrative beside '
-                    'the structured sections (worksurface.summarizers.chat_model), configured by summarizer_options.')
+                    'the structured sections (worksurface.summarizers.chat_model), configured by summarizer_options; '
+                    "the name of a summarizer an installed package declares (entry point worksurface.summarizers), "
+                    'or a "module:Class" reference (built with summarizer_options).')
     summarizer_options: dict[str, Any] = Field(
         default_factory=dict,
         description='For "llm": model ("provider:model", for LangChain\'s init_chat_model), api_key_env (the '
@@ -254,6 +261,24 @@ class IngestConfig(_Section):
         "escapes are stripped from them, never content."))
 
 
+class PluginsConfig(_Section):
+    """Third-party stages, reinjectors and summarizers (docs/plugins.md): installed ones are found by
+    their entry points, others are named here; each part declares its place and its inputs."""
+
+    entry_points: bool = Field(True, description=(
+        "Use the stages and reinjectors installed packages declare (entry points worksurface.stages and "
+        "worksurface.reinjectors); false: only the shipped ones and those listed here."))
+    stages: tuple[str, ...] = Field((), description=(
+        'Stages to add, as "module:OBJECT" references to a worksurface.engine.state.Stage (or a class or '
+        "function returning one); each runs where it declares (Stage.after: after the named stage)."))
+    reinjectors: tuple[str, ...] = Field((), description=(
+        'Reinjectors to add, as "module:OBJECT" references to a worksurface.engine.state.Reinjector (or a '
+        "class or function returning one); after the shipped ones unless it declares Reinjector.after."))
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "Each third-party part's settings, by the part's name, validated by the config type it declares "
+        "(a part that declares one of the shipped sections, such as ReinjectConfig, reads that section)."))
+
+
 # Defaults that are a share of the window, as (section or None, field, share): the 200k-window values
 # (20k output reserve, 13k buffer, microcompact at 100k, ...) are the caps, and a smaller window gets
 # the same proportions instead of a threshold that goes negative (a 32k window would otherwise
@@ -343,6 +368,12 @@ class Config(_Section):
     pricing: PricingConfig = PricingConfig()
     ingest: IngestConfig = IngestConfig()
     hook: HookConfig = HookConfig()
+    plugins: PluginsConfig = PluginsConfig()
+    agents: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        'Settings for one kind of agent, merged over the rest of this configuration: "main" (the main '
+        'agent), "subagent" (every sub-agent), or a sub-agent\'s type name (e.g. "Explore", merged over '
+        '"subagent"). A session learns which it is from the harness (a Claude Code sidechain and the '
+        "parent's call that launched it) or `Session.open(agent=...)` / `--agent`."))
 
     @property
     def threshold(self) -> int:
@@ -403,6 +434,34 @@ class Config(_Section):
     def _window_relative(cls, data: Any) -> Any:
         return _scaled_defaults(data)
 
+    @model_validator(mode="after")
+    def _agents_valid(self) -> "Config":
+        """Each agent's settings make a valid configuration (checked once, where they are written)."""
+        for name, over in self.agents.items():
+            if "agents" in over:
+                raise ValueError(f"agents.{name} cannot hold agents of its own")
+            try:
+                Config.model_validate(_merge(self.model_dump(exclude_unset=True, exclude={"agents"}), over))
+            except ValidationError as exc:
+                raise ValueError(f"agents.{name}: " + "; ".join(_problem(e) for e in exc.errors())) from None
+        return self
+
+    def for_agent(self, agent: str | None) -> "Config":
+        """The configuration of one agent: `agents.main` merged over the rest for the main agent (None
+        or "main"); for a sub-agent `agents.subagent`, then `agents.<its type>` when `agent` names one
+        ("subagent" itself: no type known). The result holds no `agents` table (it is applied), so
+        resolving it again changes nothing. Values set only here are window-relative as elsewhere."""
+        if not self.agents:
+            return self
+        # The result has no `agents` of its own: they are applied, and applying again changes nothing.
+        layers = [MAIN_AGENT] if agent in (None, MAIN_AGENT) else [SUBAGENT] + ([agent] if agent != SUBAGENT else [])
+        overrides = [self.agents[name] for name in layers if name in self.agents]
+        data = self.model_dump(exclude_unset=True, exclude={"agents"})
+        for over in overrides:
+            data = _merge(data, over)
+        applied = " then ".join(n for n in layers if n in self.agents) or "none"
+        return Config.from_mapping(data, source=f"agents ({applied})")
+
     def with_overrides(self, **overrides: Any) -> "Config":
         clean = {k: v for k, v in overrides.items() if v is not None}
         if not clean:
@@ -428,12 +487,14 @@ def env_names(overrides: Mapping[str, Any], prefix: str = "") -> list[str]:
     names: list[str] = []
     for key, value in overrides.items():
         name = f"{prefix}{ENV_NESTED_DELIMITER if prefix else ENV_PREFIX}{key.upper()}"
-        names += env_names(value, name) if isinstance(value, Mapping) and key != "summarizer_options" else [name]
+        names += env_names(value, name) if isinstance(value, Mapping) and key not in FREE_TABLES else [name]
     return names
 
 
 def _problem(error: Any) -> str:
     """One pydantic error as `section.key: what is wrong (got value)`."""
+    if error.get("type") == "value_error" and not error["loc"]:
+        return _sentence(error)     # a whole-configuration check names its own key
     where = ".".join(str(p) for p in error["loc"]) or "(top level)"
     value = error.get("input")
     got = f" (got {value!r})" if error["loc"] and isinstance(value, (str, int, float, bool)) else ""
@@ -446,7 +507,7 @@ def _sentence(error: Any) -> str:
     if error.get("type") == "string_pattern_mismatch" and pattern.startswith("^(") and pattern.endswith(")$"):
         options = pattern[2:-2].split("|")
         return "must be " + (options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1])
-    return str(error["msg"])
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def find_config_file(start: Path) -> Path | None:

@@ -63,6 +63,17 @@ class ConfigError(WorksurfaceError):
     """A configuration value or file that cannot be used."""
 
 
+class PluginError(ConfigError):
+    """A third-party stage, reinjector or summarizer that cannot be used: an entry point or a
+    `module:OBJECT` reference that does not load, or loads something that is not what it must be.
+    `source` names the entry point (`group:name = value`) or the config key; `problem` says what."""
+
+    def __init__(self, problem: str, *, source: str) -> None:
+        self.problem = problem
+        self.source = source
+        super().__init__(f"{source}: {problem}")
+
+
 class ContextOverflowError(WorksurfaceError):
     """Compaction could not bring the view under the threshold; carries the figures."""
 

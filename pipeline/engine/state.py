@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import (TYPE_CHECKING, Annotated, Any, Callable, Generic, NotRequired, Protocol, Sequence, TypedDict,
                     TypeVar, overload)
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..core.config import Config, ReinjectConfig
 from ..core.edits import Edit
@@ -288,6 +288,27 @@ def section_name(kind: type[BaseModel]) -> str:
     return names[0]
 
 
+def own_section(kind: type[BaseModel]) -> str | None:
+    """The field of Config whose type is `kind`, or None when it is no section of Config (a
+    third-party part's own type: its settings are `plugins.options.<its name>`)."""
+    names = [name for name, f in Config.model_fields.items() if f.annotation is kind]
+    return names[0] if len(names) == 1 else None
+
+
+def part_config(config: Config, kind: type[C], name: str) -> C:
+    """The settings of the part `name` whose config type is `kind`: its section of Config, or for a
+    third-party type `plugins.options.<name>` validated by it (ConfigError naming that key)."""
+    section = own_section(kind)
+    if section is not None:
+        value: C = getattr(config, section)
+        return value
+    try:
+        return kind.model_validate(config.plugins.options.get(name, {}))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"plugins.options.{name}: invalid settings for {kind.__name__}: {problems}") from None
+
+
 def _no_trigger(config: Config) -> int:
     return 0
 
@@ -316,6 +337,9 @@ class Stage(Generic[C]):
     # For a stage whose run may be costly (a summary may call a model): the quiet-call walk takes
     # only this decision and leaves an edit to the compiled graph.
     decline: StageDecline[C] | None = None
+    # Where a third-party stage runs: right after the stage of this name (after any other added
+    # stage already placed there). The shipped stages are listed in order and leave it None.
+    after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -333,3 +357,6 @@ class Reinjector:
     # A part that reports on the rebuilt view (the status baseline): it keeps a claim on the budget
     # up to this cap, reserved first from a dry run, and runs after every other reinjector.
     reserve: Callable[[ReinjectConfig], int] | None = None
+    # Where a third-party reinjector runs: right after the reinjector of this name; None: after
+    # every other (it gets what the others leave of the target).
+    after: str | None = None

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..core.model import Message, Origin, ToolResult
+from ..core.model import Message, Origin, ToolResult, is_user_turn
 from .provenance import claude_record, is_harness_rejection
 from .text import one_line, units
 
@@ -31,6 +31,9 @@ CLARIFY_PREFIX = "The user wants to clarify these questions."
 QUESTIONS_ASKED = "Questions asked:"
 # The request a command expanded into is named by its first sentence, cut to this many characters.
 MAX_GIST_CHARS = 200
+# The command that asks the harness to compact; what is typed after it shapes the summary (the
+# compaction's instructions) and is never a request to the agent.
+COMPACT_COMMAND = "/compact"
 # XML-like tags a command's prompt is organised in (`<objective>`): structure, not words.
 PROMPT_TAG_RE = re.compile(r"</?[a-z_][\w-]*>")
 
@@ -80,7 +83,7 @@ def command_request(messages: Sequence[Message], index: int) -> str | None:
     first sentence of the prompt it expanded into), or None when it is not a request to the agent:
     a command the harness ran itself (`/clear`, `/model`), or one with neither arguments nor a prompt."""
     command = slash_command(messages[index].text)
-    if command is None or ran_locally(messages, index):
+    if command is None or command.name == COMPACT_COMMAND or ran_locally(messages, index):
         return None
     body = command_expansion(messages, index)
     said = f"{command.name} {command.args}".strip()
@@ -88,6 +91,19 @@ def command_request(messages: Sequence[Message], index: int) -> str | None:
         return said if command.args else None
     gist = prompt_gist(body.text)
     return f"{said}\n(the {command.name} command's prompt: {gist})" if gist else said
+
+
+def compaction_request(messages: Sequence[Message], start: int = 0) -> tuple[int, str] | None:
+    """The user's `/compact [instructions]` still waiting for its compaction: (its index, what was typed
+    after it), when it is the newest user turn after `start` and no assistant turn follows it."""
+    for i in range(len(messages) - 1, start - 1, -1):
+        m = messages[i]
+        if m.role == "assistant":
+            return None
+        if is_user_turn(m):
+            command = slash_command(m.text)
+            return (i, command.args) if command is not None and command.name == COMPACT_COMMAND else None
+    return None
 
 
 def prompt_gist(text: str) -> str:

@@ -25,8 +25,8 @@ from ..core.errors import ConfigError
 from ..core.model import Message
 from ..core.view import insertion_point
 from ..engine.state import (PipelineState, Reinjection, Reinjector, Stage, StageContext, StageReport, StageResult,
-                            StatusUpdate, cache_is_cold, effective_target, section_name, tokenizer_ratio,
-                            view_offset)
+                            StatusUpdate, cache_is_cold, effective_target, own_section, part_config,
+                            tokenizer_ratio, view_offset)
 
 REINJECT = "reinject"
 # A part that reports the rebuilt view's size (the status baseline) quotes figures that can grow by a
@@ -75,7 +75,7 @@ def run_reinjectors(reinjectors: Sequence[Reinjector], view: list[Message], budg
     budget_left = budget
     ratio = tokenizer_ratio(ctx)
     # Each part's config section, by its declared type (a reinjection is rare: looked up when it runs).
-    parts = [(r, getattr(ctx.config, section_name(r.config))) for r in reinjectors]
+    parts = [(r, part_config(ctx.config, r.config, r.name)) for r in reinjectors]
     # A part that reports on the rebuilt view keeps its claim on the budget but runs last, so that it
     # reports the size of the rebuilt view (summary, tail and every other reinjected part). It
     # reserves what it takes (a dry run at the current size; the figures it quotes change by a few
@@ -137,11 +137,10 @@ class StagedGraph:
         self.stages: tuple[Stage[Any], ...] = tuple(stages)
         self.reinjectors: tuple[Reinjector, ...] = tuple(reinjectors)
         self.names: tuple[str, ...] = tuple(names)
-        # Each stage's config section, found by its declared type once, here; a stage or reinjector
-        # whose type is not a section of Config fails at composition, not on a call.
-        self._sections = tuple(section_name(s.config) for s in self.stages)
-        for reinjector in self.reinjectors:
-            section_name(reinjector.config)
+        # Each stage's config section, found by its declared type once, here (None: a third-party
+        # stage's own type, read from plugins.options and kept per Config, see `_config_of`).
+        self._sections = tuple(own_section(s.config) for s in self.stages)
+        self._plugin_configs: tuple[Config, dict[int, Any]] | None = None
         self._cold_after = tuple(any(s.fires_when_cold for s in self.stages[i + 1:]) for i in range(len(self.stages)))
         self._triggers: tuple[Config, tuple[int, ...]] | None = None
         self._compiled = self._compile()
@@ -154,8 +153,21 @@ class StagedGraph:
             self._triggers = (config, tuple(min(triggers[i + 1:], default=0) for i in range(len(triggers))))
         return self._triggers[1]
 
+    def _config_of(self, index: int, config: Config) -> Any:
+        """The stage's settings: its section of Config, or its validated plugins.options entry."""
+        section = self._sections[index]
+        if section is not None:
+            return getattr(config, section)
+        if self._plugin_configs is None or self._plugin_configs[0] is not config:
+            self._plugin_configs = (config, {})
+        known = self._plugin_configs[1]
+        if index not in known:
+            stage = self.stages[index]
+            known[index] = part_config(config, stage.config, stage.name)
+        return known[index]
+
     def _decide(self, index: int, state: PipelineState, ctx: StageContext) -> StageResult:
-        return self.stages[index].run(state, getattr(ctx.config, self._sections[index]), ctx)
+        return self.stages[index].run(state, self._config_of(index, ctx.config), ctx)
 
     def _next_step(self, index: int, state: PipelineState, ctx: StageContext) -> str:
         """Where the graph goes after the stage at `index`: reinjection after a compaction, the end once
@@ -184,7 +196,7 @@ class StagedGraph:
         while True:
             stage = self.stages[index]
             if stage.decline is not None:
-                declined = stage.decline(state, getattr(ctx.config, self._sections[index]), ctx)
+                declined = stage.decline(state, self._config_of(index, ctx.config), ctx)
                 if declined is None:
                     return None
                 result = declined

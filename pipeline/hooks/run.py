@@ -32,6 +32,7 @@ from ..core.errors import FormatError, HookError, SessionError
 from ..formats import read_transcript
 from ..formats.base import Transcript
 from ..session import homes
+from ..subagents.agents import agent_of
 from .payload import PRE_COMPACT, HookInput, session_start_reply
 from .shown import harness_boundaries, harness_view
 
@@ -98,7 +99,7 @@ def answer(client: Client, payload: HookInput, *, sessions: Path | None = None, 
     from ..session.session import Session  # LangGraph is slow to import: only a call that needs it pays
     from ..session.surface import fold_ledger
 
-    with Session.open(directory, config=cfg) as session:
+    with Session.open(directory, config=cfg, agent=agent_of(transcript)) as session:
         if payload.event == PRE_COMPACT:
             fold_ledger(session, transcript)
             session.store.set_meta(BOUNDARIES_KEY, harness_boundaries(transcript.messages))

@@ -18,7 +18,9 @@ from ..core.model import Message, Origin, message_text
 from ..offline.replay import cached_prefix_tokens, call_points, replay_clock
 from ..offline.sizing import prepare_once
 from ..session.locations import describe
+from ..subagents.sidechains import sidechain_tree
 from .fates import FATE_LABELS, Fate, clip, compute_cells
+from .tree import tree_data
 
 REPORT_VERSION = 1
 # Text kept per message (before and after, each): enough to recognise the message; the original is
@@ -93,6 +95,7 @@ def build_report(transcript: Transcript, *, source: str, at: str | int | None = 
         "surface": surface,
         "replay": _replay_section(calls, cfg) if replay else None,
         "probes": _probe_section(original, probes, at, cfg, use_usage) if probes is not None else None,
+        "subagents": tree_data(sidechain_tree(transcript, counter).to_json()),
         "built_ms": round(built_ms, 1),
     }
     _trim_boundary(data["prepare"])
@@ -131,8 +134,11 @@ def _replay(messages: Sequence[Message], session: Any, use_usage: bool
     calls = [{"call": c.call, "messages": c.messages, "view_tokens": c.view_tokens,
               "measured_tokens": c.measured_tokens, "cached_tokens": c.cached_tokens, "fired": c.fired,
               "compacted": c.compaction is not None,
-              # The harness's own compaction (a boundary record the transcript holds) since the last call.
-              "harness_compaction": any(m.origin is Origin.BOUNDARY for m in messages[start:c.messages]),
+              # The harness's own compaction (a boundary record it wrote, as the formats read one:
+              # meta compact_boundary on a conversation message; worksurface's own are Origin.BOUNDARY)
+              # since the last call.
+              "harness_compaction": any(m.meta.get("compact_boundary") and m.origin is Origin.CONVERSATION
+                                        for m in messages[start:c.messages]),
               "overflow": "over the threshold after compaction" if c.overflow else None,
               "ms": c.ms, "cost": c.cost} for c, start in zip(result.calls, ends)]
     if "report" not in last:  # no call point: one plain prepare says why

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from ..core.escape import json_for_script
 from .fates import Fate
+from .tree import subagents_section
 from .svg import Bar, Chart, Series, before_after_bars, compact_number, line_chart, percent
 
 # Colours of the fates, in `Fate` order: kept is quiet so that what changed stands out.
@@ -110,6 +111,7 @@ def render_html(data: dict[str, Any]) -> str:
         map_section(data),
         waterfall_section(data),
         surface_section(data["surface"]),
+        subagents_section(data.get("subagents")),
     ]
     if data.get("replay"):
         parts.append(replay_section(data["replay"]))

@@ -25,7 +25,7 @@ from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, re
 from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError, WorksurfaceError
 from ..formats.base import Transcript
 from ..graph.compose import StagedGraph
-from ..graph.registry import REINJECTORS, STAGE_NAMES, STAGES
+from ..graph.registry import check_plugin_options, reinjectors_for, stages_for
 from ..ledger import Ledger
 from ..core.model import Message, Origin, orphans
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
@@ -126,8 +126,10 @@ class Session:
         self.config = config
         self.summarizer = resolve_summarizer(summarizer) or self._configured_summarizer(config)
         self.counter = counter or TokenCounter()
-        self.reinjectors = tuple(reinjectors) if reinjectors is not None else REINJECTORS
-        self._graph = StagedGraph(STAGES, self.reinjectors)
+        # The shipped stages and reinjectors with the third-party ones the config brings (plugins).
+        self.reinjectors = tuple(reinjectors) if reinjectors is not None else reinjectors_for(config)
+        self._graph = StagedGraph(stages_for(config), self.reinjectors)
+        check_plugin_options(config, self._graph.stages, self.reinjectors)
         self._noted: set[str] = set()  # messages whose recovery cleaning the report already named
         self._measurements = MeasurementLog(self.counter)  # the transcript's usage, read once per message
         self.status_bar = StatusBar(config)
@@ -191,14 +193,16 @@ class Session:
 
     @classmethod
     def open(cls, location: Location | Store | None = None, *, session_id: str | None = None,
-             config: Config | None = None, summarizer: Summarizer | Any = None, **overrides: Any) -> "Session":
+             config: Config | None = None, summarizer: Summarizer | Any = None, agent: str | None = None,
+             **overrides: Any) -> "Session":
         """Open or create the session at `location`: a directory (the session itself, or with
         `session_id` its subdirectory of that name), a `postgresql://` URL (`session_id` required: it
         names the session in the database), an open `Store`, or None for memory only. Config from
         `config`, else defaults, then `overrides`. `summarizer`: a Summarizer, a LangChain chat model, a
         "provider:model" string for LangChain's init_chat_model, or None for the configured one (the
-        structured summarizer by default)."""
-        cfg = (config or Config()).with_overrides(**overrides)
+        structured summarizer by default). `agent`: which agent the session serves ("main" when None,
+        "subagent", or a sub-agent's type): the config's `agents` settings for it apply."""
+        cfg = (config or Config()).with_overrides(**overrides).for_agent(agent)
         if isinstance(location, Store):
             store, counter = location, location.counter
         else:
@@ -396,7 +400,7 @@ class Session:
             return None
         view = cached[2]
         tokens = self.counter.messages(view)
-        stages = [StageReport(name, tokens, tokens, skipped=NOTHING_NEW) for name in STAGE_NAMES]
+        stages = [StageReport(name, tokens, tokens, skipped=NOTHING_NEW) for name in self._graph.names]
         return Prepared(list(view), PrepareReport(tokens, tokens, tokens, stages), [])
 
     def _count_view(self, view: list[Message], keep: int, live: list[Message]) -> int:
@@ -589,10 +593,10 @@ class Session:
 
     def _report(self, final: PipelineState, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
         by_name = {r.name: r for r in final["reports"]}
-        reinjected = [r for r in final["reports"] if r.name not in STAGE_NAMES]
+        reinjected = [r for r in final["reports"] if r.name not in self._graph.names]
         tokens_after = self._known_tokens(final["view"])
         stages, running = [], before
-        for name in STAGE_NAMES:
+        for name in self._graph.names:
             r = by_name.get(name) or StageReport(name, running, running, skipped="under target")
             running = r.tokens_after
             stages.append(r)
