@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import cache, cost, gateway, ledger, overhead, report_page, retention, scale, store
+from . import cache, cost, gateway, large, ledger, overhead, report_page, retention, scale, store
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
 from worksurface.core.fileio import atomic_write
@@ -23,7 +23,10 @@ from .report import caption, dumps
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = {"overhead": overhead, "scale": scale, "cache": cache, "cost": cost, "retention": retention,
-            "report": report_page, "ledger": ledger, "gateway": gateway, "store": store}
+            "report": report_page, "ledger": ledger, "gateway": gateway, "store": store, "large": large}
+# Run only when named (--sections large): minutes of generating and compacting 300 MB of sessions, and its
+# timings mean something only alone on the machine.
+ON_REQUEST = frozenset({"large"})
 
 
 def _runs_text(name: str, plan: Plan) -> str:
@@ -44,6 +47,8 @@ def _runs_text(name: str, plan: Plan) -> str:
         sources = "every transcript" if plan.store_sources is None else f"the first {plan.store_sources} transcript(s)"
         return (f"Per-call figures: one replay of {sources} per store, median / p95 over its calls; the "
                 f"concurrent run: {plan.store_sessions} sessions, {calls}.")
+    if name == "large":
+        return "One run per session (generate, floors, inspect, compact), alone on the machine."
     if name == "report":
         return "Build time: one run per transcript; open time: median of 3 tabs of one headless Chromium."
     return "Deterministic: one check per point and target (no timing)."
@@ -90,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="under 5 minutes on 2 cores (the default)")
     mode.add_argument("--full", action="store_true", help="more repeats, every call, scale up to 5M tokens")
-    parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help=f"comma-separated subset of: {', '.join(SECTIONS)}")
+    parser.add_argument("--sections", default=",".join(n for n in SECTIONS if n not in ON_REQUEST),
+                        help=f"comma-separated subset of: {', '.join(SECTIONS)} (default: all but "
+                             f"{', '.join(sorted(ON_REQUEST))})")
     parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: benchmarks/)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.sections.split(",") if n.strip()]
@@ -101,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = full_plan() if args.full else quick_plan()
     args.out.mkdir(parents=True, exist_ok=True)  # sections write their plots there as they go
     results = run_sections(plan, names, args.out)
+    if args.sections != parser.get_default("sections"):
+        results["command"] += f" --sections {','.join(names)}"  # what regenerates these sections
     atomic_write(args.out / "results.json", dumps(results))
     atomic_write(args.out / "RESULTS.md", render(results, plan))
     print(f"[benchmarks] wrote {args.out / 'RESULTS.md'} and results.json in {results['total_seconds']} s",

@@ -55,7 +55,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
                   if rec.result_message_id in span or rec.call.id in cleared]
     # A compaction still compacts: what it gives back is a share of what it replaced (a small session
     # compacted by hand does not grow back to its old size).
-    replaced = ctx.counter.messages(summarized) + sum(ctx.counter.text(rec.output) for rec in candidates
+    replaced = ctx.counter.messages(summarized) + sum(ctx.counter.text(rec.full_output) for rec in candidates
                                                       if rec.call.id in cleared)
     # ... and never leaves the view larger than a share of what it was before the compaction.
     pre = next((int(m.meta.get("pre_tokens", 0)) for m in view if m.origin is Origin.BOUNDARY), 0)
@@ -71,7 +71,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     for rec in reversed(candidates):
         if room < MIN_RESULT_TOKENS:
             break
-        content = rec.output.strip()
+        content = rec.full_output.strip()
         if rec.result is None or not content or rec.rejected or tool_kind(rec.call) in SKIPPED_KINDS:
             continue
         if is_file_window(content):

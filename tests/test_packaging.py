@@ -33,3 +33,21 @@ def test_console_script_help(tmp_path):
     assert res.returncode == 0, res.stderr
     for command in ("inspect", "compact", "replay", "status", "probe"):
         assert command in res.stdout
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    """setuptools installs only the packages pyproject lists: a new subpackage left out would be missing
+    from every non-editable install (and from the strict tree the type check reads)."""
+    import tomllib
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    setuptools = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    roots = setuptools["package-dir"]
+    on_disk = set()
+    for name, folder in roots.items():
+        for init in (repo / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(repo / folder).parts
+            if "__pycache__" not in parts:
+                on_disk.add(".".join((name, *parts)))
+    assert on_disk == set(setuptools["packages"])

@@ -8,6 +8,7 @@ worksurface decided and why with `-v`.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from enum import Enum
@@ -123,6 +124,13 @@ if TYPE_CHECKING:     # members come from the registered adapters at run time; t
 else:
     InputFormat = choices("InputFormat", ("auto", *FORMAT_NAMES))
     OutputFormat = choices("OutputFormat", WRITABLE_FORMATS)
+
+
+def settle_input() -> None:
+    """A command's input, just read, lives until the command ends: its objects are moved out of the
+    garbage collector's sight (gc.freeze), so each later collection does not walk them all again
+    (on a 100k-message transcript the collections were a quarter of a compaction)."""
+    gc.freeze()
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> "typer.Exit":

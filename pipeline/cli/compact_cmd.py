@@ -25,7 +25,7 @@ from ..session import homes
 from ..session.locations import describe
 from ..session.pgstore import is_postgres_url, redacted
 from .app import (AGENT_HELP, BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP,
-                  STRICT_HELP, WINDOW_HELP, app, fail, with_pins)
+                  STRICT_HELP, WINDOW_HELP, app, fail, settle_input, with_pins)
 
 # Inputs in a format that cannot be written are written as OpenAI chat messages unless told otherwise.
 DEFAULT_EXPORT_FORMAT = "openai"
@@ -91,6 +91,8 @@ def compact(
         text = read_text(path, "transcript")
         read_hash = content_hash(text)  # what was compacted: a session file must still be this when replaced
         transcript = loads(text, format.value, display_name(path), strict=strict)
+        del text  # the transcript holds what it needs of it
+        settle_input()
         if at is not None:
             before = cut_transcript(transcript, cut(transcript.messages, at).before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out

@@ -13,8 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.errors import WorksurfaceError
-from ..formats import read_transcript
-from ..offline.inspect import BoundedCounter, inspect_transcript
+from ..offline.inspect import inspect_file
 from .app import InputFormat, app, fail, STRICT_HELP
 
 CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue": "dialogue (text, thinking)",
@@ -63,7 +62,7 @@ def inspect(
     unlinked: sidechain files no call launched (agent-acompact-* are Claude Code's compaction calls)}
     """
     try:
-        report = inspect_transcript(read_transcript(path, format.value, strict=strict), BoundedCounter())
+        report = inspect_file(path, format.value, strict=strict)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:

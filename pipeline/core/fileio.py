@@ -34,6 +34,8 @@ STDOUT = "-"
 REPLACE_LOCK_TIMEOUT = 10.0
 # How `path` names standard input in error messages.
 STDIN_NAME = "<stdin>"
+# A byte order mark some editors put before UTF-8 text: not part of any format, so it is skipped.
+BOM = "\ufeff"
 # Opening with O_NONBLOCK makes open() of a FIFO return at once instead of waiting for a writer,
 # so the descriptor can be checked (and refused) instead of hanging.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -229,9 +231,18 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
 
     FIFOs, devices, sockets and directories are refused before reading, also when a symlink points
     at them or when the file is swapped for one between the check and the open."""
-    name = str(path)
-    if name == STDIN:
+    if str(path) == STDIN:
         return sys.stdin.buffer.read()
+    with open_regular(path, what) as fh:
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise FormatError(f"cannot read the {what}: {exc.strerror or exc}", path=str(path)) from None
+
+
+def open_regular(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
+    """A regular file opened for binary reading, refused as `read_bytes` refuses it (not for `-`)."""
+    name = str(path)
     try:
         st = os.stat(name)
         if not stat.S_ISREG(st.st_mode):
@@ -250,11 +261,55 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
     if not stat.S_ISREG(st.st_mode):        # swapped after the stat above
         os.close(fd)
         raise FormatError(f"became {_kind(st.st_mode)} while being opened; not read", path=name)
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            return fh.read()
-        except OSError as exc:
-            raise FormatError(f"cannot read the {what}: {exc.strerror or exc}", path=name) from None
+    return os.fdopen(fd, "rb")
+
+
+# `text_lines` reads a file in chunks of this many bytes: a line is joined from its chunks once, so a
+# 200 MB line costs twice its size at most while it is decoded (a buffered readline costs several times).
+LINE_CHUNK_BYTES = 1 << 20
+
+
+def text_lines(path: str | os.PathLike[str], what: str = "file") -> Iterator[tuple[int, str, bool]]:
+    """A UTF-8 text file read line by line (split on "\\n" only, as `read_text(...).split("\\n")`):
+    (number, line without its newline, whether it is an unterminated last line) for every line, a
+    leading byte order mark dropped. Only one line is in memory at a time; bytes that are not UTF-8
+    raise the FormatError `read_text` raises (same byte offset, same line)."""
+    name = display_name(path)
+    with open_regular(path, what) as fh:
+        number = offset = 0
+        pieces: list[bytes] = []
+        while True:
+            chunk = fh.read(LINE_CHUNK_BYTES)
+            start = 0
+            while chunk:
+                end = chunk.find(b"\n", start)
+                if end < 0:
+                    pieces.append(chunk[start:] if start else chunk)
+                    break
+                pieces.append(chunk[start:end])
+                start = end + 1
+                number += 1
+                line, offset = _decoded(pieces, number, offset, name)
+                yield number, line, False
+                del line
+            if not chunk:
+                break
+        if pieces and any(pieces):
+            line, offset = _decoded(pieces, number + 1, offset, name)
+            yield number + 1, line, True
+
+
+def _decoded(pieces: list[bytes], number: int, offset: int, name: str) -> tuple[str, int]:
+    """The line whose bytes are `pieces` (emptied), decoded, and the byte offset of the next line."""
+    data = b"".join(pieces) if len(pieces) != 1 else pieces[0]
+    pieces.clear()
+    try:
+        line = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text (byte {offset + exc.start})", path=name, line=number) from None
+    offset += len(data) + 1
+    del data
+    return (line.removeprefix(BOM) if number == 1 else line), offset
 
 
 def read_text(path: str | os.PathLike[str], what: str = "file") -> str:

@@ -36,6 +36,12 @@ RAW_USAGE_PATHS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), a dict answered first: the ABC check costs microseconds, and usage
+    is looked up on every message of a transcript several times (calibration, status, sizes)."""
+    return isinstance(value, dict) or isinstance(value, Mapping)
+
+
 @dataclass(frozen=True)
 class Usage:
     """One measured request: `input` is the context the provider read, `output` what it wrote."""
@@ -52,9 +58,9 @@ class Usage:
 def parse_usage(value: Any) -> Usage | None:
     """A provider usage object in any of the understood shapes, or None (not usage, or all zero:
     Claude Code zeroes the usage of messages it relinks after a compaction, which measures nothing)."""
-    if not isinstance(value, Mapping):
+    if not _is_mapping(value):
         return None
-    if isinstance(value.get("last_token_usage"), Mapping):  # Codex token_count info
+    if _is_mapping(value.get("last_token_usage")):  # Codex token_count info
         return parse_usage(value["last_token_usage"])
     if "prompt_tokens" in value:  # OpenAI chat (and LiteLLM): cached tokens are part of prompt_tokens
         usage = Usage(_int(value.get("prompt_tokens")), _int(value.get("completion_tokens")))
@@ -79,7 +85,7 @@ def message_usage(message: Message) -> Usage | None:
     for path in RAW_USAGE_PATHS:
         value: Any = raw
         for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
+            value = value.get(key) if _is_mapping(value) else None
         found = parse_usage(value)
         if found is not None:
             return found

@@ -38,7 +38,9 @@ _IMPORTANT = re.compile(
     r"error|\bERR!|fail|exception|traceback|warning|warn\b|fatal|panic|assert|denied|refused|not found|"
     r"no such|cannot|can't|could not|unable|undefined|segfault|killed|timed? ?out|exit code|abort|"
     r"[✗✘×]|^E\s|^\s*\d+\)\s|^\s*at \S+ \(|^\s*File \"|"
-    r"[\w./-]+\.\w{1,5}:\d+",  # a source location (path.ext:line)
+    # A source location (path.ext:line): the dot first, then the path character before it (what
+    # `[\w./-]+\.\w{1,5}:\d+` matches, without retrying every run of path characters at every start).
+    r"\.(?<=[\w./-]\.)\w{1,5}:\d+",
     re.IGNORECASE)
 # base64 (standard and URL-safe) and hex runs; a blob must mix letter cases and digits so long
 # identifiers and words never qualify.
@@ -222,9 +224,20 @@ def elide_log(lines: list[str], max_lines: int, head: int, tail: int, max_kept: 
     return out, True
 
 
+# An output longer than REDUCE_HEAD_CHARS + REDUCE_TAIL_CHARS is reduced from its first and last
+# characters only (each cut at a line end), the middle left out with a note and kept in the artifact:
+# the reducers' per-line work over a 200 MB log takes minutes, and no view shows that much of one
+# output. Real outputs are far smaller (Claude Code keeps 30,000 characters of a Bash output), so
+# their reduction is unchanged; an error line only in a huge output's middle is not shown on arrival.
+REDUCE_HEAD_CHARS = 800_000
+REDUCE_TAIL_CHARS = 200_000
+
+
 def reduce_output(text: str, config: IngestConfig, *, lossy: bool = True) -> Reduction:
     """All reducers in order. With `lossy=False` (a document the agent may edit) only terminal
-    escapes and redraws are removed."""
+    escapes and redraws are removed. A huge output is reduced from its ends (REDUCE_HEAD_CHARS)."""
+    if lossy and len(text) > REDUCE_HEAD_CHARS + REDUCE_TAIL_CHARS:
+        return _reduce_ends(text, config)
     kinds: list[str] = []
     out = strip_ansi(text)
     if out != text:
@@ -257,6 +270,19 @@ def reduce_output(text: str, config: IngestConfig, *, lossy: bool = True) -> Red
         out = "\n".join(final)
     dropped = blobs or shortened or elided
     return Reduction(out, tuple(kinds), dropped)
+
+
+def _reduce_ends(text: str, config: IngestConfig) -> Reduction:
+    """A huge output's head and tail, each reduced, around a note of what was not read on arrival."""
+    head_end = text.rfind("\n", 0, REDUCE_HEAD_CHARS)
+    head_end = head_end if head_end > 0 else REDUCE_HEAD_CHARS
+    tail_start = text.find("\n", len(text) - REDUCE_TAIL_CHARS) + 1 or len(text) - REDUCE_TAIL_CHARS
+    head, tail = reduce_output(text[:head_end], config), reduce_output(text[tail_start:], config)
+    skipped = text.count("\n", head_end, tail_start)
+    note = (f"[... {skipped:,} lines ({tail_start - head_end:,} characters) of the output not read on arrival: "
+            "the whole output is in the artifact ...]")
+    kinds = tuple(dict.fromkeys(("ends", *head.kinds, *tail.kinds)))
+    return Reduction(f"{head.text}\n{note}\n{tail.text}", kinds, True)
 
 
 def lost_important_lines(original: str, reduced: str, blob_min_chars: int = IngestConfig().blob_min_chars) -> list[str]:

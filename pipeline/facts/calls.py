@@ -26,6 +26,16 @@ SIBLING_ERROR = "Sibling tool call errored"
 EXIT_CODE_SCAN_CHARS = 300
 # A call label longer than this is cut: it names the call, it does not replay it.
 LABEL_CHARS = 160
+# What the extractors read of one tool output (`CallRecord.output`): all of it up to SCAN_HEAD_CHARS +
+# SCAN_TAIL_CHARS characters, else its first SCAN_HEAD_CHARS and last SCAN_TAIL_CHARS, cut at line ends,
+# so a 200 MB log costs the extractors what a 1.2 MB one does. Real outputs are far below the bound
+# (Claude Code keeps at most 30,000 characters of a Bash output and 25k tokens of a Read; the largest in
+# the shared sessions is under 200k characters), so their facts are unchanged. Of a huge output, what
+# appears only in its middle (a path, an error line, an identifier, a commit printed there) is lost
+# knowingly: the head shows what a command started with, the tail its verdict. The output itself stays
+# whole everywhere else (its tokens, its budget, its artifact; `CallRecord.full_output`).
+SCAN_HEAD_CHARS = 1_000_000
+SCAN_TAIL_CHARS = 200_000
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,14 @@ class CallRecord:
         return shell_command(self.call) if tool_kind(self.call) == "shell" else None
 
     @property
-    def output(self) -> str:
+    def full_output(self) -> str:
+        """The whole result text (for what restores or counts it, not for what reads facts from it)."""
         return self.result.content if self.result is not None else ""
+
+    @cached_property
+    def output(self) -> str:
+        """The result text as the extractors read it: bounded to its head and tail (see SCAN_HEAD_CHARS)."""
+        return scanned(self.full_output)
 
     @cached_property
     def rejected(self) -> bool:
@@ -79,6 +95,18 @@ class CallRecord:
     @property
     def succeeded(self) -> bool:
         return self.result is not None and not self.failed
+
+
+def scanned(text: str) -> str:
+    """`text` whole when within SCAN_HEAD_CHARS + SCAN_TAIL_CHARS, else its head and tail joined by a
+    newline, each cut at a line end (a line cut in two would read as two other lines)."""
+    if len(text) <= SCAN_HEAD_CHARS + SCAN_TAIL_CHARS:
+        return text
+    head_end = text.rfind("\n", 0, SCAN_HEAD_CHARS)
+    tail_start = text.find("\n", len(text) - SCAN_TAIL_CHARS)
+    head = text[:head_end] if head_end > 0 else text[:SCAN_HEAD_CHARS]
+    tail = text[tail_start + 1:] if 0 <= tail_start < len(text) - 1 else text[-SCAN_TAIL_CHARS:]
+    return f"{head}\n{tail}"
 
 
 def exit_code(text: str) -> int | None:

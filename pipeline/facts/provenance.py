@@ -20,6 +20,8 @@ from .text import reminders
 # Claude Code's `toolUseResult` for a call the user rejected in the permission prompt.
 CC_REJECTED_RECORD = "User rejected tool use"
 # The exact wording Claude Code writes into such a result (and into an interrupted call's result).
+# How far into a result the rejection wording may start (after leading whitespace).
+REJECTION_SCAN_CHARS = 4096
 REJECTION_PREFIXES = (
     "The user doesn't want to proceed with this tool use.",
     "The user doesn't want to take this action right now.",
@@ -111,9 +113,11 @@ def is_harness_rejection(result: ToolResult | None, message: Message | None = No
     """
     if result is None:
         return False
-    text = result.content.strip()
-    if not text.startswith(REJECTION_PREFIXES):
+    # The harness's wording opens the result: only its head is looked at until it does (stripping a
+    # 200 MB output to read its first words would copy it whole).
+    if not result.content[:REJECTION_SCAN_CHARS].lstrip().startswith(REJECTION_PREFIXES):
         return False
+    text = result.content.strip()
     record = claude_record(message) if message is not None else None
     if record is not None and "toolUseResult" not in record:
         return False  # Claude Code writes `toolUseResult` on every result record it makes itself
@@ -178,13 +182,13 @@ def appended_reminders(content: str, own_output: str) -> list[str]:
     provably ends there, and none of them is itself part of that output. A result whose record
     does not echo its output (a web search's summary) holds no reminder of the harness's."""
     found: list[str] = []
-    head, rest = content[:-APPENDED_WINDOW], content[-APPENDED_WINDOW:]
+    rest = content[-APPENDED_WINDOW:]
     while (m := _TRAILING_REMINDER_RE.search(rest)) is not None:
         found.append(m.group(1))
         rest = rest[: m.start()]
     if not found:
-        return []
-    rest = head + rest
+        return []  # decided on the window alone: the rest of a huge output is not copied
+    rest = content[:-APPENDED_WINDOW] + rest
     output = _LINE_NUMBER_RE.sub("", rest).strip()
     if output and output not in own_output and rest.strip() not in own_output:
         return []  # where the tool's output ends is not known: all of it is the world's

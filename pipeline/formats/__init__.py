@@ -11,12 +11,13 @@ import os
 from typing import Sequence
 
 from ..core.errors import FormatError, UnknownFormatError
-from ..core.fileio import atomic_write, display_name, read_text
+from ..core.fileio import BOM, STDIN, atomic_write, display_name, read_text, text_lines
 from ..core.model import Message
 from . import (aider, anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat, openai_responses, openhands,
                swe_agent)
-from .base import FormatAdapter, Transcript
-from .damaged import DamagedLine, StrictError, damaged_lines, notice, strict_error
+from .base import FormatAdapter, Keep, Transcript
+from .damaged import (SNIFF_LINES, DamagedLine, StrictError, damaged_lines, first_record, notice, parsed_lines,
+                      strict_error)
 from .diagnose import unrecognised
 from .jsondoc import MAX_DEPTH
 from .convert import Dropped, convert
@@ -52,10 +53,6 @@ def get_adapter(name: str) -> FormatAdapter:
         raise UnknownFormatError(f"unknown format {name!r} (known: {', '.join(FORMAT_NAMES)})") from None
 
 
-# A byte order mark some editors put before UTF-8 text: not part of any format, so it is skipped.
-BOM = "\ufeff"
-
-
 def loads(text: str, format: str = "auto", path: str | None = None, *, strict: bool = False) -> Transcript:
     """Parse a transcript. A session file's damaged lines (see damaged.py) are read around, with one
     warning on the `worksurface` logger naming them; `strict` refuses such a file (StrictError)."""
@@ -68,6 +65,54 @@ def loads(text: str, format: str = "auto", path: str | None = None, *, strict: b
         raise FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=path) from None
     if format != "auto" and not transcript.messages and text.strip():
         _refuse_wrong_format(text, path, name)
+    return _checked(transcript, path, strict)
+
+
+# JSON Lines formats whose reader takes lines one at a time (`read_records`): a file of theirs is
+# streamed by `stream_transcript`; any other format is a JSON document, read whole. In sniff order:
+# they are ADAPTERS' first two, and their sniffers look only at the first record that parses.
+LINE_READERS = {codex.NAME: codex.read_records, claude_code.NAME: claude_code.read_records}
+
+
+def stream_transcript(path: str | os.PathLike[str], format: str = "auto", *, strict: bool = False,
+                      keep: Keep | None = None) -> Transcript:
+    """`read_transcript`, reading a JSON Lines session file line by line (never its whole text);
+    `keep` is what the reader keeps of each message as it is read (inspect: huge texts as samples).
+    Standard input, a JSON document, and a file whose first records name no JSON Lines format are
+    read whole, as `read_transcript` reads them (with the same errors)."""
+    if str(path) == STDIN:
+        return read_transcript(path, format, strict=strict)
+    name = display_name(path)
+    detected = _line_format(path, name) if format == "auto" else format
+    reader = LINE_READERS.get(detected or "")
+    if reader is None:
+        return read_transcript(path, format, strict=strict)
+    parsed = parsed_lines(text_lines(path))
+    try:
+        transcript = reader(parsed, name, keep)
+    except RecursionError:
+        raise FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=name) from None
+    if format != "auto" and not transcript.messages:
+        return read_transcript(path, format, strict=strict)  # refused (or read) as the whole text is
+    return _checked(transcript, name, strict)
+
+
+def _line_format(path: str | os.PathLike[str], name: str) -> str | None:
+    """The JSON Lines format the file's first lines show (up to the first that parses, as the
+    sniffers read them), or None."""
+    head: list[str] = []
+    for _, line, _ in text_lines(path):
+        if not line.strip():
+            continue
+        head.append(line)
+        if len(head) >= SNIFF_LINES or first_record(line) is not None:
+            break
+    text = "\n".join(head)
+    return next((n for n in LINE_READERS if ADAPTERS[n].sniff(text, name)), None)
+
+
+def _checked(transcript: Transcript, path: str | None, strict: bool) -> Transcript:
+    """The transcript, after its damaged lines' notice (or, `strict`, its refusal)."""
     damaged = damaged_lines(transcript.extras)
     if damaged:
         if strict:
@@ -130,4 +175,4 @@ def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
 
 __all__ = ["ADAPTERS", "DamagedLine", "FORMAT_NAMES", "StrictError", "WRITABLE_FORMATS", "Dropped", "Transcript",
            "damaged_lines",
-           "convert", "detect_format", "dumps", "dumps_report", "get_adapter", "loads", "read_transcript", "write_transcript"]
+           "convert", "detect_format", "dumps", "dumps_report", "get_adapter", "loads", "read_transcript", "stream_transcript", "write_transcript"]

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from ..core.model import Message
+
+
+# What a streaming reader keeps of each message it reads (`read_records(..., keep)`): the message
+# itself by default; a report that never writes the file back may keep less (offline/inspect.py).
+Keep = Callable[[Message], Message]
 
 
 @dataclass

@@ -32,9 +32,9 @@ from ..core.model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResu
 from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, calibrate
 from ..core.view import live_slice
-from .base import Transcript
+from .base import Keep, Transcript
 from .claude_code_blocks import BlockError, decode_content, encode_content
-from .damaged import DamagedLine, first_record, lines, orphaned_by, parse_line
+from .damaged import DamagedLine, ParsedLine, first_record, lines, orphaned_by, parsed_lines
 from .validate import mark_unanswered
 
 NAME = "claude-code"
@@ -105,6 +105,14 @@ def sniff(text: str, path: str | None) -> bool:
 
 
 def read(text: str, path: str | None = None) -> Transcript:
+    return read_records(parsed_lines(lines(text)), path)
+
+
+def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Keep | None = None) -> Transcript:
+    """`read` from lines already split and parsed (`damaged.parsed_lines`), in one pass: a file read
+    line by line is never held whole; `keep` is what is kept of each message (see base.Keep). A
+    result is left out as lost when its call is on a damaged line before it and no readable record
+    before it holds that call (harnesses write a call before its result)."""
     messages: list[Message] = []
     extras: list[tuple[str | None, Any]] = []
     queued: list[tuple[str | None, str]] = []
@@ -114,14 +122,15 @@ def read(text: str, path: str | None = None) -> Transcript:
     results: list[tuple[str, int, str | None]] = []  # (call id, line, record uuid)
     last_id: str | None = None
     count = 0
-    parsed = [(number, line, parse_line(line, number, last)) for number, line, last in lines(text)]
-    damaged = [r for _, _, r in parsed if isinstance(r, DamagedLine)]
-    readable_calls = _tool_use_ids(r for _, _, r in parsed if isinstance(r, dict)) if damaged else set()
+    damaged: list[DamagedLine] = []
+    readable_calls: set[str] = set()
     for number, line, record in parsed:
         count += 1
         if isinstance(record, DamagedLine):
+            damaged.append(record)
             extras.append((last_id, record))  # skipped, and written back as it was
             continue
+        readable_calls |= _tool_use_ids((record,))
         lost = _lost_call(record, readable_calls, damaged) if damaged else None
         if lost is not None:
             # Its call is on a damaged line: shown, it would answer nothing. Kept in the file as read.
@@ -132,7 +141,7 @@ def read(text: str, path: str | None = None) -> Transcript:
             _check_uuid(record, uuids, number)
             if _is_message_record(record):
                 message = _read_message(record)
-                messages.append(message)
+                messages.append(keep(message) if keep is not None else message)
                 last_id = message.id
                 if message.meta.get("compact_boundary"):
                     # Calls before a boundary are history; a later epoch may repeat them (a kept tail).

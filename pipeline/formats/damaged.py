@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..core import strictjson
 from ..core.errors import FormatError
@@ -77,6 +77,17 @@ def lines(text: str) -> Iterable[tuple[int, str, bool]]:
     for number, line in enumerate(parts, 1):
         if line.strip():
             yield number, line, number == len(parts) and not text.endswith("\n")
+
+
+# One non-blank line of a session file: its number, its text, and its record (or why it is none).
+ParsedLine = tuple[int, str, "dict[str, Any] | DamagedLine"]
+
+
+def parsed_lines(numbered: Iterable[tuple[int, str, bool]]) -> Iterator[ParsedLine]:
+    """Each non-blank line of `numbered` (from `lines` or `fileio.text_lines`) parsed as it comes."""
+    for number, line, last in numbered:
+        if line.strip():
+            yield number, line, parse_line(line, number, last)
 
 
 def first_record(text: str) -> Any:

@@ -7,13 +7,16 @@ so scripts can rely on `worksurface inspect --json`.
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from typing import Any
 
 from ..core.clearing import clearing_edits, clearing_of, harness_view
 from ..core.edits import stable_prefix_length
+from ..formats import stream_transcript
 from ..formats.base import Transcript
 from ..formats.damaged import damaged_lines
-from ..core.model import ROLES, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
+from ..core.model import ROLES, Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 from ..core.toolkinds import call_target
 from ..subagents.sidechains import sidechain_tree
@@ -30,21 +33,83 @@ SAMPLE_CHARS = 200_000
 UNKNOWN_TOOL = "(unknown)"
 
 
+class Sampled(str):
+    """A huge text as a report keeps it: its first and last SAMPLE_CHARS // 2 characters (what
+    BoundedCounter counts of it) and its length in characters (`chars`), not the text itself."""
+
+    chars: int
+
+    def __new__(cls, text: str) -> "Sampled":
+        half = SAMPLE_CHARS // 2
+        kept = super().__new__(cls, text[:half] + text[-half:])
+        kept.chars = text.chars if isinstance(text, Sampled) else len(text)
+        return kept
+
+
 class BoundedCounter(TokenCounter):
-    """A TokenCounter for reports: texts over MAX_EXACT_CHARS are estimated from a sample (start and
-    end, SAMPLE_CHARS in all) at the sample's tokens per character; `estimated` counts them."""
+    """A TokenCounter for reports: texts over MAX_EXACT_CHARS (and `Sampled` ones) are estimated from
+    a sample (start and end, SAMPLE_CHARS in all) at the sample's tokens per character; `estimated`
+    counts them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.estimated = 0
 
     def text(self, text: str) -> int:
-        if len(text) <= MAX_EXACT_CHARS:
+        if len(text) <= MAX_EXACT_CHARS and not isinstance(text, Sampled):
             return super().text(text)
         self.estimated += 1
         half = SAMPLE_CHARS // 2
         sampled = super().text(text[:half]) + super().text(text[-half:])
-        return round(sampled * len(text) / SAMPLE_CHARS)
+        chars = text.chars if isinstance(text, Sampled) else len(text)
+        return round(sampled * chars / SAMPLE_CHARS)
+
+
+def keep_sampled(message: Message) -> Message:
+    """What a report keeps of a message read from a file (formats.base.Keep): its texts and tool
+    results over MAX_EXACT_CHARS as `Sampled`, and its source record with such strings sampled too
+    (the record's meta object is kept, updated in place), so a 200 MB result costs the reader one
+    line's memory, not the file's. BoundedCounter counts the sample as it counts the whole text.
+    The record is walked only for a message with a huge block (a harness's structured copy of an
+    output is as long as the output), so a normal message costs a look at its blocks."""
+    blocks = tuple(_sampled_block(b) for b in message.blocks)
+    if all(a is b for a, b in zip(blocks, message.blocks)):
+        return message
+    if isinstance(message.meta, dict) and "raw" in message.meta:
+        raw = _sampled_strings(message.meta["raw"])
+        if raw is not None:
+            message.meta["raw"] = raw
+    return replace(message, blocks=blocks)
+
+
+def _sampled_block(block: Block) -> Block:
+    if isinstance(block, ToolResult) and len(block.content) > MAX_EXACT_CHARS:
+        return replace(block, content=Sampled(block.content))
+    if isinstance(block, (Text, Thinking)) and len(block.text) > MAX_EXACT_CHARS:
+        return replace(block, text=Sampled(block.text))
+    return block
+
+
+def _sampled_strings(value: Any) -> Any:
+    """A copy of a JSON value with its strings over MAX_EXACT_CHARS sampled, or None when it has none
+    (the walk allocates nothing for the records of a normal session)."""
+    if isinstance(value, str):
+        return Sampled(value) if len(value) > MAX_EXACT_CHARS else None
+    if isinstance(value, dict):
+        changed = {k: v for k, v in ((k, _sampled_strings(v)) for k, v in value.items()) if v is not None}
+        return {**value, **changed} if changed else None
+    if isinstance(value, list):
+        parts = [_sampled_strings(v) for v in value]
+        return [v if p is None else p for v, p in zip(value, parts)] if any(p is not None for p in parts) else None
+    return None
+
+
+def inspect_file(path: str | os.PathLike[str], format: str = "auto", *, strict: bool = False) -> dict[str, Any]:
+    """`inspect_transcript` of a transcript file, read line by line when it is JSON Lines (Claude
+    Code, Codex) and counted with a BoundedCounter: huge texts are kept as samples as they are read,
+    so memory stays near the largest line's, whatever the file's size."""
+    counter = BoundedCounter()
+    return inspect_transcript(stream_transcript(path, format, strict=strict, keep=keep_sampled), counter)
 
 
 def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[str, Any]:

@@ -144,6 +144,9 @@ class _Packer:
         self.counter = counter
         self.omit_empty = omit_empty
         self.groups: dict[int, set[str]] = {id(s): set() for s in sections}
+        # Each section's chosen items as a set: membership is asked for every item of every round,
+        # and a list's grows with the summary (quadratic on a session of many small facts).
+        self.chosen: dict[int, set[Item]] = {id(s): set(s.chosen) for s in sections}
         self.total = counter.text(render(sections, omit_empty))  # headings and empty markers
         # What the chosen items already say (folded), so an item another section already shows
         # word for word (a commit both listed and named, a command both run and listed) costs nothing.
@@ -179,6 +182,7 @@ class _Packer:
     def take(self, section: Section, item: Item, cost: int) -> None:
         self.said += "\n" + _fold(item.text)
         section.chosen.append(item)
+        self.chosen[id(section)].add(item)
         section.used += cost
         self.total += cost
         self.groups[id(section)].add(item.group)
@@ -188,7 +192,7 @@ class _Packer:
         `limit` tokens. An item that does not fit stops the filling (a less important item never
         jumps ahead of it) unless it could never fit, or can be cut to fit (when `may_cut`)."""
         for item in sorted(section.items, key=lambda it: it.rank):
-            if item in section.chosen or self.repeats(section, item):
+            if item in self.chosen[id(section)] or self.repeats(section, item):
                 continue
             if item.filler and not self.allow_filler:
                 break
@@ -215,7 +219,7 @@ class _Packer:
         section has nothing left that fits (the final pass may still cut an item to fit)."""
         took = 0
         for item in sorted(section.items, key=lambda it: it.rank):
-            if item in section.chosen or self.repeats(section, item):
+            if item in self.chosen[id(section)] or self.repeats(section, item):
                 continue
             if item.filler and not self.allow_filler:
                 return False
