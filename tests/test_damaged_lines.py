@@ -6,7 +6,6 @@ by --strict; a record whose call sat on a damaged line is kept in the file and l
 from __future__ import annotations
 
 import json
-import logging
 
 import pytest
 
@@ -15,6 +14,8 @@ from worksurface.core.errors import FormatError
 from worksurface.core.view import check_pairing
 from worksurface.formats import DamagedLine, StrictError, codex, damaged_lines, dumps, loads
 from worksurface.formats import claude_code as cc
+
+from notices import worksurface_notices
 
 PATH = "/tmp/session.jsonl"
 # What the M-Claude redactor left: a backslash before a bracket inside a JSON string.
@@ -91,27 +92,11 @@ def test_a_result_whose_call_was_on_a_damaged_line_is_kept_in_the_file_and_left_
     assert cc.write(t) == text
 
 
-class _Notices(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.seen: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.seen.append(record.getMessage())
-
-
 def test_one_notice_per_file_names_file_lines_and_problems() -> None:
     text = session(result_line("r1", "a1", "t1", REDACTED)) + "{oops\n" + "[1]\n" + "{no\n"
-    logger, notices = logging.getLogger("worksurface"), _Notices()
-    level = logger.level
-    logger.addHandler(notices)
-    logger.setLevel(logging.WARNING)
-    try:
+    with worksurface_notices() as notices:
         loads(text, "auto", PATH)
-    finally:
-        logger.removeHandler(notices)
-        logger.setLevel(level)
-    [notice] = notices.seen
+    [notice] = notices
     assert notice.startswith(f"{PATH}: skipped 4 lines that are not JSON records (line 3: broken JSON")
     assert "line 7" in notice and "line 8: record is a JSON list" in notice and "and 1 more" in notice
     assert "--strict" in notice

@@ -5,7 +5,6 @@ huge tool output, while the output is still budgeted at its whole size."""
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,8 @@ from worksurface.facts.calls import SCAN_HEAD_CHARS, SCAN_TAIL_CHARS
 from worksurface.formats import read_transcript, stream_transcript
 from worksurface.offline.inspect import (MAX_EXACT_CHARS, SAMPLE_CHARS, BoundedCounter, inspect_file,
                                          inspect_transcript, keep_sampled)
+
+from notices import worksurface_notices
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -59,32 +60,14 @@ def test_streamed_inspect_reports_what_the_whole_file_reader_reports(name: str) 
     assert inspect_file(path) == whole_file_report(path)
 
 
-class _Notices(logging.Handler):
-    """The worksurface logger's records, caught on the logger itself (its propagation may be off)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.seen: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.seen.append(record.getMessage())
-
-
 def test_streamed_inspect_of_a_damaged_file_counts_the_same_and_names_file_and_line(tmp_path: Path) -> None:
     lines = (FIXTURES / "small.jsonl").read_text(encoding="utf-8").splitlines()
     lines[5] = lines[5][: len(lines[5]) // 2]          # broken in the middle of the file
     path = tmp_path / "damaged.jsonl"
     path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:40], encoding="utf-8")  # and a cut last line
-    logger, caught = logging.getLogger("worksurface"), _Notices()
-    level = logger.level
-    logger.addHandler(caught)
-    logger.setLevel(logging.WARNING)
-    try:
+    with worksurface_notices() as caught:
         streamed = inspect_file(path)
-    finally:
-        logger.removeHandler(caught)
-        logger.setLevel(level)
-    notices = [n for n in caught.seen if "skipped" in n]
+    notices = [n for n in caught if "skipped" in n]
     assert len(notices) == 1 and str(path) in notices[0] and "line 6:" in notices[0]
     # line 7 answers the call line 6 held: read around too, in the same single pass
     assert [d["line"] for d in streamed["damaged_lines"]] == [6, 7, len(lines)]
