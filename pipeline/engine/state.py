@@ -282,7 +282,7 @@ class ReinjectorRun(Protocol):
 def section_name(kind: type[BaseModel]) -> str:
     """The field of Config whose type is `kind` (ConfigError unless exactly one is): a part declares
     its config by type, not by name."""
-    names = [name for name, f in Config.model_fields.items() if f.annotation is kind]
+    names = _fields_of_type(kind)
     if len(names) != 1:
         raise ConfigError(f"{kind.__name__} is not one section of Config (found {names or 'none'})")
     return names[0]
@@ -291,8 +291,12 @@ def section_name(kind: type[BaseModel]) -> str:
 def own_section(kind: type[BaseModel]) -> str | None:
     """The field of Config whose type is `kind`, or None when it is no section of Config (a
     third-party part's own type: its settings are `plugins.options.<its name>`)."""
-    names = [name for name, f in Config.model_fields.items() if f.annotation is kind]
+    names = _fields_of_type(kind)
     return names[0] if len(names) == 1 else None
+
+
+def _fields_of_type(kind: type[BaseModel]) -> list[str]:
+    return [name for name, f in Config.model_fields.items() if f.annotation is kind]
 
 
 def part_config(config: Config, kind: type[C], name: str) -> C:
