@@ -21,6 +21,12 @@ SEPARATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "(", ")"}
 NON_FILES = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 # Fallback tokenizer for lines shlex rejects: operators, or runs of anything else.
 ROUGH_TOKEN_RE = re.compile(r"&&|\|\||>>|[;|&()<>]|[^\s;|&()<>]+")
+# The characters that make shlex's reading of a line more than a split: quotes and the escape.
+SHLEX_QUOTING = ("'", '"', "\\")
+# What shlex (posix, punctuation_chars, whitespace_split, no commenters) makes of a line without
+# them: runs of its punctuation characters, and runs of anything but those and its whitespace. A
+# regex does that in C; most command lines have no quoting, and shlex reads one character at a time.
+PLAIN_TOKEN_RE = re.compile(r"[();<>|&]+|[^ \t\r\n();<>|&]+")
 # Wrappers that run the rest of the line as the real command.
 WRAPPERS = {"sudo", "time", "env", "nohup", "command", "exec", "timeout"}
 # Parsed command lines remembered: a call's new commands are read by several extractors, and a
@@ -46,8 +52,12 @@ class SimpleCommand:
         return self.words[1:]
 
 
-def _line_end(text: str, pos: int) -> int:
-    """Index of the first newline at or after `pos` that is outside quotes (len(text) if none)."""
+def _line_end(text: str, pos: int, plain: bool = False) -> int:
+    """Index of the first newline at or after `pos` that is outside quotes (len(text) if none).
+    `plain`: the text has no quote or escape character, so the first newline is that one."""
+    if plain:
+        end = text.find("\n", pos)
+        return end if end >= 0 else len(text)
     quote: str | None = None
     i = pos
     while i < len(text):
@@ -69,8 +79,9 @@ def _logical_lines(command: str) -> list[tuple[str, str | None]]:
     """Command lines (a quoted string may span lines) paired with the heredoc body that follows each."""
     out: list[tuple[str, str | None]] = []
     pos = 0
+    plain = _unquoted(command)
     while pos < len(command):
-        end = _line_end(command, pos)
+        end = _line_end(command, pos, plain)
         line = command[pos:end].replace("\\\n", " ")
         pos = end + 1
         m = HEREDOC_RE.search(line)
@@ -92,13 +103,25 @@ def _logical_lines(command: str) -> list[tuple[str, str | None]]:
 
 def _tokens(line: str) -> list[str]:
     """Shell words and operators; unbalanced quotes (a line cut by a heredoc) fall back to a rough split."""
+    if _unquoted(line):
+        return PLAIN_TOKEN_RE.findall(line)
+    try:
+        return _shlex_tokens(line)
+    except ValueError:
+        return [t.strip("'\"") for t in ROUGH_TOKEN_RE.findall(line) if t.strip("'\"")]
+
+
+def _unquoted(text: str) -> bool:
+    """No quote or escape character in `text`: shlex would only split it (see PLAIN_TOKEN_RE)."""
+    return not any(c in text for c in SHLEX_QUOTING)
+
+
+def _shlex_tokens(line: str) -> list[str]:
+    """shlex's own reading of a line (what `_tokens` gives, without its fast path for plain lines)."""
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return [t.strip("'\"") for t in ROUGH_TOKEN_RE.findall(line) if t.strip("'\"")]
+    return list(lexer)
 
 
 def _simple(tokens: list[str], heredoc: str | None) -> SimpleCommand | None:
