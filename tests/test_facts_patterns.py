@@ -178,6 +178,7 @@ PROVENANCE = [
 SHELL = [
     ("HEREDOC_RE", "search", "cat <<'EOF' > notes.md", "cat < notes.md"),
     ("ROUGH_TOKEN_RE", "search", "git status && git diff", "   "),
+    ("PLAIN_TOKEN_RE", "search", "ls -la", " \t\r\n"),
     (r"[A-Za-z_]\w*=.*", "fullmatch", "DEBUG=1", "--debug=1"),
     (r"[a-z][\w.:-]*", "fullmatch", "test:unit", "Makefile"),
 ]
