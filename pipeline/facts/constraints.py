@@ -214,8 +214,9 @@ def task_spec_origin(rec: CallRecord, named: UserNamed | None = None) -> str | N
         keys = [str(rec.call.input[k]) for k in ISSUE_KEYS if isinstance(rec.call.input.get(k), (str, int))
                 and not isinstance(rec.call.input.get(k), bool)]
         return one_line(tool_label(rec), 120) if any(named(_bare_url(k)) for k in keys) else None
-    path = call_path(rec.call)
-    if path and rec.kind == "read" and TASK_FILE_RE.match(posixpath.basename(path)):
+    # The kind first: a shell call's path is read by tokenizing its command line.
+    path = call_path(rec.call) if rec.kind == "read" else None
+    if path and TASK_FILE_RE.match(posixpath.basename(path)):
         return path if named(path) or named(posixpath.basename(path)) else None
     if rec.kind == "fetch" and re.search(r"/(?:issues|pull|browse)/", rec.target) and named(_bare_url(rec.target)):
         return rec.target
@@ -383,9 +384,9 @@ def standing_constraints(messages: Sequence[Message],
             if rec is None:
                 continue
             origin = task_spec_origin(rec, named.at(rec.index))
-            path = call_path(rec.call)
+            path = call_path(rec.call) if rec.kind == "read" and rec.succeeded else None
             cwd = message_cwd(m) or message_cwd(messages[rec.index])
-            rules = rules_source(path, cwd) if path and rec.kind == "read" and rec.succeeded else None
+            rules = rules_source(path, cwd) if path else None
             if rules or origin:
                 lines = numbered_lines(r.content) if rec.kind == "read" else None
                 body = "\n".join(lines[n] for n in sorted(lines)) if lines else r.content
@@ -543,9 +544,11 @@ def _undone_edits(records: list[CallRecord]) -> list[Approach]:
     earlier: dict[tuple[str, str, str], CallRecord] = {}
     for rec in records:
         inp = rec.call.input
-        old, new, path = inp.get("old_string", inp.get("old_str")), inp.get("new_string", inp.get("new_str")), \
-            call_path(rec.call)
-        if not (rec.succeeded and isinstance(old, str) and isinstance(new, str) and path):
+        old, new = inp.get("old_string", inp.get("old_str")), inp.get("new_string", inp.get("new_str"))
+        if not (isinstance(old, str) and isinstance(new, str) and rec.succeeded):
+            continue
+        path = call_path(rec.call)
+        if not path:
             continue
         undone = earlier.get((path, new, old))
         if undone is not None:

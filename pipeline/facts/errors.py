@@ -167,8 +167,9 @@ def _bad(rec: CallRecord) -> bool:
 
 def target_key(rec: CallRecord) -> str:
     """What a retry of this call would share with it: the file, the command's signature, or name+target."""
-    path = call_path(rec.call)
-    if path and rec.kind in ("read", "edit", "write"):
+    # The kind first: a shell call's path is read by tokenizing its command line.
+    path = call_path(rec.call) if rec.kind in ("read", "edit", "write") else None
+    if path:
         return f"file:{path}"
     if tool_kind(rec.call) == "shell" and rec.command:
         return f"cmd:{signature(rec.command)}"
