@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.model import Message, Origin, Thinking
+from .memo import per_message_list
 from .text import Unit, trim, units
 
 PRE_EXISTING, CAUSE, USE_INSTEAD, CONCLUSION = "pre-existing", "cause", "use instead", "conclusion"
@@ -58,6 +59,7 @@ class Finding:
     index: int
 
 
+@per_message_list  # the findings kind and the approaches (a checker's complaint) read one window's
 def findings(messages: Sequence[Message]) -> list[Finding]:
     """Findings stated in assistant prose, oldest first, each text once. Checker complaints are read
     from the assistant's thinking too: the agent often restates a hook's or a piped run's complaint

@@ -6,6 +6,7 @@ they never rephrase.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -19,6 +20,9 @@ HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+(.+?)|([A-Z][A-Za-z /&-]{2,60}):)\s*$"
 SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
 # A unit longer than this is cut at a word boundary: one rule is never a page of text.
 MAX_UNIT_CHARS = 400
+# Texts whose units are remembered: one fold splits an assistant message for its findings and again
+# for its approaches, and a message waiting for its call's result is read again on the next call.
+UNITS_CACHE_SIZE = 256
 ELLIPSIS = "…"
 
 
@@ -65,6 +69,11 @@ def units(text: str) -> list[Unit]:
     Code fences and table rows are skipped: rules live in prose, and code lines and table cells only
     look like sentences.
     """
+    return list(_units(text))
+
+
+@functools.lru_cache(maxsize=UNITS_CACHE_SIZE)
+def _units(text: str) -> tuple[Unit, ...]:
     out: list[Unit] = []
     heading = ""
     paragraph: list[str] = []
@@ -103,7 +112,7 @@ def units(text: str) -> list[Unit]:
             continue
         paragraph.append(line.strip())
     flush()
-    return out
+    return tuple(out)
 
 
 # A harness's header above a command's output (Codex: `Chunk ID: ..`, `Wall time: ..`, `Process exited
