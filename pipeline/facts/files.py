@@ -41,12 +41,14 @@ NUMBERED_LINE_RES = (
 )
 # SWE-agent's file window header: `[File: /path (94 lines total)]`.
 SWE_WINDOW_RE = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
+# The literal that header opens with: outputs without it are not searched line by line for it.
+SWE_WINDOW_OPEN = "[File: "
 
 
 def is_file_window(output: str) -> bool:
     """The output is an editor's window onto a file (SWE-agent's `[File: path (N lines total)]`):
     a file's content, which file activity decides about, not an observation of the work."""
-    return bool(SWE_WINDOW_RE.match(output.lstrip()))
+    return SWE_WINDOW_OPEN in output and bool(SWE_WINDOW_RE.match(output.lstrip()))
 # aider reports file activity as notices, not tool results: "Applied edit to x.py", "Added x.py to the
 # chat" (`/add`), "Added x.py to read-only files." (`/read`), "Creating empty file x.py".
 NOTICE_RE = re.compile(r"^(Applied edit to|Added|Creating empty file|Created new file) (\S+?)"
@@ -654,15 +656,20 @@ def _nl_numbers_all(args: Sequence[str]) -> bool:
     return bool(re.search(r"(?:^|\s)-(?:\w*b\s?a|-body-numbering=a)\b", joined))
 
 
+def _window_search(output: str) -> re.Match[str] | None:
+    """SWE_WINDOW_RE.search, with the substring test for its literal first."""
+    return SWE_WINDOW_RE.search(output) if SWE_WINDOW_OPEN in output else None
+
+
 def _window_path(output: str) -> str | None:
-    m = SWE_WINDOW_RE.search(output)
+    m = _window_search(output)
     return m.group(1) if m else None
 
 
 def _see_window(st: _FileState, output: str, at: At) -> bool:
     """Take a SWE-agent `[File: path (N lines total)]` window as seen content, but only when the
     window shows the file the call named: a window naming another file is the world's text."""
-    m = SWE_WINDOW_RE.search(output)
+    m = _window_search(output)
     if not m or not _same_path(m.group(1), st.path):
         return False
     lines = numbered_lines(output[m.end():])

@@ -60,6 +60,12 @@ COMMON_SYMBOLS = {"self", "this", "init", "main", "test", "run", "get", "set", "
                   "render", "mount", "props", "state", "index", "item", "items", "name", "error", "err", "i", "x",
                   "handle_event", "handle_info", "handle_call", "handle_cast", "handle_params", "terminate",
                   "setup", "describe", "constructor", "__init__", "setUp", "tearDown"}
+# A literal each scanning pattern cannot match without: a substring test (in C) decides for most texts
+# and outputs that the pattern's scan would find nothing.
+REQUIRED: dict[re.Pattern[str], str] = {
+    BRANCH_RE: "On branch ", COMMIT_RE: "] ", PUSH_RANGE_RE: " -> ", PUSH_NEW_RE: "* [new branch]",
+    WORKTREE_LIST_RE: " [", COMMIT_WORD_RE: "commit", URL_RE: "://", JIRA_RE: "-",
+}
 ID_ARG_RE = re.compile(r"^[A-Za-z][\w]*-[\w]+(?:\.\d+)*$|^#?\d+$")
 
 
@@ -107,6 +113,11 @@ class _Newest:
         return tuple(ordered[:limit] if limit is not None else ordered)
 
 
+def _may_match(pattern: re.Pattern[str], text: str) -> bool:
+    """False when `text` lacks the literal `pattern` needs (REQUIRED), so it cannot match."""
+    return REQUIRED[pattern] in text
+
+
 def _hex_ok(value: str) -> bool:
     """A hash-like token: hex with both a digit and a letter (so words and numbers are not hashes)."""
     return bool(re.search(r"\d", value)) and bool(re.search(r"[a-f]", value))
@@ -140,28 +151,40 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
             commands.add(command_gist(rec.command), i)
         for w in words:
             _from_words(w, i, branches, worktrees, issues, prefixes)
-        branches.extend(BRANCH_RE.findall(out), i)
-        for cm in COMMIT_RE.finditer(out):
-            hashes.add(cm.group(2), i)
-            branches.add(cm.group(1), i)
-            texts.append((cm.group(3), i))
-        for pm in PUSH_RANGE_RE.finditer(out):
-            hashes.add(pm.group(1), i)
-            branches.add(pm.group(2), i)
-        branches.extend((nm.group(1) for nm in PUSH_NEW_RE.finditer(out)), i)
-        for path, branch in WORKTREE_LIST_RE.findall(out):
-            worktrees.add(path, i)
-            branches.add(branch, i)
+        # Each pattern scans an output only when its literal is there: most outputs hold none of them.
+        if _may_match(BRANCH_RE, out):
+            branches.extend(BRANCH_RE.findall(out), i)
+        if _may_match(COMMIT_RE, out):
+            for cm in COMMIT_RE.finditer(out):
+                hashes.add(cm.group(2), i)
+                branches.add(cm.group(1), i)
+                texts.append((cm.group(3), i))
+        if _may_match(PUSH_RANGE_RE, out):
+            for pm in PUSH_RANGE_RE.finditer(out):
+                hashes.add(pm.group(1), i)
+                branches.add(pm.group(2), i)
+        if _may_match(PUSH_NEW_RE, out):
+            branches.extend((nm.group(1) for nm in PUSH_NEW_RE.finditer(out)), i)
+        if _may_match(WORKTREE_LIST_RE, out):
+            for path, branch in WORKTREE_LIST_RE.findall(out):
+                worktrees.add(path, i)
+                branches.add(branch, i)
         if line.startswith("git log"):
             hashes.extend((h for h in ONELINE_RE.findall(out) if _hex_ok(h)), i)
-        hashes.extend((h for h in COMMIT_WORD_RE.findall(out) if _hex_ok(h)), i)
+        if _may_match(COMMIT_WORD_RE, out):
+            hashes.extend((h for h in COMMIT_WORD_RE.findall(out) if _hex_ok(h)), i)
 
     for text, i in texts:
-        hashes.extend((h for h in COMMIT_WORD_RE.findall(text) if _hex_ok(h)), i)
+        if _may_match(COMMIT_WORD_RE, text):
+            hashes.extend((h for h in COMMIT_WORD_RE.findall(text) if _hex_ok(h)), i)
+        if _may_match(URL_RE, text):
+            urls.extend((u.rstrip(".,;:!?") for u in URL_RE.findall(text)), i)
+        if not _may_match(JIRA_RE, text):
+            continue  # a tracker prefix's id holds the same dash
         issues.extend((k for k in JIRA_RE.findall(text) if k.split("-")[0] not in NOT_ISSUE_KEYS), i)
         for prefix in sorted(prefixes):
-            issues.extend(re.findall(rf"(?<![\w/-]){re.escape(prefix)}-[a-z0-9]+(?:\.\d+)*\b", text), i)
-        urls.extend((u.rstrip(".,;:!?") for u in URL_RE.findall(text)), i)
+            if prefix + "-" in text:  # the literal the prefix's pattern opens with
+                issues.extend(re.findall(rf"(?<![\w/-]){re.escape(prefix)}-[a-z0-9]+(?:\.\d+)*\b", text), i)
     # A working directory inside a worktree names it; a subdirectory of another cwd does not.
     for path, i in cwds.items():
         if "worktree" in path and not any(path.startswith(o.rstrip("/") + "/") for o in cwds):
