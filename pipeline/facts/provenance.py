@@ -163,6 +163,7 @@ QUOTING_NOTES = ("was modified, either by the user or by a linter", "result of c
 # A `<system-reminder>` block at the very end of a text, opening at the start of a line (what Claude
 # Code appends after a tool's output; a file's lines are prefixed with their numbers, so never there).
 _TRAILING_REMINDER_RE = re.compile(r"(?:^|\n)<system-reminder>((?:(?!<system-reminder>)[\s\S])*?)</system-reminder>\s*$")
+_REMINDER_CLOSE = "</system-reminder>"
 # The harness's notes are short: only this many characters at the end of a result are looked at.
 APPENDED_WINDOW = 65_536
 # The line-number prefix Claude Code's Read puts before every line it returns (`   12→`, or a tab).
@@ -183,6 +184,8 @@ def appended_reminders(content: str, own_output: str) -> list[str]:
     does not echo its output (a web search's summary) holds no reminder of the harness's."""
     found: list[str] = []
     rest = content[-APPENDED_WINDOW:]
+    if _REMINDER_CLOSE not in rest:
+        return []  # the pattern's literal: most results end with no reminder, and are not scanned for one
     while (m := _TRAILING_REMINDER_RE.search(rest)) is not None:
         found.append(m.group(1))
         rest = rest[: m.start()]

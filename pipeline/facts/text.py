@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 # Claude Code wraps hook and harness notes in these tags inside user messages and tool results.
 SYSTEM_REMINDER_RE = re.compile(r"<system-reminder>(.*?)</system-reminder>", re.S)
+# The tag that opens one: a text without it holds no reminder (tested before the pattern's scan).
+REMINDER_OPEN = "<system-reminder>"
 # A bullet or numbered item at the start of a line ("- x", "* x", "• x", "1. x", "2) x").
 BULLET_RE = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*\S)\s*$")
 # Markdown headings and "Section:" lines introduce the bullets below them.
@@ -37,11 +39,13 @@ class Unit:
 
 def strip_reminders(text: str) -> str:
     """The text without `<system-reminder>` blocks (hook and harness notes, not the author's words)."""
-    return SYSTEM_REMINDER_RE.sub("", text).strip()
+    return (SYSTEM_REMINDER_RE.sub("", text) if REMINDER_OPEN in text else text).strip()
 
 
 def reminders(text: str) -> list[str]:
     """The bodies of the `<system-reminder>` blocks in a text, stripped."""
+    if REMINDER_OPEN not in text:
+        return []
     return [m.group(1).strip() for m in SYSTEM_REMINDER_RE.finditer(text) if m.group(1).strip()]
 
 
