@@ -178,7 +178,9 @@ PROVENANCE = [
 SHELL = [
     ("HEREDOC_RE", "search", "cat <<'EOF' > notes.md", "cat < notes.md"),
     ("ROUGH_TOKEN_RE", "search", "git status && git diff", "   "),
-    ("PLAIN_TOKEN_RE", "search", "ls -la", " \t\r\n"),
+    ("LEX_RE", "search", "ls -la", ""),
+    ("WORD_PART_RE", "search", "'a b'", ""),
+    ("QUOTED_ESCAPE_RE", "search", '\\"', '"'),
     (r"[A-Za-z_]\w*=.*", "fullmatch", "DEBUG=1", "--debug=1"),
     (r"[a-z][\w.:-]*", "fullmatch", "test:unit", "Makefile"),
 ]

@@ -23,10 +23,16 @@ NON_FILES = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 ROUGH_TOKEN_RE = re.compile(r"&&|\|\||>>|[;|&()<>]|[^\s;|&()<>]+")
 # The characters that make shlex's reading of a line more than a split: quotes and the escape.
 SHLEX_QUOTING = ("'", '"', "\\")
-# What shlex (posix, punctuation_chars, whitespace_split, no commenters) makes of a line without
-# them: runs of its punctuation characters, and runs of anything but those and its whitespace. A
-# regex does that in C; most command lines have no quoting, and shlex reads one character at a time.
-PLAIN_TOKEN_RE = re.compile(r"[();<>|&]+|[^ \t\r\n();<>|&]+")
+# What shlex (posix, punctuation_chars, whitespace_split, no commenters) reads a line as, in one regex:
+# runs of its punctuation characters; words of plain characters, `\x` escapes, '...' and "..." parts;
+# its whitespace between. Anything else (an unclosed quote, a trailing escape) is `bad`: shlex is asked.
+# shlex reads one character at a time in Python; this is the same reading in C (tests/test_facts_shortcuts.py).
+LEX_RE = re.compile(r"""(?P<op>[();<>|&]+)|(?P<word>(?:[^ \t\r\n'"\\();<>|&]|\\[\s\S]|'[^']*'|"(?:[^"\\]|\\[\s\S])*")+)"""
+                    r"""|[ \t\r\n]+|(?P<bad>[\s\S])""")
+# The parts of one word: plain characters, an escaped character, a '...' part, a "..." part.
+WORD_PART_RE = re.compile(r"[^'\"\\]+|\\([\s\S])|'([^']*)'|\"((?:[^\"\\]|\\[\s\S])*)\"")
+# Inside "...", a backslash escapes only `"` and itself; before anything else it stays.
+QUOTED_ESCAPE_RE = re.compile(r"\\([\s\S])")
 # Wrappers that run the rest of the line as the real command.
 WRAPPERS = {"sudo", "time", "env", "nohup", "command", "exec", "timeout"}
 # Parsed command lines remembered: a call's new commands are read by several extractors, and a
@@ -103,21 +109,50 @@ def _logical_lines(command: str) -> list[tuple[str, str | None]]:
 
 def _tokens(line: str) -> list[str]:
     """Shell words and operators; unbalanced quotes (a line cut by a heredoc) fall back to a rough split."""
-    if _unquoted(line):
-        return PLAIN_TOKEN_RE.findall(line)
+    lexed = _lex(line)
+    if lexed is not None:
+        return lexed
     try:
         return _shlex_tokens(line)
     except ValueError:
         return [t.strip("'\"") for t in ROUGH_TOKEN_RE.findall(line) if t.strip("'\"")]
 
 
+def _lex(line: str) -> list[str] | None:
+    """shlex's tokens of a line (see LEX_RE), or None when shlex would have to decide (it may refuse)."""
+    out: list[str] = []
+    for m in LEX_RE.finditer(line):
+        if m.group("bad") is not None:
+            return None
+        word = m.group("word")
+        if word is None:
+            if m.group("op") is not None:
+                out.append(m.group("op"))
+        elif _unquoted(word):
+            out.append(word)
+        else:
+            out.append("".join(_unquote(p) for p in WORD_PART_RE.finditer(word)))
+    return out
+
+
+def _unquote(part: re.Match[str]) -> str:
+    escaped, single, double = part.groups()
+    if escaped is not None:
+        return escaped
+    if single is not None:
+        return single
+    if double is not None:
+        return QUOTED_ESCAPE_RE.sub(lambda e: e.group(1) if e.group(1) in '"\\' else e.group(0), double)
+    return part.group(0)
+
+
 def _unquoted(text: str) -> bool:
-    """No quote or escape character in `text`: shlex would only split it (see PLAIN_TOKEN_RE)."""
+    """No quote or escape character in `text`."""
     return not any(c in text for c in SHLEX_QUOTING)
 
 
 def _shlex_tokens(line: str) -> list[str]:
-    """shlex's own reading of a line (what `_tokens` gives, without its fast path for plain lines)."""
+    """shlex's own reading of a line (what `_lex` gives where it answers)."""
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""

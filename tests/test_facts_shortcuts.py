@@ -1,0 +1,113 @@
+"""The extractors' shortcuts change no result (issue 28): the shell lexer reads a line as shlex does,
+a pattern skipped for want of its literal could not have matched, and the facts of real sessions are
+the same with the shortcuts as without them."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from facts_transcripts import CLAUDE_CODE, LONG_SESSIONS, load
+from shared import needs_shared
+from worksurface import facts
+from worksurface.core.toolkinds import tool_kind
+from worksurface.facts import shell
+
+identifiers_module = importlib.import_module("worksurface.facts.identifiers")  # the package's name is the function
+
+# Characters that steer shlex: its whitespace and punctuation, quotes, the escape, and ones it treats
+# as plain (other whitespace, `#` with no commenters, shell syntax it does not know).
+SHELL_CHARS = list("ab -|&;()<>\t\r\n=./~*?#$`{}!\x0b\u00a0é2'\"\\")
+
+
+def _shlex(line: str) -> list[str] | None:
+    try:
+        return shell._shlex_tokens(line)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=3000)
+@given(st.text(alphabet=st.sampled_from(SHELL_CHARS), max_size=40))
+@example("git commit -m \"fix: it's \\\"done\\\"\" && echo 'a\\b' | tee x\\ y")
+@example("echo \"unclosed")
+@example("trailing\\")
+@example("\"\"|x ''")
+def test_the_lexer_reads_a_line_as_shlex_does(line: str) -> None:
+    lexed = shell._lex(line)
+    assert lexed is None or lexed == _shlex(line)
+    if lexed is None:  # only where shlex refuses the line (then the rough split decides, as before)
+        assert _shlex(line) is None
+
+
+# A matching example per pattern the identifiers skip without their literal (identifiers.REQUIRED).
+MATCHING = {
+    identifiers_module.BRANCH_RE: "On branch main\nnothing to commit",
+    identifiers_module.COMMIT_RE: "[main 1a2b3c4] Fix the parser\n 1 file changed",
+    identifiers_module.PUSH_RANGE_RE: "   05fd186..a230dbf  main -> main",
+    identifiers_module.PUSH_NEW_RE: " * [new branch]      fix -> fix",
+    identifiers_module.WORKTREE_LIST_RE: "/repo/wt  1a2b3c4 [feature]",
+    identifiers_module.COMMIT_WORD_RE: "see commit 1a2b3c4d for it",
+    identifiers_module.URL_RE: "at https://example.com/x",
+    identifiers_module.JIRA_RE: "fixes PROJ-12 today",
+}
+
+
+def test_every_skipped_pattern_has_an_example() -> None:
+    assert set(MATCHING) == set(identifiers_module.REQUIRED)
+    for pattern, text in MATCHING.items():
+        assert pattern.search(text) is not None and identifiers_module.REQUIRED[pattern] in text
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(sorted(MATCHING, key=lambda p: p.pattern)), st.data())
+def test_a_pattern_skipped_for_want_of_its_literal_could_not_have_matched(pattern: re.Pattern[str],
+                                                                           data: st.DataObject) -> None:
+    """Near misses of a match (characters deleted or replaced anywhere, the literal's among them):
+    whenever the pattern still matches, its literal is there."""
+    text = list(MATCHING[pattern])
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text) - 1))
+        text[at:at + 1] = data.draw(st.sampled_from(["", " ", "-", "]", "[", ":", "\n", "x", "1"]))
+    mutated = "".join(text)
+    if pattern.search(mutated) is not None:
+        assert identifiers_module.REQUIRED[pattern] in mutated
+
+
+def _commands(name: str) -> list[str]:
+    messages, _ = load(name)
+    return [rec.command for rec in facts.tool_calls(list(messages)) if tool_kind(rec.call) == "shell" and rec.command]
+
+
+@needs_shared(CLAUDE_CODE)
+@pytest.mark.parametrize("name", LONG_SESSIONS)
+def test_every_command_line_of_a_long_session_lexes_as_with_shlex(name: str) -> None:
+    lines = [line for command in _commands(name) for line, _ in shell._logical_lines(command)]
+    assert lines
+    for line in lines:
+        lexed = shell._lex(line)
+        assert lexed is None or lexed == _shlex(line), line
+
+
+@needs_shared(CLAUDE_CODE)
+def test_a_long_sessions_facts_are_the_same_without_the_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages, queued = load(LONG_SESSIONS[0])
+
+    def read() -> tuple[object, ...]:
+        window = list(messages)  # a new list: the per-list memos answer afresh
+        shell._parsed.cache_clear()
+        return (facts.identifiers(window), facts.file_activity(window), facts.excluded_approaches(window, queued),
+                facts.standing_constraints(window, queued), facts.findings(window), facts.skills_invoked(window))
+
+    fast = read()
+    monkeypatch.setattr(shell, "_lex", lambda line: None)
+    monkeypatch.setattr(identifiers_module, "_may_match", lambda pattern, text: True)
+    slow = read()
+    shell._parsed.cache_clear()
+    assert fast == slow
+    assert shlex.split("a 'b c'") == ["a", "b c"]  # the patched lexer is the module's, not shlex's
