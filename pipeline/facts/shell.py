@@ -61,8 +61,8 @@ class SimpleCommand:
 def _line_end(text: str, pos: int, plain: bool = False) -> int:
     """Index of the first newline at or after `pos` that is outside quotes (len(text) if none).
     `plain`: the text has no quote or escape character, so the first newline is that one."""
-    if plain:
-        end = text.find("\n", pos)
+    end = text.find("\n", pos)
+    if plain or end < 0:  # no quote to skip past, or no newline to find
         return end if end >= 0 else len(text)
     quote: str | None = None
     i = pos
