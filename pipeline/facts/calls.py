@@ -54,7 +54,7 @@ class CallRecord:
     def name(self) -> str:
         return self.call.name
 
-    @property
+    @cached_property  # asked by most extractors of every call, and the call does not change
     def kind(self) -> str:
         return effective_kind(self.call)
 
@@ -67,7 +67,7 @@ class CallRecord:
                 return first_line(command)
         return call_target(self.call)
 
-    @property
+    @cached_property
     def command(self) -> str | None:
         """The command line of a shell call (None for other tools, even ones with a `command` argument)."""
         return shell_command(self.call) if tool_kind(self.call) == "shell" else None

@@ -151,9 +151,11 @@ def harness_reminders(message: Message) -> list[str]:
         out += [body for body in reminders(block_text) if not quotes_the_world(body)]
     record = claude_record(message)
     if record is not None and "toolUseResult" in record:
-        own_output = _flatten(record["toolUseResult"])
+        own_output: str | None = None  # flattened only for a result that ends with a reminder
         for r in message.tool_results:
-            out += appended_reminders(r.content, own_output)
+            if _ends_with_reminder(r.content):
+                own_output = _flatten(record["toolUseResult"]) if own_output is None else own_output
+                out += appended_reminders(r.content, own_output)
     return out
 
 
@@ -183,9 +185,9 @@ def appended_reminders(content: str, own_output: str) -> list[str]:
     provably ends there, and none of them is itself part of that output. A result whose record
     does not echo its output (a web search's summary) holds no reminder of the harness's."""
     found: list[str] = []
+    if not _ends_with_reminder(content):
+        return []
     rest = content[-APPENDED_WINDOW:]
-    if _REMINDER_CLOSE not in rest:
-        return []  # the pattern's literal: most results end with no reminder, and are not scanned for one
     while (m := _TRAILING_REMINDER_RE.search(rest)) is not None:
         found.append(m.group(1))
         rest = rest[: m.start()]
@@ -197,6 +199,12 @@ def appended_reminders(content: str, own_output: str) -> list[str]:
         return []  # where the tool's output ends is not known: all of it is the world's
     bodies = [b.strip() for b in reversed(found)]
     return [b for b in bodies if b and b not in own_output and not quotes_the_world(b)]
+
+
+def _ends_with_reminder(content: str) -> bool:
+    """Whether the window appended reminders are looked for in holds the tag that closes one (the
+    pattern's literal): most results hold none, and are neither scanned nor their record flattened."""
+    return content.find(_REMINDER_CLOSE, max(0, len(content) - APPENDED_WINDOW)) >= 0
 
 
 def _text_blocks(message: Message) -> Iterator[str]:
