@@ -16,7 +16,7 @@ from facts_transcripts import CLAUDE_CODE, LONG_SESSIONS, load
 from shared import needs_shared
 from worksurface import facts
 from worksurface.core.toolkinds import tool_kind
-from worksurface.facts import shell
+from worksurface.facts import shell, testsummary
 
 identifiers_module = importlib.import_module("worksurface.facts.identifiers")  # the package's name is the function
 
@@ -101,13 +101,49 @@ def test_a_long_sessions_facts_are_the_same_without_the_shortcuts(monkeypatch: p
     def read() -> tuple[object, ...]:
         window = list(messages)  # a new list: the per-list memos answer afresh
         shell._parsed.cache_clear()
+        testsummary.parse_test_output.cache_clear()
         return (facts.identifiers(window), facts.file_activity(window), facts.excluded_approaches(window, queued),
-                facts.standing_constraints(window, queued), facts.findings(window), facts.skills_invoked(window))
+                facts.standing_constraints(window, queued), facts.findings(window), facts.skills_invoked(window),
+                facts.test_runs(window), facts.tool_errors(window))
 
     fast = read()
     monkeypatch.setattr(shell, "_lex", lambda line: None)
     monkeypatch.setattr(identifiers_module, "_may_match", lambda pattern, text: True)
+    monkeypatch.setattr(testsummary, "_may_hold", lambda parser, text: True)
     slow = read()
     shell._parsed.cache_clear()
+    testsummary.parse_test_output.cache_clear()
     assert fast == slow
     assert shlex.split("a 'b c'") == ["a", "b c"]  # the patched lexer is the module's, not shlex's
+
+
+# A summary each test-output parser finds (testsummary.NEEDS: the literals it cannot find one without).
+SUMMARIES = {
+    testsummary._pytest: "FAILED tests/t.py::test_a - x\n=== 1 failed, 41 passed in 2.31s ===",
+    testsummary._unittest: "Ran 12 tests in 0.003s\n\nFAILED (failures=2)",
+    testsummary._jest: "Tests:       1 failed, 5 passed, 6 total",
+    testsummary._vitest: " Tests  3 passed | 1 failed (4)",
+    testsummary._mocha: "  4 passing (31ms)\n  1 failing",
+    testsummary._go: "--- FAIL: TestX (0.00s)\nFAIL\tpkg/x\t0.01s",
+    testsummary._cargo: "test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured",
+    testsummary._exunit: "14 doctests, 65 tests, 1 failure, 2 skipped",
+    testsummary._rspec: "10 examples, 2 failures",
+}
+
+
+def test_every_parser_has_an_example() -> None:
+    assert set(SUMMARIES) == set(testsummary.PARSERS) == set(testsummary.NEEDS)
+    for parser, text in SUMMARIES.items():
+        assert parser(text) is not None and testsummary._may_hold(parser, text)
+
+
+@settings(max_examples=600)
+@given(st.sampled_from(sorted(SUMMARIES, key=lambda p: p.__name__)), st.data())
+def test_a_parser_skipped_for_want_of_its_literals_would_have_found_nothing(parser, data: st.DataObject) -> None:
+    text = list(SUMMARIES[parser])
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text) - 1))
+        text[at:at + 1] = data.draw(st.sampled_from(["", " ", "\n", "s", "x", "1", ":", "-"]))
+    mutated = "".join(text)
+    if parser(mutated) is not None:
+        assert testsummary._may_hold(parser, mutated)

@@ -309,6 +309,17 @@ def _rspec(text: str) -> Found | None:
 
 PARSERS: tuple[Callable[[str], Found | None], ...] = (
     _pytest, _unittest, _jest, _vitest, _mocha, _go, _cargo, _exunit, _rspec)
+# Literals a parser's summary cannot be found without (one of them): a substring test per parser
+# spares most outputs, which hold no test summary, the scans for nine runners' summary lines.
+NEEDS: dict[Callable[[str], Found | None], tuple[str, ...]] = {
+    _pytest: (" in ",), _unittest: ("Ran ",), _jest: ("Tests:",), _vitest: ("Tests",),
+    _mocha: ("passing", "failing", "pending"), _go: ("--- ", "ok", "FAIL"), _cargo: ("test result: ",),
+    _exunit: (" failure",), _rspec: (" example",),
+}
+
+
+def _may_hold(parser: Callable[[str], Found | None], text: str) -> bool:
+    return any(literal in text for literal in NEEDS[parser])
 
 
 # The status bar's watcher and the ledger's test runs read the same new outputs on one call.
@@ -316,7 +327,7 @@ PARSERS: tuple[Callable[[str], Found | None], ...] = (
 def parse_test_output(output: str) -> TestSummary | None:
     """The summary of the last test run printed in `output`, or None when there is none."""
     text = _ANSI.sub("", output)
-    found = [r for r in (p(text) for p in PARSERS) if r is not None]
+    found = [r for r in (p(text) for p in PARSERS if _may_hold(p, text)) if r is not None]
     if not found:
         return None
     position, summary = max(found, key=lambda r: r[0])
