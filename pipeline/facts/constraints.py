@@ -24,7 +24,7 @@ from .files import added_lines, numbered_lines
 from .findings import COMPLAINT, findings
 from .commands import command_bodies, rejection_words
 from .meta import message_cwd, normalize_path
-from .provenance import UserNamed, converted_outputs, from_other_harness, harness_reminders, harness_tool
+from .provenance import UserNamed, converted_outputs, from_other_harness, harness_tool, reminders_by_message
 from .requests import is_user_message, is_user_words
 from .shell import first_line, simple_commands
 from .text import one_line, output_body, strip_reminders, trim, units
@@ -367,6 +367,7 @@ def standing_constraints(messages: Sequence[Message],
     outputs = converted_outputs(messages)
     # The prompt a slash command the user ran expanded into: its rules bind like the user's own.
     expanded = {index: name for name, _, index in command_bodies(messages)}
+    said_by_harness = reminders_by_message(messages)
     for i, m in enumerate(messages):
         if m.role == "system":
             continue  # the system prompt is the stable prefix: never removed, never restated
@@ -377,7 +378,7 @@ def standing_constraints(messages: Sequence[Message],
         elif i in expanded:
             add(strip_reminders(m.text), COMMAND, m.id, i, expanded[i])
         if m.role == "user":
-            for source, body in _hook_texts(harness_reminders(m)):
+            for source, body in _hook_texts(said_by_harness[i]):
                 add(body, source, m.id, i)
         for r in m.tool_results:
             rec = records.get((i, r.call_id))

@@ -17,7 +17,7 @@ from .memo import per_message_list
 from .git import COMMIT_RE
 from .meta import message_branch
 from .testsummary import TestRunWatcher, parse_test_output
-from .provenance import converted_outputs, harness_reminders, harness_tool
+from .provenance import converted_outputs, harness_tool, reminders_by_message
 from .text import one_line
 from .todos import TodoItem, TodoReplayer
 from .tracker import TRACKER_UPDATE_RE, TrackerUpdate, tracker_updates
@@ -131,9 +131,10 @@ def plan_mode(messages: Sequence[Message]) -> PlanMode:
     path: str | None = None
     where: str | None = None
     outputs = converted_outputs(messages)
+    said_by_harness = reminders_by_message(messages)
     events: list[tuple[int, int, Any]] = [
         (i, 0, m) for i, m in enumerate(messages)
-        if i not in outputs and any(PLAN_MODE_REMINDER in r.lower() for r in harness_reminders(m))]
+        if i not in outputs and any(PLAN_MODE_REMINDER in r.lower() for r in said_by_harness[i])]
     events += [(rec.index, 1, rec) for rec in tool_calls(messages)
                if normalize_name(rec.name) in ("enterplanmode", "exitplanmode")]
     for _, order, item in sorted(events, key=lambda e: (e[0], e[1])):

@@ -14,7 +14,7 @@ import re
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
-from .memo import per_message
+from .memo import per_message, per_message_list
 from .text import reminders
 
 # Claude Code's `toolUseResult` for a call the user rejected in the permission prompt.
@@ -157,6 +157,14 @@ def harness_reminders(message: Message) -> list[str]:
                 own_output = _flatten(record["toolUseResult"]) if own_output is None else own_output
                 out += appended_reminders(r.content, own_output)
     return out
+
+
+@per_message_list  # one fold's constraints, announcements and plan mode read the same list's reminders
+def reminders_by_message(messages: Sequence[Message]) -> list[list[str]]:
+    """`harness_reminders` of each message of a list, by index. Shared by the list's readers: a
+    one-shot list longer than the per-message memo holds would be read once per reader otherwise.
+    The inner lists are shared: a reader copies one before changing it."""
+    return [harness_reminders(m) for m in messages]
 
 
 # Notes the harness writes to quote the world's text: their lines are a file's or a tool's, never a rule.

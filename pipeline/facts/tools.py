@@ -18,7 +18,7 @@ from ..core.toolkinds import tool_kind
 from .calls import tool_calls
 from .commands import command_bodies
 from .files import file_activity
-from .provenance import converted_outputs, harness_reminders, structured_tool_references
+from .provenance import converted_outputs, reminders_by_message, structured_tool_references
 
 # Claude Code puts an invoked skill's text in the next meta user message, which starts like this.
 SKILL_BODY_PREFIX = "Base directory for this skill"
@@ -188,6 +188,7 @@ def announced_tools(messages: Sequence[Message]) -> list[Announcement]:
     server instructions; oldest first."""
     out: list[Announcement] = []
     outputs = converted_outputs(messages)
+    said_by_harness = reminders_by_message(messages)
     for i, m in enumerate(messages):
         if i in outputs:
             continue
@@ -198,7 +199,7 @@ def announced_tools(messages: Sequence[Message]) -> list[Announcement]:
             out.append(Announcement("tools", unique, ", ".join(unique), m.id, i, entries))
         if m.role != "user":
             continue
-        bodies = harness_reminders(m)
+        bodies = list(said_by_harness[i])  # extended below: the shared list stays as it is
         if not m.tool_results and not m.meta.get("kind") and m.origin is Origin.CONVERSATION:
             # A harness message listing deferred tools in its own tag (not inside a tool's output).
             bodies += [f"<available-deferred-tools>{t}</available-deferred-tools>"
