@@ -158,7 +158,14 @@ def _printed_failure(command: str, output: str) -> bool:
 
 def is_transient(output: str) -> bool:
     """The tool refused this call for a passing reason (size, timeout, rate limit)."""
-    return bool(TRANSIENT_RE.search(output[:2000]))
+    return _transient_head(output[:2000])
+
+
+# The error window re-reads each open error's output on every call, and the case-blind search of the
+# pattern's many wordings costs a few hundred microseconds on a 2,000-character head: remember it.
+@lru_cache(maxsize=CLASSIFY_CACHE_SIZE)
+def _transient_head(head: str) -> bool:
+    return bool(TRANSIENT_RE.search(head))
 
 
 def _bad(rec: CallRecord) -> bool:
