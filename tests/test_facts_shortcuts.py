@@ -17,7 +17,11 @@ from worksurface import facts
 from worksurface.core.toolkinds import tool_kind
 from worksurface.facts import shell, testsummary
 
+from worksurface.ledger.ledger import Ledger
+from worksurface.offline.replay import call_points
+
 identifiers_module = importlib.import_module("worksurface.facts.identifiers")  # the package's name is the function
+files_module = importlib.import_module("worksurface.facts.files")
 
 # Characters that steer shlex: its whitespace and punctuation, quotes, the escape, and ones it treats
 # as plain (other whitespace, `#` with no commenters, shell syntax it does not know).
@@ -145,3 +149,18 @@ def test_a_parser_skipped_for_want_of_its_literals_would_have_found_nothing(pars
     mutated = "".join(text)
     if parser(mutated) is not None:
         assert testsummary._may_hold(parser, mutated)
+
+
+@needs_shared(CLAUDE_CODE)
+@pytest.mark.parametrize("name", LONG_SESSIONS)
+def test_the_file_marks_kept_between_calls_are_the_marks_of_every_file(name: str) -> None:
+    """A session's ledger folds call by call; after each, the tracker's marks (only touched files
+    marked again) are every tracked file's mark, in the tracker's order."""
+    messages, _ = load(name)
+    ledger = Ledger()
+    calls = call_points(list(messages))
+    assert len(calls) > 50
+    for size in calls:
+        ledger.update(list(messages[:size]))
+        states = ledger.files._tracker.files
+        assert list(ledger.files.file_marks().items()) == [(p, files_module._mark(st)) for p, st in states.items()]

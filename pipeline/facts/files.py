@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -353,8 +354,12 @@ class _Tracker:
     def __init__(self) -> None:
         self.files: dict[str, _FileState] = {}
         self.open_file: str | None = None  # SWE-agent's current file, named by an open/create call
+        # Paths whose state may have changed since FileTracker.file_marks last read them: every change
+        # goes through `state` (or `_delete`, to the files under a deleted folder).
+        self.touched: set[str] = set()
 
     def state(self, path: str, index: int) -> _FileState:
+        self.touched.add(path)
         st = self.files.get(path)
         if st is None:
             st = self.files[path] = _FileState(path, first_index=index, last_index=index)
@@ -590,6 +595,7 @@ class _Tracker:
         self.state(path, index).touch(DELETED, at)
         for other in list(self.files):
             if other.startswith(path.rstrip("/") + "/"):
+                self.touched.add(other)
                 self.files[other].touch(DELETED, at)
 
     def _move(self, sources: list[str], dest: str, index: int, at: At, *, copy: bool, into: bool) -> None:
@@ -750,6 +756,7 @@ class FileTracker:
         self.cwd: str | None = None
         self._fed: set[str] = set()  # calls already replayed among the messages a window may repeat
         self._facts: dict[str, tuple[tuple[Any, ...], FileFact]] = {}  # path -> (state key, record)
+        self._marks: dict[str, tuple[Any, ...]] | None = None  # file_marks as of its last call
 
     def feed(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
         """Replay `messages` (at transcript positions `index`); messages before position `new_from`
@@ -816,12 +823,20 @@ class FileTracker:
     def file_marks(self) -> dict[str, tuple[Any, ...]]:
         """Per tracked file, a mark that changes whenever its state does (a saver writes, a renderer
         re-renders, only the files whose mark changed): every change touches the file at a newer
-        message or counts an edit, replaces or grows its lines, or sets one of these flags."""
-        return {path: (st.first_index, st.last_index, st.last_message_id, len(st.actions), st.content_index,
-                       st.content_message_id, st.edits, st.stale, st.complete, st.total, st.gone, st.moved_to,
-                       st.moved_from, len(st.added), len(st.removed), id(st.lines),
-                       -1 if st.lines is None else len(st.lines))
-                for path, st in self._tracker.files.items()}
+        message or counts an edit, replaces or grows its lines, or sets one of these flags.
+        Only the files touched since the last call are marked again (a call costs what it touched,
+        not every file the session read); the caller gets its own dict, in the tracker's file order."""
+        files, touched = self._tracker.files, self._tracker.touched
+        if self._marks is None:
+            self._marks = {path: _mark(st) for path, st in files.items()}
+        else:
+            # Files are only ever added (at the end): the new ones first, in order, then the touched ones.
+            for path in itertools.islice(files, len(self._marks), None):
+                self._marks[path] = _mark(files[path])
+            for path in touched:
+                self._marks[path] = _mark(files[path])
+        touched.clear()
+        return dict(self._marks)
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> "FileTracker":
@@ -839,6 +854,13 @@ class FileTracker:
         tracker.cwd = data.get("cwd")
         tracker._fed = set(data.get("fed", ()))
         return tracker
+
+
+def _mark(st: _FileState) -> tuple[Any, ...]:
+    """A tracked file's mark (FileTracker.file_marks)."""
+    return (st.first_index, st.last_index, st.last_message_id, len(st.actions), st.content_index,
+            st.content_message_id, st.edits, st.stale, st.complete, st.total, st.gone, st.moved_to,
+            st.moved_from, len(st.added), len(st.removed), id(st.lines), -1 if st.lines is None else len(st.lines))
 
 
 def _state_key(st: _FileState) -> tuple[Any, ...]:
