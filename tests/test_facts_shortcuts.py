@@ -164,3 +164,15 @@ def test_the_file_marks_kept_between_calls_are_the_marks_of_every_file(name: str
         ledger.update(list(messages[:size]))
         states = ledger.files._tracker.files
         assert list(ledger.files.file_marks().items()) == [(p, files_module._mark(st)) for p, st in states.items()]
+
+
+@needs_shared(CLAUDE_CODE)
+def test_the_file_records_kept_between_calls_are_the_records_of_every_file() -> None:
+    """After each call the ledger's file records (untouched files' kept) equal a fresh tracker's
+    reading of the same states (every record rebuilt)."""
+    messages, _ = load(LONG_SESSIONS[0])
+    ledger = Ledger()
+    for size in call_points(list(messages)):
+        ledger.update(list(messages[:size]))
+        fresh = files_module.FileTracker.from_json(ledger.files.to_json())
+        assert ledger.files.facts() == fresh.facts()

@@ -354,12 +354,17 @@ class _Tracker:
     def __init__(self) -> None:
         self.files: dict[str, _FileState] = {}
         self.open_file: str | None = None  # SWE-agent's current file, named by an open/create call
-        # Paths whose state may have changed since FileTracker.file_marks last read them: every change
-        # goes through `state` (or `_delete`, to the files under a deleted folder).
+        # Paths whose state may have changed since FileTracker.file_marks (and .facts) last read them:
+        # every change goes through `state` (or `_delete`, to the files under a deleted folder).
         self.touched: set[str] = set()
+        self.touched_since_facts: set[str] = set()
+
+    def _touch(self, path: str) -> None:
+        self.touched.add(path)
+        self.touched_since_facts.add(path)
 
     def state(self, path: str, index: int) -> _FileState:
-        self.touched.add(path)
+        self._touch(path)
         st = self.files.get(path)
         if st is None:
             st = self.files[path] = _FileState(path, first_index=index, last_index=index)
@@ -595,7 +600,7 @@ class _Tracker:
         self.state(path, index).touch(DELETED, at)
         for other in list(self.files):
             if other.startswith(path.rstrip("/") + "/"):
-                self.touched.add(other)
+                self._touch(other)
                 self.files[other].touch(DELETED, at)
 
     def _move(self, sources: list[str], dest: str, index: int, at: At, *, copy: bool, into: bool) -> None:
@@ -755,7 +760,8 @@ class FileTracker:
         self._tracker = _Tracker()
         self.cwd: str | None = None
         self._fed: set[str] = set()  # calls already replayed among the messages a window may repeat
-        self._facts: dict[str, tuple[tuple[Any, ...], FileFact]] = {}  # path -> (state key, record)
+        # path -> (state key, record, whether read from the path's own state rather than a merged copy)
+        self._facts: dict[str, tuple[tuple[Any, ...], FileFact, bool]] = {}
         self._marks: dict[str, tuple[Any, ...]] | None = None  # file_marks as of its last call
 
     def feed(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
@@ -785,17 +791,25 @@ class FileTracker:
     def facts(self) -> list[FileFact]:
         """The same records `file_activity` gives for everything fed so far. A file's record is
         rebuilt only when its state changed (joining a large file's lines is the costly part), so a
-        call costs what it touched, not every file the session ever read."""
+        call costs what it touched, not every file the session ever read. A file untouched since the
+        last call whose record came from its own state (not merged with a relative path) keeps it
+        without its state key being worked out again."""
         facts = []
-        cache: dict[str, tuple[tuple[Any, ...], FileFact]] = {}
-        for path, st in _merge_relative(self._tracker.files).items():
+        files, touched = self._tracker.files, self._tracker.touched_since_facts
+        cache: dict[str, tuple[tuple[Any, ...], FileFact, bool]] = {}
+        for path, st in _merge_relative(files).items():
             if not st.actions:
                 continue
-            key = _state_key(st)
+            own = st is files.get(path)
             hit = self._facts.get(path)
-            fact = hit[1] if hit is not None and hit[0] == key else st.fact()
-            cache[path] = (key, fact)
+            if hit is not None and own and hit[2] and path not in touched:
+                key, fact = hit[0], hit[1]  # the same state object, unchanged since: the same record
+            else:
+                key = _state_key(st)
+                fact = hit[1] if hit is not None and hit[0] == key else st.fact()
+            cache[path] = (key, fact, own)
             facts.append(fact)
+        touched.clear()
         self._facts = cache
         facts.sort(key=lambda f: (-f.last_index, f.path))
         return facts
