@@ -176,3 +176,28 @@ def test_the_file_records_kept_between_calls_are_the_records_of_every_file() -> 
         ledger.update(list(messages[:size]))
         fresh = files_module.FileTracker.from_json(ledger.files.to_json())
         assert ledger.files.facts() == fresh.facts()
+
+
+def _numbered_lines_row_by_row(text: str) -> dict[int, str] | None:
+    """files._numbered_lines as it read a text before (each pattern matched against each row)."""
+    rows = text.split("\n")
+    for pattern in files_module.NUMBERED_LINE_RES:
+        found: dict[int, str] = {}
+        for row in rows:
+            m = pattern.match(row)
+            if m:
+                found.setdefault(int(m.group(1)), m.group(2))
+        if found and len(found) * 2 >= sum(1 for r in rows if r.strip() and not r.startswith("<")):
+            return found
+    return None
+
+
+@settings(max_examples=3000)
+@given(st.lists(st.sampled_from(["  12→a", "3→", "\t7\tb c", "4:x", "12:y", " ", "", "\t", "\r", "<tag>", "9",
+                                 "→", "x→1", " 5 → z", "\x0b8→q", "٣→arabic digit", "\u20281→s", "10\t"]),
+                max_size=12).map("\n".join))
+@example("\n\n  1→a\n  2→b")
+@example(" \n\t3\tx\n4:y")
+def test_numbered_lines_read_at_once_are_the_rows_read_one_by_one(text: str) -> None:
+    files_module._numbered_lines.cache_clear()
+    assert files_module._numbered_lines(text) == _numbered_lines_row_by_row(text)

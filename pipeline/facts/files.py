@@ -40,6 +40,10 @@ NUMBERED_LINE_RES = (
     re.compile(r"^\s*(\d+)\t(.*)$"),
     re.compile(r"^(\d+):(.*)$"),
 )
+# The same patterns over a whole text at once (one C scan, not a match per row): a row matches alone
+# exactly where a line of the text matches; `^\s*` that starts on a blank line and runs on to the
+# next matches what that next row matches alone.
+NUMBERED_LINE_SCANS = tuple(re.compile(p.pattern, re.M) for p in NUMBERED_LINE_RES)
 # SWE-agent's file window header: `[File: /path (94 lines total)]`.
 SWE_WINDOW_RE = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
 # The literal that header opens with: outputs without it are not searched line by line for it.
@@ -243,14 +247,15 @@ def numbered_lines(text: str) -> dict[int, str] | None:
 # The file tracker, the window's file activity and the test watcher read the same new results on one call.
 @functools.lru_cache(maxsize=64)
 def _numbered_lines(text: str) -> dict[int, str] | None:
-    rows = text.split("\n")
-    for pattern in NUMBERED_LINE_RES:
+    rows: list[str] | None = None
+    for scan in NUMBERED_LINE_SCANS:
         found: dict[int, str] = {}
-        for row in rows:
-            m = pattern.match(row)
-            if m:
-                found.setdefault(int(m.group(1)), m.group(2))
-        if found and len(found) * 2 >= sum(1 for r in rows if r.strip() and not r.startswith("<")):
+        for number, line in scan.findall(text):
+            found.setdefault(int(number), line)
+        if not found:
+            continue
+        rows = text.split("\n") if rows is None else rows
+        if len(found) * 2 >= sum(1 for r in rows if r.strip() and not r.startswith("<")):
             return found
     return None
 
