@@ -171,7 +171,8 @@ class _FileState:
 
     def see_lines(self, lines: dict[int, str], at: At, *, whole: bool,
                   total: int | None = None) -> None:
-        """Some (or, with `whole`, all) of the file's lines are now known."""
+        """Some (or, with `whole`, all) of the file's lines are now known. `lines` is copied or only
+        read, never kept: a caller may pass the shared dict `_numbered_lines` remembers."""
         if whole:
             self.lines, self.complete = dict(lines), True
         elif self.lines is not None and not self.stale:
@@ -403,7 +404,7 @@ class _Tracker:
         if kind == "read":
             st.touch(READ, at)
             if not _see_window(st, rec.output, at):
-                lines = numbered_lines(rec.output)
+                lines = _numbered_lines(rec.output)  # see_lines copies it
                 if lines is not None:
                     ranged = any(inp.get(k) not in (None, "", 0) for k in RANGE_KEYS)
                     st.see_lines(lines, at, whole=not ranged and min(lines) == 1)
