@@ -25,7 +25,7 @@ from .findings import COMPLAINT, findings
 from .commands import command_bodies, rejection_words
 from .meta import message_cwd, normalize_path
 from .provenance import UserNamed, converted_outputs, from_other_harness, harness_tool, reminders_by_message
-from .requests import is_user_message, is_user_words
+from .requests import is_user_message, is_user_words, user_message_flags
 from .shell import first_line, simple_commands
 from .text import one_line, output_body, strip_reminders, trim, units
 
@@ -368,12 +368,13 @@ def standing_constraints(messages: Sequence[Message],
     # The prompt a slash command the user ran expanded into: its rules bind like the user's own.
     expanded = {index: name for name, _, index in command_bodies(messages)}
     said_by_harness = reminders_by_message(messages)
+    typed = user_message_flags(messages)
     for i, m in enumerate(messages):
         if m.role == "system":
             continue  # the system prompt is the stable prefix: never removed, never restated
         if i in outputs:
             continue  # a tool's output written as a user message by a format conversion
-        if is_user_message(m):
+        if typed[i]:
             add(strip_reminders(m.text), USER, m.id, i)
         elif i in expanded:
             add(strip_reminders(m.text), COMMAND, m.id, i, expanded[i])

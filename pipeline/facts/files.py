@@ -709,7 +709,7 @@ def file_activity(messages: Sequence[Message]) -> list[FileFact]:
     Failed and rejected calls change nothing (a rejected edit was not written). Harnesses without
     tool calls (aider) report file activity as notices, which are read too."""
     tracker = _Tracker()
-    cwd_by_index = _cwds(messages)
+    cwd_by_index = running_cwds(messages)
     records: dict[int, list[CallRecord]] = {}
     for rec in tool_calls(messages):
         records.setdefault(rec.index, []).append(rec)
@@ -724,7 +724,8 @@ def file_activity(messages: Sequence[Message]) -> list[FileFact]:
     return facts
 
 
-def _cwds(messages: Sequence[Message]) -> list[str | None]:
+@per_message_list  # the window's file activity, the file tracker's feed and the identifiers ask it
+def running_cwds(messages: Sequence[Message]) -> list[str | None]:
     """The working directory in force at each message (the last one a message reported)."""
     out: list[str | None] = []
     current: str | None = None
@@ -773,7 +774,7 @@ class FileTracker:
     def feed(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
         """Replay `messages` (at transcript positions `index`); messages before position `new_from`
         were fed before and only their calls' late results are replayed now."""
-        cwds = _cwds(messages)
+        cwds = running_cwds(messages)
         seed = self.cwd
         records: dict[int, list[CallRecord]] = {}
         for rec in tool_calls(messages):

@@ -13,9 +13,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..core.model import Message
 from ..core.toolkinds import call_path, tool_kind
 from .calls import tool_calls
-from .files import file_activity, numbered_lines
-from .meta import message_branch, message_cwd
-from .requests import is_user_message
+from .files import file_activity, numbered_lines, running_cwds
+from .meta import message_branch
+from .requests import user_message_flags
 from .progress import COMMIT_RE, PUSH_NEW_RE, PUSH_RANGE_RE, test_runs
 from .shell import HEREDOC_RE, first_line, simple_commands
 from .text import strip_reminders, trim
@@ -132,12 +132,12 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
     texts: list[tuple[str, int]] = []  # prose and commands where issue ids and URLs are looked for
 
     cwds: dict[str, int] = {}
-    for i, m in enumerate(messages):
-        cwd = message_cwd(m) or cwd
+    typed = user_message_flags(messages)
+    for i, (m, cwd) in enumerate(zip(messages, running_cwds(messages))):
         if cwd:
             cwds[cwd] = i
         branches.add(message_branch(m), i)
-        if is_user_message(m) or m.role == "assistant":
+        if typed[i] or m.role == "assistant":
             texts.append((strip_reminders(m.text), i))
     for rec in tool_calls(messages):
         i = rec.index

@@ -15,6 +15,7 @@ from typing import Sequence
 from ..core.model import Message, Origin, is_user_turn
 from .calls import tool_calls, tool_label
 from .commands import command_request, is_task_notification, question_answers, rejection_words, slash_command
+from .memo import per_message_list
 from .meta import is_harness_output
 from .provenance import converted_outputs
 from .text import strip_reminders
@@ -64,16 +65,23 @@ def is_user_message(message: Message) -> bool:
             and is_user_words(strip_reminders(message.text)))
 
 
+@per_message_list  # the requests, constraints and identifiers of one window ask it of every message
+def user_message_flags(messages: Sequence[Message]) -> list[bool]:
+    """`is_user_message` of each message of a list, by index."""
+    return [is_user_message(m) for m in messages]
+
+
 def user_messages(messages: Sequence[Message],
                   queued_inputs: Sequence[tuple[str | None, str]] = ()) -> list[UserMessage]:
     """Every user message, oldest first; queued inputs sit after the message they followed (inputs that
     also arrived as a real user message later are not repeated)."""
     out: list[UserMessage] = []
     outputs = converted_outputs(messages)
+    typed = user_message_flags(messages)
     for i, m in enumerate(messages):
         if i in outputs:
             continue
-        if is_user_message(m):
+        if typed[i]:
             text = strip_reminders(m.text)
             if slash_command(text) is None:
                 out.append(UserMessage(text, m.id, i))
