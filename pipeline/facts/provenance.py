@@ -271,18 +271,26 @@ def converted_outputs(messages: Sequence[Message]) -> set[int]:
     """Indexes of user-role messages that carry a tool's output written as plain text by a format
     conversion (a format without tool calls writes the call as a `[tool call] name {...}` line of
     the assistant's text and the result as the next user message): the world's text, not the user's."""
+    return set(_converted_outputs(messages))
+
+
+@per_message_list  # the requests, constraints, announcements and plan mode of one window ask it
+def _converted_outputs(messages: Sequence[Message]) -> list[int]:
     out: set[int] = set()
     for i, m in enumerate(messages):
         if m.role != "assistant" or m.origin is not Origin.CONVERSATION:
             continue
-        calls = sum(1 for line in m.text.splitlines() if line.startswith(CONVERTED_CALL))
+        text = m.text
+        if CONVERTED_CALL not in text:
+            continue  # no line can start with it
+        calls = sum(1 for line in text.splitlines() if line.startswith(CONVERTED_CALL))
         j = i + 1
         while calls and j < len(messages) and messages[j].role in ("user", "tool"):
             if not messages[j].tool_results:
                 out.add(j)
                 calls -= 1
             j += 1
-    return out
+    return sorted(out)
 
 
 def aider_command_output(messages: Sequence[Message], index: int) -> bool:
