@@ -15,7 +15,7 @@ from facts_transcripts import CLAUDE_CODE, LONG_SESSIONS, load
 from shared import needs_shared
 from worksurface import facts
 from worksurface.core.toolkinds import tool_kind
-from worksurface.facts import shell, testsummary
+from worksurface.facts import progress, shell, testsummary
 
 from worksurface.ledger.ledger import Ledger
 from worksurface.offline.replay import call_points
@@ -107,11 +107,12 @@ def test_a_long_sessions_facts_are_the_same_without_the_shortcuts(monkeypatch: p
         testsummary.parse_test_output.cache_clear()
         return (facts.identifiers(window), facts.file_activity(window), facts.excluded_approaches(window, queued),
                 facts.standing_constraints(window, queued), facts.findings(window), facts.skills_invoked(window),
-                facts.test_runs(window), facts.tool_errors(window))
+                facts.test_runs(window), facts.tool_errors(window), facts.commits(window))
 
     fast = read()
     monkeypatch.setattr(shell, "_lex", lambda line: None)
     monkeypatch.setattr(identifiers_module, "_may_match", lambda pattern, text: True)
+    monkeypatch.setattr(progress, "may_match", lambda pattern, text, literals=None: True)
     monkeypatch.setattr(testsummary, "_may_hold", lambda parser, text: True)
     slow = read()
     shell._parsed.cache_clear()

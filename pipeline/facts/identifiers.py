@@ -16,7 +16,7 @@ from .calls import tool_calls
 from .files import file_activity, numbered_lines, running_cwds
 from .meta import message_branch
 from .requests import user_message_flags
-from .progress import COMMIT_RE, PUSH_NEW_RE, PUSH_RANGE_RE, test_runs
+from .progress import COMMIT_RE, GIT_LITERALS, PUSH_NEW_RE, PUSH_RANGE_RE, may_match, test_runs
 from .shell import HEREDOC_RE, first_line, simple_commands
 from .text import strip_reminders, trim
 
@@ -63,8 +63,8 @@ COMMON_SYMBOLS = {"self", "this", "init", "main", "test", "run", "get", "set", "
 # A literal each scanning pattern cannot match without: a substring test (in C) decides for most texts
 # and outputs that the pattern's scan would find nothing.
 REQUIRED: dict[re.Pattern[str], str] = {
-    BRANCH_RE: "On branch ", COMMIT_RE: "] ", PUSH_RANGE_RE: " -> ", PUSH_NEW_RE: "* [new branch]",
-    WORKTREE_LIST_RE: " [", COMMIT_WORD_RE: "commit", URL_RE: "://", JIRA_RE: "-",
+    **GIT_LITERALS, BRANCH_RE: "On branch ", WORKTREE_LIST_RE: " [", COMMIT_WORD_RE: "commit", URL_RE: "://",
+    JIRA_RE: "-",
 }
 ID_ARG_RE = re.compile(r"^[A-Za-z][\w]*-[\w]+(?:\.\d+)*$|^#?\d+$")
 
@@ -115,7 +115,7 @@ class _Newest:
 
 def _may_match(pattern: re.Pattern[str], text: str) -> bool:
     """False when `text` lacks the literal `pattern` needs (REQUIRED), so it cannot match."""
-    return REQUIRED[pattern] in text
+    return may_match(pattern, text, REQUIRED)
 
 
 def _hex_ok(value: str) -> bool:

@@ -161,6 +161,14 @@ def plan_mode(messages: Sequence[Message]) -> PlanMode:
 # `git push` output: `   05fd186..a230dbf  br -> br` (a range) or ` * [new branch]      br -> br`.
 PUSH_RANGE_RE = re.compile(r"^\s*\+?\s*[0-9a-f]{7,40}\.{2,3}([0-9a-f]{7,40})\s+(\S+) -> (\S+)", re.M)
 PUSH_NEW_RE = re.compile(r"^\s*\* \[new branch\]\s+(\S+) -> (\S+)", re.M)
+# A literal each of these patterns cannot match without: an output without it is not scanned for it
+# (most outputs are neither a commit's nor a push's).
+GIT_LITERALS: dict[re.Pattern[str], str] = {COMMIT_RE: "] ", PUSH_RANGE_RE: " -> ", PUSH_NEW_RE: "* [new branch]"}
+
+
+def may_match(pattern: re.Pattern[str], text: str, literals: dict[re.Pattern[str], str] = GIT_LITERALS) -> bool:
+    """False when `text` lacks the literal `pattern` needs (`literals`), so it cannot match."""
+    return literals[pattern] in text
 
 
 def commits(messages: Sequence[Message]) -> list[Commit]:
@@ -172,11 +180,15 @@ def commits(messages: Sequence[Message]) -> list[Commit]:
         if rec.result is None or rec.failed or (tool_kind(rec.call) != "shell" or not harness_tool(rec.call)):
             continue
         branch = message_branch(messages[rec.index])
-        for m in COMMIT_RE.finditer(rec.output):
-            made.append(Commit(m.group(2), m.group(1) or branch, one_line(m.group(3), 160), False,
-                               rec.result_message_id or rec.message_id, rec.index))
-        pushes += [(rec.index, m.group(1), m.group(2)) for m in PUSH_RANGE_RE.finditer(rec.output)]
-        pushes += [(rec.index, None, m.group(1)) for m in PUSH_NEW_RE.finditer(rec.output)]
+        output = rec.output
+        if may_match(COMMIT_RE, output):
+            for m in COMMIT_RE.finditer(output):
+                made.append(Commit(m.group(2), m.group(1) or branch, one_line(m.group(3), 160), False,
+                                   rec.result_message_id or rec.message_id, rec.index))
+        if may_match(PUSH_RANGE_RE, output):
+            pushes += [(rec.index, m.group(1), m.group(2)) for m in PUSH_RANGE_RE.finditer(output)]
+        if may_match(PUSH_NEW_RE, output):
+            pushes += [(rec.index, None, m.group(1)) for m in PUSH_NEW_RE.finditer(output)]
 
     def reached(c: Commit, head: str | None) -> bool:
         if head is None:
