@@ -173,6 +173,7 @@ QUOTING_NOTES = ("was modified, either by the user or by a linter", "result of c
 # A `<system-reminder>` block at the very end of a text, opening at the start of a line (what Claude
 # Code appends after a tool's output; a file's lines are prefixed with their numbers, so never there).
 _TRAILING_REMINDER_RE = re.compile(r"(?:^|\n)<system-reminder>((?:(?!<system-reminder>)[\s\S])*?)</system-reminder>\s*$")
+# The literal that pattern cannot match without (looked for before the pattern's scan).
 _REMINDER_CLOSE = "</system-reminder>"
 # The harness's notes are short: only this many characters at the end of a result are looked at.
 APPENDED_WINDOW = 65_536
@@ -192,9 +193,9 @@ def appended_reminders(content: str, own_output: str) -> list[str]:
     record's `toolUseResult` (`own_output`, flattened) echoes the output before them, so the output
     provably ends there, and none of them is itself part of that output. A result whose record
     does not echo its output (a web search's summary) holds no reminder of the harness's."""
-    found: list[str] = []
     if not _ends_with_reminder(content):
         return []
+    found: list[str] = []
     rest = content[-APPENDED_WINDOW:]
     while (m := _TRAILING_REMINDER_RE.search(rest)) is not None:
         found.append(m.group(1))
