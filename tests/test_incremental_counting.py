@@ -95,17 +95,18 @@ def test_a_no_fire_call_reads_only_the_new_messages():
         session.prepare(c.messages[:-3], now=1.0)
         view_size = len(session.view())
         assert view_size > 200
-        encoded, asked = spy.encoded, spy.asked
+        encoded, asked, folded = spy.encoded, spy.asked, session.ledger.folded
         prepared = session.prepare(c.messages, now=2.0)
         assert all(st.skipped for st in prepared.report.stages)  # a no-fire call
         new = 3
         # Counting: only the new messages and the status publication, not the view.
         assert spy.asked - asked <= 4 * new + 12, (spy.asked - asked, view_size)
         assert spy.encoded - encoded <= 4 * new + 8
-        # Recovery re-reads the new messages and the last assistant turn; the ledger folds the new
-        # messages plus the calls still waiting for a result.
+        # Recovery re-reads the new messages and the last assistant turn; nothing read the ledger, so
+        # it folded nothing (the status bar read the new messages on the ledger's walk).
         assert session._recovery.recomputed <= new + 4
-        assert session.ledger.last_window <= new + 4
+        assert session.ledger.folded == folded and session.ledger.pending
+        assert session.status_bar.derived.seen == len(c.messages)
         assert prepared.report.cost > 0 and prepared.report.cost_total > prepared.report.cost
 
 

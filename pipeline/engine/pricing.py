@@ -19,6 +19,7 @@ the threshold, a cold cache (idle past the TTL: the whole prefix is re-billed an
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import operator
 from dataclasses import dataclass, field
@@ -60,6 +61,11 @@ class PriceModel:
         return usd / PER_MILLION
 
     def to_json(self) -> dict[str, Any]:
+        return dict(self._json)
+
+    @functools.cached_property
+    def _json(self) -> dict[str, Any]:
+        """Worked out once (frozen): a session stores it with the billing state on every call."""
         return dataclasses.asdict(self)
 
 
@@ -121,6 +127,12 @@ def common_prefix_tokens(previous: Sequence[Message], current: Sequence[Message]
     """Tokens at the start of `current` equal to the start of `previous`. Whole equal messages count
     in full; at the first differing message the match continues token by token into its text (a
     provider caches at token granularity within a message too)."""
+    return _common_prefix(previous, current, counter)[0]
+
+
+def _common_prefix(previous: Sequence[Message], current: Sequence[Message], counter: TokenCounter) -> tuple[int, bool]:
+    """`common_prefix_tokens`, and whether the match ended at a message that differs (rather than at
+    the end of either list): a later view that extends `current` then shares exactly as much."""
     total = 0
     for a, b in zip(previous, current):
         if same_content(a, b):
@@ -128,8 +140,8 @@ def common_prefix_tokens(previous: Sequence[Message], current: Sequence[Message]
             continue
         if a.role == b.role:
             total += _common_token_prefix(message_text(a), message_text(b))
-        break
-    return total
+        return total, True
+    return total, False
 
 
 def _common_token_prefix(a: str, b: str) -> int:
@@ -177,6 +189,20 @@ class _Entry:
     view: Sequence[Message]
     last_used: float | None
     tokens: int = 0
+    # (a view this entry was compared with, its length, the tokens they share) when the match ended at
+    # a differing message: every later view that extends it shares as much, so it is not compared again.
+    compared: tuple[list[Message], int] | None = None
+
+    def common_tokens(self, view: Sequence[Message], counter: TokenCounter) -> int:
+        """Tokens at the start of `view` equal to this entry's view."""
+        if len(view) >= len(self.view) and all(map(operator.is_, self.view, view)):
+            return self.tokens  # the same messages, extended: C-speed check, no recount
+        known = self.compared
+        if known is not None and len(view) >= len(known[0]) and all(map(operator.is_, known[0], view)):
+            return known[1]
+        common, settled = _common_prefix(self.view, view, counter)
+        self.compared = (list(view), common) if settled else None
+        return common
 
 
 @dataclass
@@ -202,10 +228,7 @@ class PromptCache:
         tokens = self.counter.messages(view) if tokens is None else tokens
         cached, hit = 0, None
         for entry in live:
-            if len(view) >= len(entry.view) and all(map(operator.is_, entry.view, view)):
-                common = entry.tokens  # the same messages, extended: C-speed check, no recount
-            else:
-                common = common_prefix_tokens(entry.view, view, self.counter)
+            common = entry.common_tokens(view, self.counter)
             if common > cached:
                 cached, hit = common, entry
         if cached < self.prices.min_cache_tokens:

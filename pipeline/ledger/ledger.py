@@ -1,10 +1,12 @@
 """The surface ledger: the working state as typed records, kept in the session store beside the log and
 the edits, so a compaction is a state migration instead of a summary of the previous summary.
 
-Each message is folded in once, when it first reaches a `prepare`: the fact extractors run over the
-new messages plus the few earlier ones whose tool calls still wait for a result (so a call and its
-result, which arrive on different calls, are read together), and their records merge into the
-ledger by key. A record leaves only when a newer one supersedes it (a file's later state, a todo
+Each message is folded in once, the first time something reads the ledger after the message reached a
+`prepare` (a compaction, the reinjectors, a report, closing a stored session): a call on which no stage
+fires does not pay for facts nobody reads. The fact extractors run over the messages new since the
+last fold plus the few earlier ones whose tool calls still wait for a result (so a call and its result
+are read together), and their records merge into the ledger by key; how the messages were batched
+does not change the result. A record leaves only when a newer one supersedes it (a file's later state, a todo
 list's new version, an error a later success resolved), never because a compaction happened. The
 summary, the reinjectors and the status baseline render from it; none of them re-reads worksurface's
 own earlier output, which the fold skips.
@@ -13,22 +15,20 @@ own earlier output, which the fold skips.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, Callable, Protocol, Sequence
 
 from .. import facts
-from ..facts import FileFact, Identifiers, PlanMode, TodoState
+from ..facts import Identifiers
 from ..facts.errors import RESOLUTION_WINDOW, ErrorReader
 from ..facts.files import FileTracker
-from ..facts.plans import is_plan_document
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
-from ..core import jsontext
-from ..core.jsontext import EncodedJSON
 from ..core.model import Message, Origin
-from . import codec
 from .kinds import BY_NAME, KINDS, Window
-from .records import LedgerView, Records, entry_source, entry_text
+from .records import LedgerView, Records, entry_source, entry_text, file_records
+from .storage import LedgerStorage
 
 # A call still waiting for its result keeps its message in the fold window; past this many messages
 # the call is taken as abandoned (a harness that never answers it), so the window stays bounded.
@@ -38,25 +38,13 @@ MAX_CARRY_MESSAGES = 24
 IDENTIFIER_CAPS = {"branches": 12, "worktrees": 12, "commits": 40, "issues": 40, "paths": 120,
                    "commands": 60, "test_counts": 12, "urls": 40}
 DEFAULT_IDENTIFIER_CAP = 60
-# File contents the ledger keeps for reinjection: the newest files only (older ones are re-read from
-# the workspace, or named without content); a content is capped at this many characters.
-MAX_FILES_WITH_CONTENT = 16
-# Plan documents keep their content however old (the newest this many), beside those 16.
-MAX_PLAN_DOCUMENTS_WITH_CONTENT = 8
-MAX_CONTENT_CHARS = 40_000
 # An unresolved error keeps the errors window open back to it, up to this many messages (a retry
 # or fix is looked for RESOLUTION_WINDOW calls ahead, two messages a call).
 MAX_ERROR_WINDOW_MESSAGES = 2 * RESOLUTION_WINDOW + 2
-# Records whose JSON is remembered between saves; past this the memo starts over (a long session's
-# ledger holds a few thousand records).
-MAX_JSON_MEMO = 20_000
-# Bumped when the extractors read a message differently: a stored ledger of another version is
-# folded again from the transcript (2: slash commands, rejection words, answers, todo details).
-LEDGER_VERSION = 2
-# Session meta keys: the head of the ledger, each larger part, each tracked file.
-LEDGER_KEY = "ledger"
-PART_PREFIX = "ledger."
-FILE_PREFIX = "ledger.file:"
+
+
+# A transcript read and not folded yet: its messages, queued user input and non-message records.
+_Unfolded = tuple[Sequence[Message], Sequence[tuple[str | None, str]], Sequence[tuple[str | None, Any]]]
 
 
 class Follower(Protocol):
@@ -70,13 +58,13 @@ class Follower(Protocol):
     def observe(self, message: Message, index: int) -> None: ...
 
 
-class Ledger:
+class Ledger(LedgerStorage):
     """The session's working state. `update(transcript)` before each graph run; `upto(index)` for the
     state as of a cut (what a summary of the messages before it should say)."""
 
     def __init__(self) -> None:
-        self.records = Records()
-        self.count = 0            # messages of the transcript folded so far
+        self._records = Records()
+        self.folded = 0           # messages of the transcript folded so far
         self.last_digest: str | None = None
         self.carry_from = 0       # where the next fold window starts (open calls)
         self.files = FileTracker()
@@ -95,6 +83,10 @@ class Ledger:
         self._error_reader = ErrorReader()
         self._followers: list[Follower] = []
         self._requests_read: tuple[int, tuple[str, ...]] = (-1, ())  # (requests version, their texts)
+        # The newest transcript read and not folded yet, with its queued input and extras (see `settle`),
+        # and the messages of the newest transcript read (where the followers are).
+        self._pending: _Unfolded | None = None
+        self._read: list[Message] = []
 
     @classmethod
     def over(cls, messages: Sequence[Message], queued: Sequence[tuple[str | None, str]] = ()) -> "Ledger":
@@ -102,6 +94,7 @@ class Ledger:
         session (the one-shot path reads the same records a session's ledger holds)."""
         ledger = cls()
         ledger.update(messages, queued=queued)
+        ledger.settle()
         return ledger
 
     # --- folding ----------------------------------------------------------------------------------
@@ -109,38 +102,86 @@ class Ledger:
     def update(self, transcript: Sequence[Message], *, rebuild: bool = False,
                queued: Sequence[tuple[str | None, str]] = (),
                extras: Sequence[tuple[str | None, Any]] = ()) -> None:
-        """Fold the messages not seen yet. A transcript that no longer extends what was folded
-        (rewound or edited history) is folded again from the start. `extras` are the transcript's
-        non-message records (`Transcript.extras`): the harness's attachment records among them
-        announce tools, MCP servers and agent types."""
+        """Read the messages not seen yet: the followers (the status bar) read them now, the fold waits
+        until something reads the ledger (`settle`). A transcript that no longer extends what was read
+        (rewound or edited history) starts over. `extras` are the transcript's non-message records
+        (`Transcript.extras`): the harness's attachment records among them announce tools, MCP servers
+        and agent types."""
         n = len(transcript)
-        diverged = self.count > n or (self.count and transcript[self.count - 1].digest != self.last_digest)
-        if rebuild or diverged:
+        changed = self._first_change(transcript)
+        if rebuild or changed < min(self.folded, len(self._read)) or _diverged(transcript, self.folded, self.last_digest):
             followers = self._followers
             self.__init__()  # type: ignore[misc]
             self._followers = followers
             for f in followers:
                 f.reset()
+        elif changed < len(self._read):
+            for f in self._followers:  # only messages not folded yet changed: the fold is still valid
+                f.reset()
         self._feed(transcript)
-        if len(self._positions) < min(self.count, n):
-            self._positions = {m.id: i for i, m in enumerate(transcript[: self.count])}
+        self._read = list(transcript)
+        if n > self.folded or len(extras) > self.extras_seen:
+            self._pending = (transcript, queued, extras)
+
+    def _first_change(self, transcript: Sequence[Message]) -> int:
+        """Where `transcript` first differs from the messages read before (the shorter one's length when
+        one extends the other): the same objects are checked at C speed, other objects by digest. A
+        history edited anywhere is seen, not only at its end."""
+        read = self._read
+        n = min(len(read), len(transcript))
+        if all(map(operator.is_, read, transcript[:n])):
+            return n
+        i = 0
+        while i < n and (read[i] is transcript[i] or read[i].digest == transcript[i].digest):
+            i += 1
+        return i
+
+    def settle(self) -> None:
+        """Fold what `update` read since the last fold, in one window. Every reader of the ledger's
+        records calls this first: the records are only needed when something reads them (a compaction,
+        the reinjectors, a report), and the fold does not depend on how the messages were batched, so a
+        call that only reads (no stage fires) does not pay for it."""
+        if self._pending is None:
+            return
+        transcript, queued, extras = self._pending
+        self._pending = None
+        n = len(transcript)
+        if len(self._positions) < min(self.folded, n):
+            self._positions = {m.id: i for i, m in enumerate(transcript[: self.folded])}
         self.last_window = 0
-        if self.count >= n:
+        if self.folded >= n:
             self._fold_extras(extras)
             return
-        for i in range(self.count, n):
+        for i in range(self.folded, n):
             self._positions.setdefault(transcript[i].id, i)
         self._fold_extras(extras)
-        start = min(self.carry_from, self.count)
+        start = min(self.carry_from, self.folded)
         self.last_window = n - start
-        self._fold(transcript[start:], start, queued, self.count)
+        self._fold(transcript[start:], start, queued, self.folded)
         # Every new message is read; of the older ones, only back to the oldest error still open
         # (bounded), so a first fold of a whole transcript misses no error.
         reread_from = max(min(self.errors_from, start), n - MAX_ERROR_WINDOW_MESSAGES)
         self._fold_errors(transcript, min(start, reread_from), n)
-        self.count, self.last_digest = n, transcript[-1].digest
+        self.folded, self.last_digest = n, transcript[-1].digest
         self.carry_from = _open_call_start(transcript, start, n)
         self.dirty = True
+
+    @property
+    def records(self) -> Records:
+        """Every record folded, once what was read is folded."""
+        self.settle()
+        return self._records
+
+    @property
+    def count(self) -> int:
+        """Messages of the transcript folded, once what was read is folded."""
+        self.settle()
+        return self.folded
+
+    @property
+    def pending(self) -> bool:
+        """Messages (or extras) read and not folded yet."""
+        return self._pending is not None
 
     def follow(self, follower: Follower) -> None:
         """Have `follower` read every message this ledger reads, from the first (it catches up on the
@@ -163,8 +204,8 @@ class Ledger:
                for anchor, record in extras[self.extras_seen:]]
         announcements = BY_NAME["announcements"]
         for a in attachment_announcements(new):
-            if announcements.put(self.records.kind("announcements"), a):
-                self.records.changed("announcements")
+            if announcements.put(self._records.kind("announcements"), a):
+                self._records.changed("announcements")
         self.extras_seen = len(extras)
         self.dirty = True
 
@@ -175,12 +216,12 @@ class Ledger:
         index = [i for i, _ in window]
         messages = [m for _, m in window]
         called_at = {rec.call.id: index[rec.index] for rec in facts.tool_calls(messages)}
-        errors = self.records.kind("errors")
+        errors = self._records.kind("errors")
         for e in self._error_reader.read(messages):
             e = dataclasses.replace(e, index=index[e.index])
             if errors.get(e.call_id) != e:  # re-read every call while open: store only what changed
                 errors[e.call_id] = e
-                self.records.changed("errors")
+                self._records.changed("errors")
         # Only the window's calls can hold the window open: read those, not every error ever seen.
         unresolved = [at for call_id, at in called_at.items()
                       if (err := errors.get(call_id)) is not None and not err.resolved]
@@ -188,7 +229,7 @@ class Ledger:
 
     def _fold(self, window: Sequence[Message], base: int, queued: Sequence[tuple[str | None, str]],
               new_from: int) -> None:
-        r = self.records
+        r = self._records
         self._fold_summaries(window, base)
         keep = [(base + i, m) for i, m in enumerate(window) if m.origin is Origin.CONVERSATION]
         if not keep:
@@ -208,7 +249,7 @@ class Ledger:
         # Rendering every file's facts reads every line held; only when a tracked file changed.
         marks = self.files.file_marks()
         if marks != self._files_rendered:
-            r.replace("files", _with_newest_contents(self.files.facts()))
+            r.replace("files", file_records(self.files.facts()))
             self._files_rendered = marks
         tasks = subagent_facts.fold(r.kind("subagents"), messages, at, queued)
         r.replace("subagents", tasks, tasks != r.kind("subagents"))
@@ -219,7 +260,7 @@ class Ledger:
     def _fold_summaries(self, window: Sequence[Message], base: int) -> None:
         """Earlier summaries the window holds: worksurface's own standing for history this transcript
         does not have, and another harness's (Claude Code's compaction summary)."""
-        r = self.records
+        r = self._records
         for i, m in enumerate(window):
             if m.origin is Origin.CONVERSATION:
                 r.conversation_seen = max(r.conversation_seen, base + i + 1)
@@ -231,7 +272,7 @@ class Ledger:
 
     def _count(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
         """Messages per working directory and calls per tool, each new message counted once."""
-        r = self.records
+        r = self._records
         for g_index, m in zip(index, messages):
             if g_index >= new_from:
                 where = message_cwd(m)
@@ -242,7 +283,7 @@ class Ledger:
 
     def _fold_singletons(self, messages: Sequence[Message], index: Sequence[int], at: Callable[[int], int]) -> None:
         """The MCP servers seen, the newest todo list, the plan mode."""
-        r = self.records
+        r = self._records
         for name in facts.mcp_servers(messages):
             r.mcp[name] = max(r.mcp.get(name, -1), index[-1])
         todo = facts.todo_state(messages)
@@ -255,16 +296,16 @@ class Ledger:
 
     def _request_texts(self) -> tuple[str, ...]:
         """What the user said so far, remembered until the requests change (read by every window)."""
-        version = self.records.versions["requests"]
+        version = self._records.versions["requests"]
         if self._requests_read[0] != version:
-            self._requests_read = (version, tuple(u.text for u in self.records.kind("requests").values()))
+            self._requests_read = (version, tuple(u.text for u in self._records.kind("requests").values()))
         return self._requests_read[1]
 
     def _merge_identifiers(self, new: Identifiers) -> None:
         """Every list field keeps the newest values first (the extractor's order), capped."""
-        old = self.records.identifiers
+        old = self._records.identifiers
         if old is None:
-            self.records.identifiers = new
+            self._records.identifiers = new
             return
         merged: dict[str, Any] = {}
         for f in dataclasses.fields(Identifiers):
@@ -276,17 +317,18 @@ class Ledger:
             merged[f.name] = tuple(values[: IDENTIFIER_CAPS.get(f.name, DEFAULT_IDENTIFIER_CAP)])
         result = Identifiers(**merged)
         if result != old:  # the same object when nothing moved: the save's mark, so it is not re-encoded
-            self.records.identifiers = result
+            self._records.identifiers = result
 
     # --- reading --------------------------------------------------------------------------------------
 
     def position(self, message_id: str) -> int | None:
         """Where a message stands in the transcript (None: not folded, or worksurface's own)."""
+        self.settle()
         return self._positions.get(message_id)
 
     def upto(self, cut: int | None = None) -> "LedgerView":
         """The state as of the messages before `cut` (everything when None)."""
-        return LedgerView(self.records, self.count if cut is None else cut)
+        return LedgerView(self.records, self.folded if cut is None else cut)
 
     def entry_counts(self) -> dict[str, int]:
         """How many records of each kind the ledger holds (reports, the HTML page)."""
@@ -305,171 +347,6 @@ class Ledger:
                 out.append({"kind": kind.name, "text": entry_text(record), "source_id": entry_source(record)})
         return out
 
-    # --- persistence --------------------------------------------------------------------------------
-
-    def to_json(self) -> dict[str, Any]:
-        data = self._small_json()
-        data.update({name: _plain(make()) for name, (_, make) in self._part_sources().items()})
-        data["file_tracker"] = self.files.to_json()
-        return data
-
-    def _small_json(self) -> dict[str, Any]:
-        """The fields that change on most calls and stay small: written at every save."""
-        r = self.records
-        return {"version": LEDGER_VERSION, "count": self.count, "last_digest": self.last_digest,
-                "carry_from": self.carry_from, "errors_from": self.errors_from, "extras_seen": self.extras_seen,
-                "mcp": dict(r.mcp),
-                "tools": dict(r.tools), "cwds": dict(r.cwds), "plan_index": r.plan_index,
-                "conversation_seen": r.conversation_seen}
-
-    def _part_sources(self) -> dict[str, tuple[Any, Callable[[], Any]]]:
-        """The larger parts, each saved under its own key: name -> (a mark equal to the previous one
-        exactly when the part did not change, its JSON). A record kind's mark is its stamp (what the
-        fold changed, not a scan of its records); a singleton is its own mark (records are frozen)."""
-        r = self.records
-
-        def kind(name: str) -> tuple[Any, Callable[[], Any]]:
-            d = r.kind(name)
-            return r.versions[name], lambda: EncodedJSON.of_object((k, self._record_text(v)) for k, v in d.items())
-
-        parts = {k.name: kind(k.name) for k in KINDS if k.stored}
-        parts.update(todo=(r.todo, lambda: codec.to_json(r.todo)), plan=(r.plan, lambda: codec.to_json(r.plan)),
-                     identifiers=(r.identifiers, lambda: codec.to_json(r.identifiers)),
-                     earlier=(dict(r.earlier), lambda: dict(r.earlier)),
-                     own_summaries=(dict(r.own_summaries), lambda: dict(r.own_summaries)))
-        return parts
-
-    def _record_text(self, record: Any) -> str:
-        """The store's JSON text of `codec.to_json(record)`, remembered per record object: records are
-        frozen, and a part that changed by one entry would otherwise re-encode all of its entries."""
-        known = self._json_memo.get(id(record))
-        if known is not None and known[0] is record:
-            return known[1]
-        if len(self._json_memo) > MAX_JSON_MEMO:
-            self._json_memo.clear()
-        text = jsontext.encode(codec.to_json(record))
-        self._json_memo[id(record)] = (record, text)  # the record is held, so its id is not reused
-        return text
-
-    def save(self) -> "LedgerSave":
-        """What to write so the store holds this ledger: the small head always, and only the parts and
-        tracked files that changed since the last `saved` (a call's work follows what is new, not the
-        size of the session). Call `saved(result)` once the store committed it."""
-        sources = self._part_sources()
-        marks = {name: mark for name, (mark, _) in sources.items()}
-        # The fold keeps the tracked files' marks as of its last feed: no second scan of every file.
-        files = self._files_rendered if self._files_rendered is not None else self.files.file_marks()
-        old, old_files = self._saved
-        parts = {PART_PREFIX + name: make() for name, (mark, make) in sources.items()
-                 if name not in old or old[name] != mark}
-        if files is not old_files:
-            parts.update({FILE_PREFIX + path: self.files.file_json(path) for path, mark in files.items()
-                          if old_files.get(path) != mark})
-        head = self._small_json()
-        head.update(parts=list(sources), file_tracker={**self.files.head_json(), "paths": list(files)})
-        return LedgerSave(head, parts, (marks, files))
-
-    def write(self, set_meta: Callable[[str, Any], None]) -> "LedgerSave | None":
-        """Write what changed since the last save through `set_meta` (a store's, inside the caller's
-        transaction); None when nothing changed. Call `saved(result)` once the transaction committed."""
-        if not self.dirty:
-            return None
-        save = self.save()
-        for key, value in save.parts.items():
-            set_meta(key, value)
-        set_meta(LEDGER_KEY, save.head)
-        return save
-
-    def saved(self, save: "LedgerSave") -> None:
-        """The store committed `save`: later saves write only what changes after it."""
-        self._saved = save.marks
-        self.dirty = False
-
-    @classmethod
-    def load(cls, get: Callable[[str], Any]) -> "Ledger":
-        """The ledger a store holds (`get` reads a session meta key): written in parts by `save`, or
-        whole by an earlier version."""
-        head = get(LEDGER_KEY)
-        if not head or "parts" not in head:
-            return cls.from_json(head)
-        data = dict(head)
-        for name in head["parts"]:
-            part = get(PART_PREFIX + name)
-            if part is not None:  # a part missing from the store loads as empty, like from_json's
-                data[name] = part
-        tracker = dict(head["file_tracker"])
-        tracker["files"] = {path: get(FILE_PREFIX + path) for path in tracker.pop("paths")}
-        data["file_tracker"] = tracker
-        ledger = cls.from_json(data)
-        ledger._saved = ({name: mark for name, (mark, _) in ledger._part_sources().items()},
-                         ledger._files_rendered or {})
-        return ledger
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> "Ledger":
-        ledger = cls()
-        if not data or data.get("version") != LEDGER_VERSION:
-            return ledger  # a new session, or an older format: folded again from the transcript
-        ledger.count, ledger.last_digest = int(data["count"]), data.get("last_digest")
-        ledger.carry_from = int(data.get("carry_from", ledger.count))
-        ledger.files = FileTracker.from_json(data.get("file_tracker"))
-        ledger.saved_count = ledger.count
-        r = ledger.records
-        for kind in KINDS:
-            if kind.stored:
-                r.kinds[kind.name] = {k: codec.from_json(kind.type, v) for k, v in data.get(kind.name, {}).items()}
-        ledger.errors_from = int(data.get("errors_from", ledger.count))
-        ledger.extras_seen = int(data.get("extras_seen", 0))
-        r.mcp = {k: int(v) for k, v in data.get("mcp", {}).items()}
-        r.tools = {k: int(v) for k, v in data.get("tools", {}).items()}
-        r.cwds = {k: int(v) for k, v in data.get("cwds", {}).items()}
-        r.todo = codec.from_json(TodoState, data["todo"]) if data.get("todo") else None
-        r.plan = codec.from_json(PlanMode, data["plan"]) if data.get("plan") else None
-        r.plan_index = int(data.get("plan_index", -1))
-        r.identifiers = codec.from_json(Identifiers, data["identifiers"]) if data.get("identifiers") else None
-        r.earlier = dict(data.get("earlier", {}))
-        r.own_summaries = dict(data.get("own_summaries", {}))
-        r.conversation_seen = int(data.get("conversation_seen", 0))
-        r.kinds["files"] = _with_newest_contents(ledger.files.facts())  # derived, not stored (kinds: stored=False)
-        ledger._files_rendered = ledger.files.file_marks()
-        return ledger
-
-
-@dataclasses.dataclass(frozen=True)
-class LedgerSave:
-    """The meta values a commit writes for the ledger: `head` under LEDGER_KEY, `parts` by key (a record
-    kind's part as its encoded text, `EncodedJSON`)."""
-
-    head: dict[str, Any]
-    parts: dict[str, Any]
-    marks: tuple[dict[str, Any], dict[str, tuple[Any, ...]]]
-
-
-def _plain(value: Any) -> Any:
-    """A part's value as JSON values (a record kind's part comes as its encoded text)."""
-    return value.value() if isinstance(value, EncodedJSON) else value
-
-
-def _with_newest_contents(files: Sequence[FileFact]) -> dict[str, FileFact]:
-    """The file records by path; only the newest files and the plan documents (the plan the work goes
-    through, however long ago it was read) keep their content (capped), the others are re-read from
-    the workspace or named without content."""
-    out: dict[str, FileFact] = {}
-    with_content = plans = 0
-    for f in sorted(files, key=lambda f: -f.last_index):
-        content = f.content
-        if content is not None:
-            plan = is_plan_document(f.path) and plans < MAX_PLAN_DOCUMENTS_WITH_CONTENT
-            plans += plan
-            with_content += not plan
-            if with_content > MAX_FILES_WITH_CONTENT and not plan:
-                f = dataclasses.replace(f, content=None, content_message_id=None)
-            elif len(content) > MAX_CONTENT_CHARS:
-                f = dataclasses.replace(f, content=content[:MAX_CONTENT_CHARS], partial=True)
-        out[f.path] = f
-    return out
-
-
 def _open_call_start(transcript: Sequence[Message], start: int, end: int) -> int:
     """The earliest index (within the last MAX_CARRY_MESSAGES) whose tool call has no result yet."""
     lo = max(start, end - MAX_CARRY_MESSAGES)
@@ -478,3 +355,8 @@ def _open_call_start(transcript: Sequence[Message], start: int, end: int) -> int
         if any(c.id not in answered for c in transcript[i].tool_calls):
             return i
     return end
+
+
+def _diverged(transcript: Sequence[Message], length: int, digest: str | None) -> bool:
+    """`transcript` does not extend the one of `length` messages whose last digest was `digest`."""
+    return length > len(transcript) or bool(length and transcript[length - 1].digest != digest)

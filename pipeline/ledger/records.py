@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Identifiers,
                      Outcome, PlanMode, SkillUse, TaskSpec, TestRun, TodoState, TrackerUpdate, UserMessage)
+from ..facts.plans import is_plan_document
 from ..facts.subagents import SubagentTask
 from .kinds import KINDS
 from .source import EditGist
 
 T = TypeVar("T")
+
+# File contents the ledger keeps for reinjection: the newest files only (older ones are re-read from
+# the workspace, or named without content); a content is capped at this many characters.
+MAX_FILES_WITH_CONTENT = 16
+# Plan documents keep their content however old (the newest this many), beside those 16.
+MAX_PLAN_DOCUMENTS_WITH_CONTENT = 8
+MAX_CONTENT_CHARS = 40_000
 
 _STAMPS = itertools.count(1)  # unique within the process: a stamp never names two states of a kind
 
@@ -175,3 +183,23 @@ class LedgerView:
 
     def own_summaries(self) -> list[str]:
         return list(self.r.own_summaries.values())
+
+
+def file_records(files: Sequence[FileFact]) -> dict[str, FileFact]:
+    """The file records by path; only the newest files and the plan documents (the plan the work goes
+    through, however long ago it was read) keep their content (capped), the others are re-read from
+    the workspace or named without content."""
+    out: dict[str, FileFact] = {}
+    with_content = plans = 0
+    for f in sorted(files, key=lambda f: -f.last_index):
+        content = f.content
+        if content is not None:
+            plan = is_plan_document(f.path) and plans < MAX_PLAN_DOCUMENTS_WITH_CONTENT
+            plans += plan
+            with_content += not plan
+            if with_content > MAX_FILES_WITH_CONTENT and not plan:
+                f = dataclasses.replace(f, content=None, content_message_id=None)
+            elif len(content) > MAX_CONTENT_CHARS:
+                f = dataclasses.replace(f, content=content[:MAX_CONTENT_CHARS], partial=True)
+        out[f.path] = f
+    return out

@@ -225,6 +225,7 @@ class Session:
         counter = TokenCounter()
         child: Store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
         try:
+            self._save_ledger()  # the child starts from the store: it holds the ledger of what was read
             self.store.copy_to(child)
             return Session(child, self.config, self.summarizer, self.reinjectors, counter)
         except BaseException:
@@ -238,7 +239,32 @@ class Session:
         return build_brief(self.ledger.upto(), task, budget_tokens, self.counter)
 
     def close(self) -> None:
-        self.store.close()
+        """Save what the ledger read and has not folded yet (a stored session is then current for the
+        next process and the reports), then release the store."""
+        try:
+            if self.store.persistent:
+                self._save_ledger()
+        finally:
+            self.store.close()
+
+    def _save_ledger(self) -> None:
+        """Fold what the ledger read and write it, so the store's ledger is this session's (at close,
+        and before a fork copies the store). Only the ledger's keys and the generation are written."""
+        if not (self.ledger.pending or self.ledger.dirty):
+            return
+        with self.store.lock():
+            # Another process committed since: its ledger is the store's, and ours would overwrite it.
+            if self.store.get_meta("generation", 0) != self._generation:
+                return
+            self.ledger.settle()
+            held = self._meta_held
+            with self.store.transaction():
+                save = self.ledger.write(self.store.set_meta)
+                self._bump_generation()
+            if held[0] == self._generation - 1:
+                self._meta_held = (self._generation, held[1])  # only ledger keys were written
+            if save is not None:
+                self.ledger.saved(save)
 
     def __enter__(self) -> "Session":
         return self
@@ -265,7 +291,9 @@ class Session:
             if repeat is not None:
                 return repeat
             self.status_bar.exclude_recovered(recovered)
-            self.ledger.update(full, rebuild=bool(rewound), queued=_queued(transcript),
+            # The ledger sees for itself where the transcript changed: a rewind of the log that only
+            # recovery's repairs made (the transcript itself extended) keeps what it folded.
+            self.ledger.update(full, queued=_queued(transcript),
                                extras=transcript.extras if isinstance(transcript, Transcript) else ())
             view = self._current_view(live, keep)
             raw_tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])

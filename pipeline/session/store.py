@@ -70,6 +70,9 @@ class Store(ABC):
     key-value layer of JSON texts (`_get`, `_get_many`, `_put`, `_delete`, `_keys`, `_atomic`) that
     backends provide, with `lock` (one writer per session) and `_materialize` (an artifact file)."""
 
+    # Whether what is written outlives the process (a memory store's does not: nothing to bring up to date at close).
+    persistent = True
+
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self._counter = counter
         self._token_mirror: dict[str, int] | None = None
@@ -460,6 +463,8 @@ class ReentrantLock:
 
 class MemoryStore(Store):
     """The same API kept in memory (the one-shot `compact()`); artifacts have no file (path None)."""
+
+    persistent = False
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         super().__init__(counter)

@@ -83,6 +83,7 @@ def fold_ledger(session: "Session", transcript: Transcript) -> None:
 
 def _fold(session: "Session", transcript: Transcript) -> list[Message]:
     session.ledger.update(transcript.messages, queued=transcript.queued_inputs, extras=transcript.extras)
+    session.ledger.settle()  # what is saved next is the ledger of the whole transcript
     return transcript.messages
 
 

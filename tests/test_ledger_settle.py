@@ -1,0 +1,119 @@
+"""The ledger folds on demand: a call on which no stage fires only has the status bar read the new
+messages; the fold runs when something reads the records (a compaction, a report, a fork, closing a
+stored session), and ends where folding every call would have."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from builders import Convo, words
+from worksurface import Session
+from worksurface.core.model import Message, Text, ToolCall, ToolResult
+from worksurface.ledger import Ledger
+from worksurface.status import derive_events, reduce
+
+
+def _work(rounds: int) -> Convo:
+    c = Convo().user("Port the parser to the new API. Never touch vendor/.")
+    for i in range(rounds):
+        c.tool("Read", {"file_path": f"/repo/p{i % 3}.py"}, words(80, seed=i))
+        c.tool("Bash", {"command": "pytest -q"}, f"{i + 1} passed in 0.1s")
+        c.say(f"step {i} done")
+    return c
+
+
+def _state(ledger: Ledger) -> str:
+    """Every record and counter; not the file tracker's note of which calls the last window replayed
+    (bookkeeping of the window, not a fact)."""
+    data = ledger.to_json()
+    data["file_tracker"].pop("fed")
+    return json.dumps(data, sort_keys=True)
+
+
+def _calls(messages: list[Message]) -> list[int]:
+    """Where a harness calls the model: right before each assistant message, and after the last one."""
+    return [n for n in range(1, len(messages)) if messages[n].role == "assistant"] + [len(messages)]
+
+
+def _replay(session: Session, messages: list[Message]) -> None:
+    for n in _calls(messages):
+        session.prepare(messages[:n], now=float(n))
+
+
+def test_calls_on_which_nothing_fires_fold_nothing_and_a_read_folds_what_every_call_would_have() -> None:
+    c = _work(12)
+    eager = Ledger()  # folded on every call, as before the fold waited for a reader
+    for n in _calls(c.messages):
+        eager.update(c.messages[:n])
+        eager.settle()
+    with Session.open(None) as session:  # the default window: nothing fires on this session
+        _replay(session, c.messages)
+        assert session.ledger.pending and session.ledger.folded == 0
+        assert session.status_bar.derived.seen == len(c.messages)  # the bar read every message sent
+        assert _state(session.ledger) == _state(eager) == _state(Ledger.over(c.messages))
+        assert not session.ledger.pending
+
+
+def test_a_compaction_reads_the_ledger_of_every_message_before_it() -> None:
+    c = _work(30)
+    with Session.open(None, window=20_000, post_compact_target_tokens=6_000) as session:
+        prepared = session.compact(c.messages, now=1.0)
+        assert session.ledger.folded == len(c.messages) and not session.ledger.pending
+    assert "Never touch vendor/" in "\n".join(m.text for m in prepared.messages)
+
+
+def test_closing_a_stored_session_saves_the_ledger_it_read(tmp_path: Path) -> None:
+    c = _work(10)
+    with Session.open(tmp_path / "s") as session:
+        _replay(session, c.messages)
+        assert session.ledger.pending
+    with Session.open(tmp_path / "s") as again:
+        assert not again.ledger.pending
+        assert _state(again.ledger) == _state(Ledger.over(c.messages))
+
+
+def test_a_second_writer_keeps_its_ledger_when_an_older_session_object_closes(tmp_path: Path) -> None:
+    c = _work(8)
+    older = Session.open(tmp_path / "s")
+    older.prepare(c.messages[:6], now=1.0)
+    with Session.open(tmp_path / "s") as newer:
+        newer.prepare(c.messages, now=2.0)
+    older.close()  # another process committed since: its ledger is the store's, not overwritten
+    with Session.open(tmp_path / "s") as again:
+        assert again.ledger.folded == len(c.messages)
+
+
+def test_a_rewind_of_the_log_that_only_recovery_made_keeps_the_status_reading_and_the_fold() -> None:
+    c = _work(4)
+    open_call = Message("a-open", "assistant", (ToolCall("call-open", "Bash", {"command": "pytest -q"}),))
+    result = Message("u-open", "user", (ToolResult("call-open", "1 failed, 4 passed in 0.2s", True),))
+    with Session.open(None) as session:
+        session.prepare([*c.messages, open_call], now=1.0)  # recovery closes the open call in the view
+        session.ledger.settle()
+        resets = session.status_bar.derived.resets
+        session.prepare([*c.messages, open_call, result], now=2.0)  # the log rewinds the repaired call
+        assert session.status_bar.derived.resets == resets  # the old rebuild started the bar over
+        assert [r.failed for r in session.ledger.upto().test_runs()][-1:] == [1]
+        assert _state(session.ledger) == _state(Ledger.over([*c.messages, open_call, result]))
+
+
+def test_an_edit_in_the_middle_of_history_is_seen_though_the_last_message_is_the_same() -> None:
+    c = _work(3)
+    ledger = Ledger()
+    ledger.update(c.messages)
+    ledger.settle()
+    edited = list(c.messages)
+    edited[0] = Message(edited[0].id, "user", (Text("Port the parser to the new API. Always use tabs."),))
+    ledger.update(edited)
+    said = [k.text for k in ledger.upto().standing_constraints()]
+    assert any("tabs" in t for t in said) and not any("vendor" in t for t in said)
+    assert _state(ledger) == _state(Ledger.over(edited))
+
+
+def test_the_status_bar_reads_each_message_once_however_the_ledger_folds() -> None:
+    c = _work(6)
+    with Session.open(None) as session:
+        _replay(session, c.messages)
+        snapshot = session.status_bar.derived.reducer.snapshot()
+    assert snapshot == reduce(derive_events(c.messages))
