@@ -61,6 +61,7 @@ CONSTRAINTS = [
     ("CONTENTS_OF_RE", "search", "Contents of /repo/CLAUDE.md (project instructions, checked into the codebase):\n\n"
      "- Use uv for dependencies", "Contents of /repo/CLAUDE.md:\n- Use uv"),
     ("REVERT_RE", "match", "git checkout -- src/app.py", "git checkout -b feature/login"),
+    ("ABANDON_OR_DECIDED_RE", "search", "That didn't work, so the TTL already handles it.", "That worked."),
     ("ABANDON_RE", "search", "That didn't work, switching to the REST API.", "That worked: the REST API answers."),
     ("OUTPUT_FILE_RE", "search", "Write the report to results/summary.csv", "Write the report in the morning"),
     ("ISSUE_HEADER_RE", "search", "○ web-3kq [EPIC] · Checkout redesign   [● P2 · OPEN]", "○ checkout · redesign"),
@@ -119,6 +120,7 @@ FILES = [
 ]
 
 FINDINGS = [
+    ("ANY_FINDING_RE", "search", "The root cause is a stale cache key.", "The file already exists."),
     ("FINDING_RES[0][1]", "search", "These 2 failures are pre-existing on main.", "The file already exists."),
     ("FINDING_RES[1][1]", "search", "The root cause is a stale cache key.", "Because of the cache, it is fast."),
     ("FINDING_RES[2][1]", "search", "Use `httpx.AsyncClient` instead of requests here.", "We use requests here."),

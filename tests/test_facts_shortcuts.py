@@ -22,6 +22,9 @@ from worksurface.offline.replay import call_points
 
 identifiers_module = importlib.import_module("worksurface.facts.identifiers")  # the package's name is the function
 files_module = importlib.import_module("worksurface.facts.files")
+findings_module = importlib.import_module("worksurface.facts.findings")
+constraints_module = importlib.import_module("worksurface.facts.constraints")
+text_module = importlib.import_module("worksurface.facts.text")
 
 # Characters that steer shlex: its whitespace and punctuation, quotes, the escape, and ones it treats
 # as plain (other whitespace, `#` with no commenters, shell syntax it does not know).
@@ -202,3 +205,33 @@ def _numbered_lines_row_by_row(text: str) -> dict[int, str] | None:
 def test_numbered_lines_read_at_once_are_the_rows_read_one_by_one(text: str) -> None:
     files_module._numbered_lines.cache_clear()
     assert files_module._numbered_lines(text) == _numbered_lines_row_by_row(text)
+
+
+# The one-search prefilters and the patterns they join: (joined, parts).
+JOINED = {
+    "findings": (findings_module.ANY_FINDING_RE, [p for _, p in findings_module.FINDING_RES]),
+    "approaches": (constraints_module.ABANDON_OR_DECIDED_RE, [constraints_module.ABANDON_RE,
+                                                              constraints_module.DECIDED_RE]),
+}
+PHRASES = ["pre-existing", "the cause is", "caused by", "turns out", "instead, use", "should use x instead",
+           "mypy reports", "So ", "Note: ", "didn't work", "switching to", "already handles", "not needed",
+           "tech debt", "skipped as", "deferred", "rather than", "stale", "fails because", "the fix is"]
+
+
+@settings(max_examples=1500)
+@given(st.sampled_from(sorted(JOINED)),
+       st.lists(st.one_of(st.sampled_from(PHRASES), st.text(alphabet="aeiost .,:'-\nSKI", max_size=8)), max_size=6))
+def test_one_search_of_the_joined_patterns_matches_where_one_of_them_does(name: str, parts: list[str]) -> None:
+    joined, patterns = JOINED[name]
+    text = "".join(parts)
+    assert (joined.search(text) is not None) == any(p.search(text) for p in patterns)
+
+
+@needs_shared(CLAUDE_CODE)
+def test_the_joined_patterns_agree_on_every_sentence_of_a_long_session() -> None:
+    messages, _ = load(LONG_SESSIONS[0])
+    sentences = [u.text for m in messages if m.role == "assistant" for u in text_module.units(m.text)]
+    assert len(sentences) > 100
+    for joined, patterns in JOINED.values():
+        assert [joined.search(t) is not None for t in sentences] == [any(p.search(t) for p in patterns)
+                                                                       for t in sentences]

@@ -99,6 +99,9 @@ DECIDED_RE = re.compile(
     r"|\b(?:accept(?:ed)?|keep|leave|left) (?:it |this |that )?as (?:tech(?:nical)? debt|is)\b|\btech(?:nical)? debt\b"
     r"|\bskip(?:ped|ping)? (?:this|it|that)\b|\bskipped as\b"
     r"|\b(?:defer|postpone)d? (?:it|this|that|them|to|until)\b|\b(?:is|are|be|was|were) (?:deferred|postponed)\b")
+# Either, in one search (most of the agent's sentences say neither; an alternation matches where a part does).
+ABANDON_OR_DECIDED_RE = re.compile(f"(?:{ABANDON_RE.pattern.removeprefix('(?i)')})"
+                                   f"|(?:{DECIDED_RE.pattern.removeprefix('(?i)')})", re.I)
 MAX_TITLE_CHARS = 200
 # Evidence longer than this is cut; one approach is a sentence or two.
 MAX_EVIDENCE = 300
@@ -477,7 +480,8 @@ def excluded_approaches(messages: Sequence[Message],
             while n < len(said):
                 text = said[n].text
                 n += 1
-                kind = ABANDONED if ABANDON_RE.search(text) else DECIDED if DECIDED_RE.search(text) else None
+                kind = None if not ABANDON_OR_DECIDED_RE.search(text) else \
+                    ABANDONED if ABANDON_RE.search(text) else DECIDED if DECIDED_RE.search(text) else None
                 if kind is None or is_transient(text):
                     continue  # a read split for size or a retried timeout is routine, not a lesson
                 # The next sentence usually says what was done instead; keep it when short.

@@ -41,6 +41,9 @@ FINDING_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (CONCLUSION, re.compile(r"(?i)^(?:so |this (?:means|confirms)|confirmed:?|found it|key (?:insight|finding)"
                             r"|important:|note:)")),
 )
+# Any of them, in one search: most sentences state no finding, and one case-blind scan of the text
+# rules that out where five would (an alternation matches where one of its parts does).
+ANY_FINDING_RE = re.compile("|".join(f"(?:{p.pattern.removeprefix('(?i)')})" for _, p in FINDING_RES), re.I)
 # Sentences that announce what the agent will do next: a plan, not a finding.
 INTENT_RE = re.compile(r"(?i)^(?:let me|let's|i'll|i will|i need to|now\b)")
 # A finding is a sentence or two; longer units are cut.
@@ -86,7 +89,8 @@ def _scan(said: list[Unit], only: str | None, complaint: re.Pattern[str], messag
         text = said[n].text
         n += 1
         if only is None:
-            kind = next((k for k, pattern in FINDING_RES if pattern.search(text)), None)
+            kind = next((k for k, pattern in FINDING_RES if pattern.search(text)), None) \
+                if ANY_FINDING_RE.search(text) else None
         else:
             kind = only if complaint.search(text) and not INTENT_RE.match(text) else None
         if kind is None or len(text) < MIN_FINDING_CHARS:
