@@ -20,6 +20,7 @@ from typing import Sequence
 from worksurface.core.config import MicrocompactConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, ToolCall, ToolResult
+from worksurface.core.tokens import TokenCounter
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.toolkinds import effective_kind, normalize_name, tool_kind
@@ -95,10 +96,10 @@ class _Tail:
 
     config: MicrocompactConfig
     prefix: list[Message] = field(default_factory=list)
-    results: list[tuple[int, Message, ToolCall, ToolResult]] = field(default_factory=list)
+    results: list[tuple[int, Message, ToolCall, ToolResult, int]] = field(default_factory=list)
     calls: dict[str, ToolCall] = field(default_factory=dict)
 
-    def read(self, view: Sequence[Message]) -> None:
+    def read(self, view: Sequence[Message], counter: TokenCounter) -> None:
         for i in range(len(self.prefix), len(view)):
             m = view[i]
             self.calls.update((c.id, c) for c in m.tool_calls)
@@ -112,7 +113,7 @@ class _Tail:
             for r in m.tool_results:
                 call = self.calls.get(r.call_id)
                 if call is not None and edited_stage(m, r.call_id) is None and _compactable(call, self.config):
-                    self.results.append((i, m, call, r))
+                    self.results.append((i, m, call, r, counter.block(r)))
         self.prefix = list(view)
 
 
@@ -133,7 +134,7 @@ def _tail(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext
     if (not isinstance(tail, _Tail) or tail.config is not config or len(tail.prefix) > len(view)
             or not all(map(operator.is_, view[:len(tail.prefix)], tail.prefix))):
         tail = _Tail(config)
-    tail.read(view)
+    tail.read(view, ctx.counter)
     if memory is not None:
         memory.tail = tail
     return tail
@@ -156,17 +157,11 @@ def _candidates(view: Sequence[Message], config: MicrocompactConfig, ctx: StageC
         protected_from -= 1
         seen += counter.message(view[protected_from])
     tail = _tail(view, config, ctx)
-    compactable = [(i, call, r) for i, m, call, r in tail.results if m.id not in ctx.protected]
+    compactable = [(i, call, r, size) for i, m, call, r, size in tail.results if m.id not in ctx.protected]
     keep = compactable[-config.keep_recent:] if config.keep_recent else []
-    kept_ids = {r.call_id for _, _, r in keep}
-    out = []
-    for i, call, r in compactable:
-        if i >= protected_from or r.call_id in kept_ids:
-            continue
-        size = counter.block(r)
-        if size > MIN_CLEARABLE_TOKENS:
-            out.append((i, call, r, size))
-    return out
+    kept_ids = {r.call_id for _, _, r, _ in keep}
+    return [(i, call, r, size) for i, call, r, size in compactable
+            if i < protected_from and r.call_id not in kept_ids and size > MIN_CLEARABLE_TOKENS]
 
 
 STAGE = Stage(NAME, MicrocompactConfig, run, memory=MicrocompactMemory,

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 from builders import Convo, words
+from notices import worksurface_notices
 from worksurface import Session
+from worksurface.core.errors import SessionError
 from worksurface.core.model import Message, Text, ToolCall, ToolResult
 from worksurface.ledger import Ledger
 from worksurface.status import derive_events, reduce
@@ -117,3 +119,21 @@ def test_the_status_bar_reads_each_message_once_however_the_ledger_folds() -> No
         _replay(session, c.messages)
         snapshot = session.status_bar.derived.reducer.snapshot()
     assert snapshot == reduce(derive_events(c.messages))
+
+
+def test_a_failed_save_at_close_is_a_notice_and_the_next_session_folds_again(tmp_path: Path) -> None:
+    c = _work(6)
+    session = Session.open(tmp_path / "s")
+    _replay(session, c.messages)
+
+    def full_disk(key: str, value: object) -> None:
+        raise SessionError(f"{session.store.location}: cannot write the session (database or disk is full)")
+
+    session.store.set_meta = full_disk  # type: ignore[method-assign]
+    with worksurface_notices() as notices:
+        session.close()
+    assert any("not brought up to date at close" in n and "disk is full" in n for n in notices)
+    with Session.open(tmp_path / "s") as again:
+        assert again.ledger.folded == 0  # the store kept its last save, nothing half-written
+        again.prepare(c.messages, now=99.0)
+        assert _state(again.ledger) == _state(Ledger.over(c.messages))

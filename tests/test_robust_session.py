@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Callable
 
 import pytest
 from typer.testing import CliRunner
@@ -46,7 +47,8 @@ def _scenario() -> list[list]:
     return [full[:3], full, full[:3] + other.messages, full[:3] + other.messages]
 
 
-def _run(session: Session, steps: list[list], start: int = 0, report_to: int | None = None) -> list:
+def _run(session: Session, steps: list[list], start: int = 0, report_to: int | None = None,
+         before_close: Callable[[], None] | None = None) -> list:
     view: list = []
     with session:
         for n, step in enumerate(steps[start:], start):
@@ -56,6 +58,8 @@ def _run(session: Session, steps: list[list], start: int = 0, report_to: int | N
                 view = exc.prepared.messages
             if report_to is not None:
                 os.write(report_to, bytes([n + 1]))
+        if before_close is not None:
+            before_close()
     return view
 
 
@@ -136,7 +140,9 @@ def test_a_kill_at_any_store_write_leaves_a_session_that_reopens_and_continues_e
             assert not check_pairing(reopened.view())
         if k % 4:
             continue
-        view = _run(backend.open(name, **SMALL), steps, start=done)
+        # A kill while closing (the ledger's catch-up save) leaves every step done: the last call is
+        # then made again, as a harness retries a call it has no answer to.
+        view = _run(backend.open(name, **SMALL), steps, start=min(done, len(steps) - 1))
         assert _texts(view, backend.label(name)) == _texts(expected, backend.label("uninterrupted")), \
             f"kill at write {k} of {total}"
 
@@ -216,10 +222,10 @@ def test_a_full_disk_at_any_store_write_is_named_and_the_retried_call_continues_
     an uninterrupted run gives, in the session and after reopening it."""
     steps = _scenario()
     expected = _run(backend.open("uninterrupted", **SMALL), steps)
-    total = [0]
+    total = [0]  # the calls' writes (closing saves the ledger too; a failure there is only logged)
     undo = _refuse_a_write(backend, None, total)
     try:
-        _run(backend.open("count", **SMALL), steps)
+        _run(backend.open("count", **SMALL), steps, before_close=undo)
     finally:
         undo()
     for k in sorted({max(1, round(total[0] * i / 6)) for i in range(1, 7)}):  # spread over the run

@@ -152,6 +152,7 @@ class Session:
         self._view_tokens: tuple[list[Message], int] | None = None
         self._counted: tuple[list[Message], int] = ([], 0)  # the view this call counted, and its tokens
         self._view_hash: tuple[list[Message], Any] | None = None  # (a view, its running digest state)
+        self._view_ids: tuple[list[Message], set[str]] | None = None  # (a view checked, its message ids)
         self._edits: list[Edit] = store.edits()
         self._recovery = IncrementalRecovery()
         self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
@@ -244,6 +245,11 @@ class Session:
         try:
             if self.store.persistent:
                 self._save_ledger()
+        except SessionError as exc:
+            # Nothing is lost: the store keeps the ledger of its last save, and the next process folds
+            # the rest from the transcript again.
+            log.warning("%s: the ledger was not brought up to date at close (%s); the next call folds it again",
+                        self.store.location, exc)
         finally:
             self.store.close()
 
@@ -287,14 +293,15 @@ class Session:
             recovered = self._recovery(full)  # incremental live_slice, close_interrupted, clean_recovered
             live = recovered.messages
             keep, rewound = self._sync(live)
+            self.status_bar.exclude_recovered(recovered, self._recovery.start)
+            # The ledger sees for itself where the transcript changed: a rewind of the log that only
+            # recovery's repairs made (the transcript itself extended) keeps what it folded. Read before
+            # a repeated call returns: a reopened session's ledger may be behind its log.
+            self.ledger.update(full, queued=_queued(transcript),
+                               extras=transcript.extras if isinstance(transcript, Transcript) else ())
             repeat = self._repeat(live, keep, usage, force)
             if repeat is not None:
                 return repeat
-            self.status_bar.exclude_recovered(recovered)
-            # The ledger sees for itself where the transcript changed: a rewind of the log that only
-            # recovery's repairs made (the transcript itself extended) keeps what it folded.
-            self.ledger.update(full, queued=_queued(transcript),
-                               extras=transcript.extras if isinstance(transcript, Transcript) else ())
             view = self._current_view(live, keep)
             raw_tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])
             # The harness's own clearings (core/clearing.py) in the new messages: sticky edits, so the
@@ -565,8 +572,9 @@ class Session:
     def _check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True) -> None:
         if not rewound and edits and all(_status_only(e) for e in edits):
             # The status bar inserts and removes only its own messages, which carry no tool blocks: pairing
-            # cannot change, so only the ids are checked (at C speed, on most calls of a session).
-            if len({m.id for m in view}) != len(view):
+            # cannot change, so only the ids are checked (those new since the last checked view, on most
+            # calls of a session).
+            if not self._ids_unique(view):
                 raise InvariantError("worksurface produced an invalid view: " + "; ".join(check_no_duplicates(view)[:5]))
             return
         before_calls, before_results = orphans(live)
@@ -698,6 +706,22 @@ class Session:
         self._edits = self._edits + list(new_edits)
         self._cached = (len(self._log), len(self._edits), view)
         self._view_tokens = (view, self._known_tokens(view))
+
+    def _ids_unique(self, view: list[Message]) -> bool:
+        """No two messages of `view` share an id; when `view` extends the last view checked (the same
+        message objects), only the appended ones are looked at."""
+        known = self._view_ids
+        if known is not None and len(view) >= len(known[0]) and all(map(operator.is_, known[0], view)):
+            ids, new = known[1], view[len(known[0]):]
+        else:
+            ids, new = set(), view
+        for m in new:
+            if m.id in ids:
+                self._view_ids = None
+                return False
+            ids.add(m.id)
+        self._view_ids = (list(view), ids)
+        return True
 
     def _digest_of(self, view: list[Message]) -> str:
         """`view_digest(view)`, hashing only the messages after the previous view when `view` starts

@@ -49,13 +49,17 @@ class StatusBar:
         read them either. Call before the ledger's update."""
         self.derived.exclude(ids)
 
-    def exclude_recovered(self, recovered: Recovered) -> None:
-        """`exclude` the messages recovery removed whole (left with no block)."""
+    def exclude_recovered(self, recovered: Recovered, live_start: int = 0) -> None:
+        """`exclude` the messages recovery removed whole (left with no block). One excluded before that
+        is now behind the live part (the harness compacted past it) stays excluded: the model never saw
+        it, and reading it now would start the bar over for nothing."""
+        derived = self.derived
+        behind = frozenset(i for i in derived.skip if derived.skipped_at.get(i, live_start) < live_start)
         if not recovered.removed:
-            self.exclude(frozenset())
+            self.exclude(behind)
             return
         removed = {mid for mid, _ in recovered.removed}
-        self.exclude(frozenset(removed - {m.id for m in recovered.messages if m.id in removed}))
+        self.exclude(frozenset(removed - {m.id for m in recovered.messages if m.id in removed}) | behind)
 
     def reset(self) -> None:
         """After a rewind status publications may sit after removed messages: the session drops them

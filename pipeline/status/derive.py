@@ -317,6 +317,7 @@ class DerivedStatus:
     def __init__(self, window: int | None = None) -> None:
         self.window = window
         self.skip: frozenset[str] = frozenset()
+        self.skipped_at: dict[str, int] = {}  # transcript position of each message passed over as excluded
         self.resets = -1  # how many times it started over (a reader knows its old marks are void)
         self.reset()
 
@@ -336,6 +337,7 @@ class DerivedStatus:
 
     def observe(self, message: Message, index: int) -> None:
         if message.id in self.skip:
+            self.skipped_at[message.id] = index
             return
         for event in self.deriver.derive(message):
             self.reducer.apply(event)
