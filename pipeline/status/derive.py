@@ -150,9 +150,9 @@ class EventDeriver:
         self._context(m.meta)
         if m.role == "assistant":
             # Calls a format conversion wrote as text: their outputs follow as user messages.
-            text = m.text
-            self._converted = (sum(1 for line in text.splitlines() if line.startswith(CONVERTED_CALL))
-                               if CONVERTED_CALL in text else 0)
+            said = m.text
+            self._converted = (sum(1 for line in said.splitlines() if line.startswith(CONVERTED_CALL))
+                               if CONVERTED_CALL in said else 0)
         elif self._converted and m.role == "user" and not m.tool_results:
             self._converted -= 1
             return  # a tool's output, not the user's request
