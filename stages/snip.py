@@ -88,7 +88,7 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
     # Snipping edits the sent prefix: only when the saving outweighs the re-billing
     # (`pricing.decide_edit`: saving over the expected remaining calls).
     batch = bool(edits) and (freed >= config.min_gain_tokens or cold)
-    decision = decide_edit(state, ctx, first_index=_first_index(view, edits), saved_tokens=freed) if batch else None
+    decision = decide_edit(state, ctx, first_index=_first_index(view, edits, results), saved_tokens=freed) if batch else None
     if edits and not batch:
         report = StageReport(NAME, tokens, tokens, ms=_ms(started),
                              skipped=f"{freed} tokens redundant, below the batch minimum of {config.min_gain_tokens}")
@@ -227,10 +227,13 @@ def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _first_index(view: Sequence[Message], edits: list[Edit]) -> int:
-    """The earliest view position these edits change (where the cache would break)."""
+def _first_index(view: Sequence[Message], edits: list[Edit], results: dict[str, tuple[int, ToolResult]]) -> int:
+    """The earliest view position these edits change (where the cache would break): for results, the
+    positions the reading found them at; a scan of the view only when whole messages go."""
     calls = {e.call_id for e in edits if isinstance(e, ReplaceResult)}
     ids = {i for e in edits if isinstance(e, ReplaceMessages) for i in e.ids}
+    if not ids:
+        return min((results[c][0] for c in calls if c in results), default=0)
     for i, m in enumerate(view):
         if m.id in ids or any(r.call_id in calls for r in m.tool_results):
             return i

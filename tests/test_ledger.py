@@ -45,9 +45,11 @@ REPEATED = dict(window=12_000, post_compact_target_tokens=4_000, microcompact=NO
 
 
 def _fold_one_by_one(messages: list[Message]) -> Ledger:
+    """Each message read and folded on its own (as if every call read the ledger)."""
     ledger = Ledger()
     for n in range(1, len(messages) + 1):
         ledger.update(messages[:n])
+        ledger.settle()
     return ledger
 
 
@@ -213,15 +215,18 @@ def test_a_view_fed_back_to_the_session_keeps_working():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=8))
+@given(st.lists(st.tuples(st.integers(min_value=1, max_value=6), st.booleans()), min_size=1, max_size=8))
 def test_any_batching_of_the_messages_gives_the_same_ledger(steps):
-    """However the harness batches its calls, the ledger ends the same (the fold is order-preserving
-    and keyed)."""
+    """However the harness batches its calls, and whenever something reads the ledger in between (its
+    fold then covers what was read so far), the ledger ends the same (the fold is order-preserving and
+    keyed)."""
     messages = _session().messages
     ledger, n = Ledger(), 0
-    for step in steps:
+    for step, read in steps:
         n = min(len(messages), n + step)
         ledger.update(messages[:n])
+        if read:
+            ledger.settle()
     ledger.update(messages)
     assert _state(ledger) == _state(_fold_at_once(messages))
 

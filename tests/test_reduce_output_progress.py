@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worksurface.engine.reduce_output import is_progress
+from worksurface.engine.reduce_output import _progress_patterns, is_progress
 
 # The definition the two-step searches replace (cubic backtracking on long runs of bar characters).
 REFERENCE = re.compile(
@@ -24,3 +24,9 @@ REFERENCE = re.compile(
 @given(st.text(alphabet="━─█#=|[]>-. %.0123456789ab⠋\t", max_size=40))
 def test_progress_lines_are_those_of_the_reference_pattern(line: str) -> None:
     assert is_progress(line) == bool(REFERENCE.search(line))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=" \t0123456789.%|[]=#>-━─█▓▒░⠋⠙◐◓xe", max_size=40))
+def test_the_percent_and_spinner_prefilter_answers_as_the_patterns_do(line: str) -> None:
+    assert is_progress(line) == _progress_patterns(line)

@@ -150,13 +150,17 @@ def test_calls_left_without_a_result_by_a_crash_are_closed_on_recovery(tmp_path)
 def test_the_check_after_status_only_edits_still_catches_a_duplicate_id():
     from worksurface.core.edits import Insert
     from worksurface.core.model import Origin
+    from worksurface.session.outputcheck import OutputChecks
     from worksurface.session.session import InvariantError
 
     m = Message("m1", "user", (Text("hi"),))
     status = Message("status-2-1", "user", (Text("<agent-status>cwd: /r</agent-status>"),), Origin.STATUS,
                      {"epoch": 2, "seq": 1})
     edit = Insert("status", "m1", (status,))
-    with Session.open(None) as session:
-        session._check([m], [m, status], [edit], False)  # valid: nothing raised
-        with pytest.raises(InvariantError, match="appears twice"):
-            session._check([m], [m, status, status], [edit], False)
+    checks = OutputChecks()
+    checks.check([m], [m, status], [edit], False)  # valid: nothing raised
+    with pytest.raises(InvariantError, match="appears twice"):
+        checks.check([m], [m, status, status], [edit], False)  # extends the view checked before
+    again = Message("m1", "user", (Text("hi again"),))
+    with pytest.raises(InvariantError, match="appears twice"):
+        OutputChecks().check([m], [m, again, status], [edit], False)  # a fresh check reads the whole view

@@ -36,6 +36,7 @@ def test_whitespace_text_goes_and_the_call_stays() -> None:
     assert [m.id for m in out.messages] == ["u", "a1", "r", "u2"]
     assert out.messages[1].blocks == (call,)
     assert dict(out.removed) == {"a1": "empty text", "a2": "empty text"}
+    assert out.gone == {"a2"}  # a1 keeps its call: repaired, not removed whole
 
 
 def test_thinking_before_content_of_the_same_response_is_kept() -> None:

@@ -238,6 +238,7 @@ class Recovered:
 
     messages: list[Message]
     removed: tuple[tuple[str, str], ...] = ()
+    gone: frozenset[str] = frozenset()  # ids of the removed messages left with no block (removed whole)
 
     def notes(self, skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
         """One report line per cleaned message not in `skip` (the ones already reported)."""
@@ -289,6 +290,7 @@ def clean_recovered(messages: Sequence[Message]) -> Recovered:
         return Recovered(list(messages))
     out: list[Message] = []
     removed: list[tuple[str, str]] = []
+    gone_whole: set[str] = set()
     for i, m in enumerate(messages):
         gone = drop.get(i)
         if not gone:
@@ -299,7 +301,9 @@ def clean_recovered(messages: Sequence[Message]) -> Recovered:
         kept = [b for k, b in enumerate(m.blocks) if k not in gone]
         if kept:
             out.append(m.with_blocks(kept))
-    return Recovered(out, tuple(removed))
+        else:
+            gone_whole.add(m.id)
+    return Recovered(out, tuple(removed), frozenset(gone_whole))
 
 
 def _api_ids(messages: Sequence[Message]) -> set[str]:
@@ -326,6 +330,7 @@ class IncrementalRecovery:
         self._stable = 0  # live messages before this index have their final recovered form in _out
         self._out: list[Message] = []
         self._removed: list[tuple[str, str]] = []
+        self._gone: frozenset[str] = frozenset()
         self._open: set[str] = set()  # calls before _stable with no result before _stable
         self._api: set[str] = set()  # response ids of the records before _stable
         self.recomputed = 0  # messages read by the last call (tests and benchmarks)
@@ -352,7 +357,7 @@ class IncrementalRecovery:
             window = live
         done = clean_recovered(close_interrupted(window))
         self.recomputed = len(window)
-        out = Recovered(self._out + done.messages, tuple(self._removed) + done.removed)
+        out = Recovered(self._out + done.messages, tuple(self._removed) + done.removed, self._gone | done.gone)
         self._advance(live)
         return out
 
@@ -373,6 +378,7 @@ class IncrementalRecovery:
         fixed = clean_recovered(close_interrupted(segment))
         self._out += fixed.messages
         self._removed += fixed.removed
+        self._gone |= fixed.gone
         self._open = (self._open | calls) - answered
         self._api |= apis
         self._stable = stable

@@ -84,7 +84,18 @@ def resolve_redraws(text: str) -> str:
     return "\n".join(out)
 
 
+# The first characters of spinner frames: every other progress pattern needs a percent sign, so a
+# line with neither is not searched at all (most lines of most outputs).
+_SPINNER_FRAMES = frozenset("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷◐◓◑◒")
+
+
 def is_progress(line: str) -> bool:
+    if "%" not in line and line.lstrip()[:1] not in _SPINNER_FRAMES:
+        return False
+    return _progress_patterns(line)
+
+
+def _progress_patterns(line: str) -> bool:
     if _PROGRESS.search(line):
         return True
     bar = _BAR.search(line)
@@ -96,10 +107,10 @@ def is_progress(line: str) -> bool:
 
 def collapse_progress(lines: list[str]) -> list[str]:
     """A run of progress lines keeps its last line (the final state); important lines always stay."""
+    progress = [is_progress(line) for line in lines]
     out: list[str] = []
     for i, line in enumerate(lines):
-        nxt = lines[i + 1] if i + 1 < len(lines) else None
-        if is_progress(line) and not is_important(line) and nxt is not None and is_progress(nxt):
+        if progress[i] and i + 1 < len(lines) and progress[i + 1] and not is_important(line):
             continue
         out.append(line)
     return out

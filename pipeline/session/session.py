@@ -1,16 +1,16 @@
 """Session: the append-only log of a harness's transcript and the sticky surface built on it.
 
 `prepare` is what a harness calls before every model call. It reads as its steps: sync the
-transcript into the log (new, edited or rewound history), fold new messages into the ledger, rebuild
-the view from the log and the stored edits, plan the status bar, run the staged graph, publish the
-status, check the invariants, and commit the log, the new edits, the ledger and the metadata in one
-transaction, so a crash leaves the previous consistent state.
+transcript into the log (new, edited or rewound history), have the ledger read the new messages (the
+status bar derives from them; the ledger folds them when something reads it), rebuild the view from the
+log and the stored edits, plan the status bar, run the staged graph, publish the status, check the
+invariants (session/outputcheck.py), and commit the log, the new edits, what the ledger folded and the
+metadata in one transaction, so a crash leaves the previous consistent state.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import logging
 import operator
@@ -21,29 +21,30 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..core.clearing import HARNESS_STAGE, clearing_edits
 from ..core.config import Config
-from ..core.edits import Compact, Edit, Insert, ReplaceMessages, apply_edits, refers_to, removed_refs
-from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError, WorksurfaceError
+from ..core.edits import Compact, Edit, apply_edits, refers_to, removed_refs
+from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError
 from ..formats.base import Transcript
 from ..graph.compose import StagedGraph
 from ..graph.registry import check_plugin_options, reinjectors_for, stages_for
 from ..ledger import Ledger
-from ..core.model import Message, Origin, orphans
+from ..core.model import Message, Origin
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
 from ..engine.state import (PipelineState, Reinjector, StageContext, StageInputs, StageReport, StatusInputs,
                             view_offset)
 from ..status import PublisherState, event_to_json
 from ..status.events import Event
-from .statusbar import FIRST_EPOCH, STAGE as STATUS_STAGE, StatusBar
+from .statusbar import FIRST_EPOCH, StatusBar
 from ..status.replay import epoch_after
 from .locations import Location, open_store
 from .metawrite import MetaWriter, held_value
+from .outputcheck import InvariantError, OutputChecks, view_digest
 from .store import MemoryStore, Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, MeasurementLog, fit_points
 from ..core.sizes import COUNTED, MEASURED, plausible
-from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, check_no_duplicates, check_pairing, live_slice
+from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, live_slice
 from ..engine.protection import ProtectedIds
 from worksurface.stages.autocompact import CompactionInputs
 from worksurface.stages.snip import SnipRequests
@@ -54,11 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("worksurface")
 
 NOTHING_NEW = "nothing new since the previous call"
-
-
-class InvariantError(WorksurfaceError):
-    """A view broke one of the invariants (pairing, order, no duplicates): a bug in worksurface,
-    never the input."""
 
 
 @dataclass
@@ -151,8 +147,7 @@ class Session:
         self._log_tokens: list[int] = list(itertools.accumulate(map(self.counter.message, self._log), initial=0))
         self._view_tokens: tuple[list[Message], int] | None = None
         self._counted: tuple[list[Message], int] = ([], 0)  # the view this call counted, and its tokens
-        self._view_hash: tuple[list[Message], Any] | None = None  # (a view, its running digest state)
-        self._view_ids: tuple[list[Message], set[str]] | None = None  # (a view checked, its message ids)
+        self._checks = OutputChecks()  # the output views' invariants and digest
         self._edits: list[Edit] = store.edits()
         self._recovery = IncrementalRecovery()
         self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
@@ -342,7 +337,7 @@ class Session:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
             if new_edits or rewound:
-                self._check(live, out_view, new_edits, bool(rewound))  # an unedited view: the previous one plus new
+                self._checks.check(live, out_view, new_edits, bool(rewound))  # an unedited view: the previous one plus new
             report = self._report(final, raw_tokens, counted + offset, started, rewound)
             report.sizes = self._sizes(ctx, counted, report, anchored)
             report.notices += usage_notices
@@ -569,23 +564,6 @@ class Session:
         # Most calls edit nothing: the graph's path is walked directly, compile-run only when a stage acts.
         return self._graph.run(start, ctx)
 
-    def _check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True) -> None:
-        if not rewound and edits and all(_status_only(e) for e in edits):
-            # The status bar inserts and removes only its own messages, which carry no tool blocks: pairing
-            # cannot change, so only the ids are checked (those new since the last checked view, on most
-            # calls of a session).
-            if not self._ids_unique(view):
-                raise InvariantError("worksurface produced an invalid view: " + "; ".join(check_no_duplicates(view)[:5]))
-            return
-        before_calls, before_results = orphans(live)
-        after_calls, after_results = orphans(view)
-        problems = []
-        if not after_calls <= before_calls or not after_results <= before_results:
-            problems += check_pairing(view)
-        problems += check_no_duplicates(view)
-        if problems:
-            raise InvariantError("worksurface produced an invalid view: " + "; ".join(problems[:5]))
-
     @staticmethod
     def _measured_size(report: PrepareReport, ctx: StageContext) -> int:
         """The view's size as the stages judged it: worksurface's count plus the provider's offset
@@ -689,7 +667,7 @@ class Session:
             # Only the parts of the ledger this call changed: per-call work follows what is new.
             ledger_save = self.ledger.write(store.set_meta)
             store.set_meta("last_view_tail", view[-1].id if view else None)
-            store.set_meta("view_digest", self._digest_of(view))
+            store.set_meta("view_digest", self._checks.digest(view))
             store.update_token_cache(self.counter.take_unsaved())
             store.set_meta("billing", self._billing.state_json())
             self._bump_generation()
@@ -706,36 +684,6 @@ class Session:
         self._edits = self._edits + list(new_edits)
         self._cached = (len(self._log), len(self._edits), view)
         self._view_tokens = (view, self._known_tokens(view))
-
-    def _ids_unique(self, view: list[Message]) -> bool:
-        """No two messages of `view` share an id; when `view` extends the last view checked (the same
-        message objects), only the appended ones are looked at."""
-        known = self._view_ids
-        if known is not None and len(view) >= len(known[0]) and all(map(operator.is_, known[0], view)):
-            ids, new = known[1], view[len(known[0]):]
-        else:
-            ids, new = set(), view
-        for m in new:
-            if m.id in ids:
-                self._view_ids = None
-                return False
-            ids.add(m.id)
-        self._view_ids = (list(view), ids)
-        return True
-
-    def _digest_of(self, view: list[Message]) -> str:
-        """`view_digest(view)`, hashing only the messages after the previous view when `view` starts
-        with it (the same message objects), as on a call that only appended."""
-        previous = self._view_hash
-        if previous is not None and len(view) >= len(previous[0]) and all(map(operator.is_, previous[0], view)):
-            h = previous[1].copy()
-            tail = view[len(previous[0]):]
-        else:
-            h, tail = hashlib.blake2b(digest_size=16), view
-        for m in tail:
-            h.update(m.digest.encode())
-        self._view_hash = (view, h.copy())
-        return h.hexdigest()
 
     def _bump_generation(self) -> None:
         self._generation = self.store.get_meta("generation", 0) + 1
@@ -761,23 +709,6 @@ def _breaks_cache(edits: Sequence[Edit], new: Sequence[Message]) -> bool:
         return False
     unsent = removed_refs(new)
     return any(isinstance(e, Compact) or not unsent.issuperset(e.refs) for e in edits)
-
-
-def _status_only(edit: Edit) -> bool:
-    """An edit of the status bar's own messages: an insert of block-free status messages, or a removal."""
-    if edit.stage != STATUS_STAGE:
-        return False
-    if isinstance(edit, Insert):
-        return all(m.origin is Origin.STATUS and not m.tool_calls and not m.tool_results for m in edit.messages)
-    return isinstance(edit, ReplaceMessages) and not edit.replacement
-
-
-def view_digest(view: Sequence[Message]) -> str:
-    """A digest of a whole view, from the per-message digests (cheap: those are cached)."""
-    h = hashlib.blake2b(digest_size=16)
-    for m in view:
-        h.update(m.digest.encode())
-    return h.hexdigest()
 
 
 def _queued(transcript: Transcript | Sequence[Message]) -> tuple[tuple[str | None, str], ...]:

@@ -55,11 +55,7 @@ class StatusBar:
         it, and reading it now would start the bar over for nothing."""
         derived = self.derived
         behind = frozenset(i for i in derived.skip if derived.skipped_at.get(i, live_start) < live_start)
-        if not recovered.removed:
-            self.exclude(behind)
-            return
-        removed = {mid for mid, _ in recovered.removed}
-        self.exclude(frozenset(removed - {m.id for m in recovered.messages if m.id in removed}) | behind)
+        self.exclude(recovered.gone | behind)
 
     def reset(self) -> None:
         """After a rewind status publications may sit after removed messages: the session drops them

@@ -133,9 +133,9 @@ class Store(ABC):
     def _count(self, key: str) -> int:
         return integrity.count(self.location, key, self._load(key, 0))
 
-    def _entries(self, pattern: str, n: int, what: str) -> list[Any]:
-        """Entries 0..n-1 of a sequence, decoded; a missing one is damage."""
-        keys = [pattern.format(i) for i in range(n)]
+    def _entries(self, pattern: str, n: int, what: str, start: int = 0) -> list[Any]:
+        """Entries start..n-1 of a sequence, decoded; a missing one is damage."""
+        keys = [pattern.format(i) for i in range(start, n)]
         out = []
         for key, text in zip(keys, self._get_many(keys)):
             if text is None:
@@ -258,7 +258,7 @@ class Store(ABC):
             if n >= length:
                 return 0
             removed = set()
-            for i, entry in enumerate(self._entries("log:{}", length, "log index")[n:], n):
+            for i, entry in enumerate(self._entries("log:{}", length, "log index", start=n), n):
                 key = f"log:{i}"
                 removed.add(integrity.parsed(self.location, key, "a log index entry", lambda e: str(e["id"]), entry))
                 removed.update(integrity.parsed(self.location, key, "a log index entry",

@@ -150,7 +150,9 @@ class EventDeriver:
         self._context(m.meta)
         if m.role == "assistant":
             # Calls a format conversion wrote as text: their outputs follow as user messages.
-            self._converted = sum(1 for line in m.text.splitlines() if line.startswith(CONVERTED_CALL))
+            said = m.text
+            self._converted = (sum(1 for line in said.splitlines() if line.startswith(CONVERTED_CALL))
+                               if CONVERTED_CALL in said else 0)
         elif self._converted and m.role == "user" and not m.tool_results:
             self._converted -= 1
             return  # a tool's output, not the user's request
@@ -193,13 +195,15 @@ class EventDeriver:
         if isinstance(cwd, str) and cwd and self._changed("cwd", cwd):
             self._emit(EnvironmentChanged, cwd=cwd)
         stamp = meta.get("timestamp")
-        if isinstance(stamp, str) and _DATE.match(stamp) and self._changed("date", stamp[:10]):
+        # The same day as the last one reported (most messages) changes nothing: no pattern to match.
+        if isinstance(stamp, str) and stamp[:10] != self._last.get("date") and _DATE.match(stamp) \
+                and self._changed("date", stamp[:10]):
             self._emit(EnvironmentChanged, time=stamp[:10])
         branch = meta.get("git_branch")
         if isinstance(branch, str) and branch and self._changed("branch", branch):
             self._emit(RepositoryChanged, branch=branch)
         raw = meta.get("raw")
-        mode = meta.get("permission_mode") or (raw.get("permissionMode") if isinstance(raw, Mapping) else None)
+        mode = meta.get("permission_mode") or (raw.get("permissionMode") if isinstance(raw, (dict, Mapping)) else None)
         if isinstance(mode, str) and mode and self._changed("mode", mode):
             self._emit(PermissionsChanged, approvals=mode)
         todos = _todos(items_from(meta.get("todos"), ("content",)))

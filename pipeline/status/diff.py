@@ -43,8 +43,9 @@ def diff(prev: Snapshot | None, cur: Snapshot) -> Diff:
     for name in SECTIONS:
         old = {f: v for f, v in before.get(name, {}).items() if shown(name, f)}
         new = {f: v for f, v in cur.sections.get(name, {}).items() if shown(name, f)}
+        # The reducer keeps a field's object until it changes: the same object displays the same.
         changed = tuple((f, field) for f, field in new.items()
-                        if f not in old or display(name, f, old[f]) != display(name, f, field))
+                        if f not in old or (old[f] is not field and display(name, f, old[f]) != display(name, f, field)))
         removed = tuple(f for f in old if f not in new)
         if changed or removed:
             out.append(SectionDiff(name, changed, removed))

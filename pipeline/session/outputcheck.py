@@ -1,0 +1,90 @@
+"""What each call's output view is checked for (tool calls and results still paired, no id twice) and
+its digest (the store's record of the view it last produced). Both look only at the appended messages
+when the view extends the one checked before (the same message objects), as on most calls."""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from typing import Any, Sequence
+
+from ..core.edits import Edit, Insert, ReplaceMessages
+from ..core.errors import WorksurfaceError
+from ..core.model import Message, Origin, orphans
+from ..core.view import check_no_duplicates, check_pairing
+from .statusbar import STAGE as STATUS_STAGE
+
+
+class InvariantError(WorksurfaceError):
+    """A view broke one of the invariants (pairing, order, no duplicates): a bug in worksurface,
+    never the input."""
+
+
+class OutputChecks:
+    """The checks of one session's output views, remembering the last view each one read."""
+
+    def __init__(self) -> None:
+        self._ids: tuple[list[Message], set[str]] | None = None  # (a view checked, its message ids)
+        self._hash: tuple[list[Message], Any] | None = None  # (a view, its running digest state)
+
+    def check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True) -> None:
+        """Raise InvariantError when `view` (made from `live` by `edits`) breaks an invariant."""
+        if not rewound and edits and all(status_only(e) for e in edits):
+            # The status bar inserts and removes only its own messages, which carry no tool blocks: pairing
+            # cannot change, so only the ids are checked.
+            if not self._ids_unique(view):
+                raise InvariantError("worksurface produced an invalid view: " + "; ".join(check_no_duplicates(view)[:5]))
+            return
+        before_calls, before_results = orphans(live)
+        after_calls, after_results = orphans(view)
+        problems = []
+        if not after_calls <= before_calls or not after_results <= before_results:
+            problems += check_pairing(view)
+        problems += check_no_duplicates(view)
+        if problems:
+            raise InvariantError("worksurface produced an invalid view: " + "; ".join(problems[:5]))
+
+    def _ids_unique(self, view: list[Message]) -> bool:
+        known = self._ids
+        if known is not None and len(view) >= len(known[0]) and all(map(operator.is_, known[0], view)):
+            ids, new = known[1], view[len(known[0]):]
+        else:
+            ids, new = set(), view
+        for m in new:
+            if m.id in ids:
+                self._ids = None
+                return False
+            ids.add(m.id)
+        self._ids = (list(view), ids)
+        return True
+
+    def digest(self, view: list[Message]) -> str:
+        """`view_digest(view)`, hashing only the messages after the previous view when `view` starts
+        with it."""
+        previous = self._hash
+        if previous is not None and len(view) >= len(previous[0]) and all(map(operator.is_, previous[0], view)):
+            h = previous[1].copy()
+            tail = view[len(previous[0]):]
+        else:
+            h, tail = hashlib.blake2b(digest_size=16), view
+        for m in tail:
+            h.update(m.digest.encode())
+        self._hash = (view, h.copy())
+        return h.hexdigest()
+
+
+def status_only(edit: Edit) -> bool:
+    """An edit of the status bar's own messages: an insert of block-free status messages, or a removal."""
+    if edit.stage != STATUS_STAGE:
+        return False
+    if isinstance(edit, Insert):
+        return all(m.origin is Origin.STATUS and not m.tool_calls and not m.tool_results for m in edit.messages)
+    return isinstance(edit, ReplaceMessages) and not edit.replacement
+
+
+def view_digest(view: Sequence[Message]) -> str:
+    """A digest of a whole view, from the per-message digests (cheap: those are cached)."""
+    h = hashlib.blake2b(digest_size=16)
+    for m in view:
+        h.update(m.digest.encode())
+    return h.hexdigest()
