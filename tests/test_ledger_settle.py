@@ -137,3 +137,14 @@ def test_a_failed_save_at_close_is_a_notice_and_the_next_session_folds_again(tmp
         assert again.ledger.folded == 0  # the store kept its last save, nothing half-written
         again.prepare(c.messages, now=99.0)
         assert _state(again.ledger) == _state(Ledger.over(c.messages))
+
+
+def test_a_list_the_caller_keeps_appending_to_is_folded_as_it_was_read() -> None:
+    c = _work(3)
+    messages = list(c.messages)
+    ledger = Ledger()
+    ledger.update(messages)
+    messages.append(Message("late", "user", (Text("Also never push to main."),)))  # after the read
+    assert not any("push" in k.text for k in ledger.upto().standing_constraints())
+    ledger.update(messages)
+    assert any("push" in k.text for k in ledger.upto().standing_constraints())

@@ -119,9 +119,9 @@ class Ledger(LedgerStorage):
             for f in self._followers:  # only messages not folded yet changed: the fold is still valid
                 f.reset()
         self._feed(transcript)
-        self._read = list(transcript)
+        self._read = list(transcript)  # a copy: the caller may append to its list before the fold
         if n > self.folded or len(extras) > self.extras_seen:
-            self._pending = (transcript, queued, extras)
+            self._pending = (self._read, tuple(queued), tuple(extras))
 
     def _first_change(self, transcript: Sequence[Message]) -> int:
         """Where `transcript` first differs from the messages read before (the shorter one's length when
