@@ -148,3 +148,20 @@ def test_a_list_the_caller_keeps_appending_to_is_folded_as_it_was_read() -> None
     assert not any("push" in k.text for k in ledger.upto().standing_constraints())
     ledger.update(messages)
     assert any("push" in k.text for k in ledger.upto().standing_constraints())
+
+
+def test_closing_while_another_session_object_holds_the_lock_does_not_wait_for_it(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    import time
+
+    import worksurface.session.session as session_module
+    monkeypatch.setattr(session_module, "CLOSE_LOCK_SECONDS", 0.2)
+    c = _work(4)
+    session = Session.open(tmp_path / "s")
+    _replay(session, c.messages)
+    with Session.open(tmp_path / "s") as other, other.store.lock(), worksurface_notices() as notices:
+        started = time.monotonic()
+        session.close()
+        waited = time.monotonic() - started
+    # It gave up after its own short wait, not the 30 s a call waits for the lock.
+    assert waited < 20 and any("not brought up to date at close" in n and "locked" in n for n in notices)

@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("worksurface")
 
 NOTHING_NEW = "nothing new since the previous call"
+# How long closing waits for the session's lock to save the ledger's last fold (a process holding the
+# lock longer is using the session, and leaves the newer ledger itself).
+CLOSE_LOCK_SECONDS = 2.0
 
 
 @dataclass
@@ -239,7 +242,8 @@ class Session:
         next process and the reports), then release the store."""
         try:
             if self.store.persistent:
-                self._save_ledger()
+                # Another process holding the session is writing it: its ledger will be the newer one.
+                self._save_ledger(lock_timeout=CLOSE_LOCK_SECONDS)
         except SessionError as exc:
             # Nothing is lost: the store keeps the ledger of its last save, and the next process folds
             # the rest from the transcript again.
@@ -248,12 +252,12 @@ class Session:
         finally:
             self.store.close()
 
-    def _save_ledger(self) -> None:
+    def _save_ledger(self, lock_timeout: float = 30.0) -> None:
         """Fold what the ledger read and write it, so the store's ledger is this session's (at close,
         and before a fork copies the store). Only the ledger's keys and the generation are written."""
         if not (self.ledger.pending or self.ledger.dirty):
             return
-        with self.store.lock():
+        with self.store.lock(timeout=lock_timeout):
             # Another process committed since: its ledger is the store's, and ours would overwrite it.
             if self.store.get_meta("generation", 0) != self._generation:
                 return
