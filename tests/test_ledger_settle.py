@@ -11,7 +11,7 @@ from builders import Convo, words
 from notices import worksurface_notices
 from worksurface import Session
 from worksurface.core.errors import SessionError
-from worksurface.core.model import Message, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Text, Thinking, ToolCall, ToolResult
 from worksurface.ledger import Ledger
 from worksurface.status import derive_events, reduce
 
@@ -165,3 +165,20 @@ def test_closing_while_another_session_object_holds_the_lock_does_not_wait_for_i
         waited = time.monotonic() - started
     # It gave up after its own short wait, not the 30 s a call waits for the lock.
     assert waited < 20 and any("not brought up to date at close" in n and "locked" in n for n in notices)
+
+
+def test_a_message_recovery_removed_stays_excluded_once_the_harness_compacted_past_it() -> None:
+    c = Convo().user("Rename the helper in utils.py")
+    c.messages.append(Message("t1", "assistant", (Thinking("rename helper to assist", signature="sig"),)))
+    c.user("go on")
+    c.tool("Read", {"file_path": "utils.py"}, "def helper(): pass")
+    with Session.open(None) as session:
+        session.prepare(c.messages, now=1.0)
+        assert "t1" in session.status_bar.derived.skip  # removed whole: the bar does not read it
+        resets = session.status_bar.derived.resets
+        c.messages.append(Message("b1", "system", (Text("Conversation compacted"),), meta={"compact_boundary": True}))
+        c.user("Summary of the earlier work: the helper is renamed.")
+        c.tool("Bash", {"command": "pytest -q"}, "3 passed in 0.1s")
+        session.prepare(c.messages, now=2.0)  # the live part now starts after t1
+        assert "t1" in session.status_bar.derived.skip
+        assert session.status_bar.derived.resets == resets  # not read again from the first message
