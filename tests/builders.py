@@ -50,3 +50,14 @@ def words(n: int, seed: int = 0) -> str:
     """About n tokens of varied text (distinct per seed so outputs are not duplicates)."""
     vocab = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "sigma"]
     return " ".join(f"{vocab[(i * 7 + seed) % len(vocab)]}{(i * 31 + seed * 17) % 997}" for i in range(n // 2))
+
+
+def read_and_test_rounds(rounds: int, request: str, read_words: int) -> Convo:
+    """`request`, then per round a read of one of three files, a passing test run and a line of prose."""
+    c = Convo().user(request)
+    for i in range(rounds):
+        c.tool("Read", {"file_path": f"/repo/p{i % 3}.py"}, words(read_words, seed=i))
+        c.tool("Bash", {"command": "pytest -q"}, f"{i + 1} passed in 0.1s")
+        c.say(f"step {i} done")
+    return c
+

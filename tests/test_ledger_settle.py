@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from builders import Convo, words
+from builders import Convo, read_and_test_rounds
 from notices import worksurface_notices
 from worksurface import Session
 from worksurface.core.errors import SessionError
@@ -17,12 +17,7 @@ from worksurface.status import derive_events, reduce
 
 
 def _work(rounds: int) -> Convo:
-    c = Convo().user("Port the parser to the new API. Never touch vendor/.")
-    for i in range(rounds):
-        c.tool("Read", {"file_path": f"/repo/p{i % 3}.py"}, words(80, seed=i))
-        c.tool("Bash", {"command": "pytest -q"}, f"{i + 1} passed in 0.1s")
-        c.say(f"step {i} done")
-    return c
+    return read_and_test_rounds(rounds, "Port the parser to the new API. Never touch vendor/.", read_words=80)
 
 
 def _state(ledger: Ledger) -> str:

@@ -8,7 +8,7 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from builders import Convo, words
+from builders import Convo, read_and_test_rounds
 from worksurface import Session
 from worksurface.core.jsontext import EncodedJSON, encode
 from worksurface.engine.protection import ProtectedIds, protected_ids
@@ -36,12 +36,7 @@ def test_a_store_keeps_an_encoded_value_as_given_and_reads_it_back():
 
 
 def _work(steps: int) -> Convo:
-    c = Convo().user("Port the parser. Never edit vendor/.")
-    for i in range(steps):
-        c.tool("Read", {"file_path": f"/repo/p{i % 3}.py"}, words(60, seed=i))
-        c.tool("Bash", {"command": "pytest -q"}, f"{i + 1} passed in 0.1s")
-        c.say(f"step {i} done")
-    return c
+    return read_and_test_rounds(steps, "Port the parser. Never edit vendor/.", read_words=60)
 
 
 def test_a_ledger_saved_call_by_call_in_encoded_parts_loads_back_whole():
