@@ -71,13 +71,11 @@ class Ledger(LedgerStorage):
         self.errors_from = 0      # where the errors window starts: the oldest error still unresolved
         self.extras_seen = 0      # the transcript's non-message records folded so far
         self.dirty = False        # changed since the store last saved it
-        self.saved_count = 0      # `count` when the store last saved it
         self._positions: dict[str, int] = {}  # message id -> index in the transcript (not persisted)
         # Marks of what the store holds (see `save`), and of the tracked files when the file records
         # was last rendered from them.
         self._saved: tuple[dict[str, Any], dict[str, tuple[Any, ...]]] = ({}, {})
         self._files_rendered: dict[str, tuple[Any, ...]] | None = None
-        self.last_window = 0  # messages the last `update` read (new ones and the carry window)
         self._json_memo: dict[int, tuple[Any, str]] = {}  # id(record) -> (record, its JSON text)
         # The errors window's searches, carried between calls so each later call is read once (not persisted).
         self._error_reader = ErrorReader()
@@ -99,8 +97,7 @@ class Ledger(LedgerStorage):
 
     # --- folding ----------------------------------------------------------------------------------
 
-    def update(self, transcript: Sequence[Message], *, rebuild: bool = False,
-               queued: Sequence[tuple[str | None, str]] = (),
+    def update(self, transcript: Sequence[Message], *, queued: Sequence[tuple[str | None, str]] = (),
                extras: Sequence[tuple[str | None, Any]] = ()) -> None:
         """Read the messages not seen yet: the followers (the status bar) read them now, the fold waits
         until something reads the ledger (`settle`). A transcript that no longer extends what was read
@@ -109,7 +106,9 @@ class Ledger(LedgerStorage):
         and agent types."""
         n = len(transcript)
         changed = self._first_change(transcript)
-        if rebuild or changed < min(self.folded, len(self._read)) or _diverged(transcript, self.folded, self.last_digest):
+        # What this object read shows any change; a ledger loaded from a store has read nothing yet, and
+        # its fold's last message is checked instead.
+        if changed < min(self.folded, len(self._read)) or _diverged(transcript, self.folded, self.last_digest):
             followers = self._followers
             self.__init__()  # type: ignore[misc]
             self._followers = followers
@@ -148,7 +147,6 @@ class Ledger(LedgerStorage):
         n = len(transcript)
         if len(self._positions) < min(self.folded, n):
             self._positions = {m.id: i for i, m in enumerate(transcript[: self.folded])}
-        self.last_window = 0
         if self.folded >= n:
             self._fold_extras(extras)
             return
@@ -156,7 +154,6 @@ class Ledger(LedgerStorage):
             self._positions.setdefault(transcript[i].id, i)
         self._fold_extras(extras)
         start = min(self.carry_from, self.folded)
-        self.last_window = n - start
         self._fold(transcript[start:], start, queued, self.folded)
         # Every new message is read; of the older ones, only back to the oldest error still open
         # (bounded), so a first fold of a whole transcript misses no error.

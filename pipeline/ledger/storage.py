@@ -40,7 +40,6 @@ class LedgerStorage:
     errors_from: int
     extras_seen: int
     dirty: bool
-    saved_count: int
     _saved: tuple[dict[str, Any], dict[str, tuple[Any, ...]]]
     _files_rendered: dict[str, tuple[Any, ...]] | None
     _json_memo: dict[int, tuple[Any, str]]
@@ -157,7 +156,6 @@ class LedgerStorage:
         ledger.folded, ledger.last_digest = int(data["count"]), data.get("last_digest")
         ledger.carry_from = int(data.get("carry_from", ledger.folded))
         ledger.files = FileTracker.from_json(data.get("file_tracker"))
-        ledger.saved_count = ledger.folded
         r = ledger._records
         for kind in KINDS:
             if kind.stored:
