@@ -12,14 +12,13 @@ cleared call ids are returned as `cache_edits` for providers that can delete ser
 
 from __future__ import annotations
 
-import operator
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from worksurface.core.config import MicrocompactConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
-from worksurface.core.model import Message, Origin, ToolCall, ToolResult
+from worksurface.core.model import Message, Origin, ToolCall, ToolResult, begins_with
 from worksurface.core.tokens import TokenCounter
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
@@ -131,8 +130,7 @@ def _tail(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext
     """The walk over `view`, continued from the previous call's when the view still starts with it."""
     memory = ctx.inputs.get(MicrocompactMemory)
     tail = memory.tail if memory is not None else None
-    if (not isinstance(tail, _Tail) or tail.config is not config or len(tail.prefix) > len(view)
-            or not all(map(operator.is_, view[:len(tail.prefix)], tail.prefix))):
+    if not isinstance(tail, _Tail) or tail.config is not config or not begins_with(view, tail.prefix):
         tail = _Tail(config)
     tail.read(view, ctx.counter)
     if memory is not None:

@@ -9,7 +9,6 @@ wait until they are worth `min_gain_tokens` (or the cache is cold anyway).
 from __future__ import annotations
 
 import hashlib
-import operator
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,7 +18,7 @@ from rapidfuzz import fuzz
 
 from worksurface.core.config import SnipConfig
 from worksurface.core.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
-from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, begins_with
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.tokens import TokenCounter
@@ -151,7 +150,7 @@ def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageC
     frontier = next((i + 1 for i in range(len(view) - 1, -1, -1) if view[i].role == "assistant"), 0)
     index = memory.index
     if (not isinstance(index, _Index) or index.config is not config or len(index.prefix) > frontier
-            or not all(map(operator.is_, view[:len(index.prefix)], index.prefix))):
+            or not begins_with(view, index.prefix)):
         index = _Index(config)
     new: list[str] = []
     for i in range(len(index.prefix), frontier):

@@ -21,13 +21,12 @@ measurement, and the fit is built around them:
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .clearing import clearing_edits, clearing_of
 from .edits import apply_edits
-from .model import Message, Origin
+from .model import Message, Origin, begins_with
 from .usage import message_usage
 
 # The provider's tokenizer differs from cl100k by a factor; outside these bounds a fitted ratio is
@@ -175,7 +174,7 @@ class MeasurementLog:
         """The measurements of `messages`: the new ones read when `messages` extends what was read
         before (the same message objects), else all of them again."""
         seen = self._seen
-        if len(messages) < len(seen) or not all(map(operator.is_, seen, messages)):  # C speed, no digest
+        if not begins_with(messages, seen):
             self._reset()
         self.extend(messages[len(self._seen):])
         return self.found

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -218,6 +219,12 @@ def call_index(messages: Sequence[Message]) -> dict[str, int]:
 def result_index(messages: Sequence[Message]) -> dict[str, int]:
     """Map each tool-call id to the index of the message that carries its result."""
     return {r.call_id: i for i, m in enumerate(messages) for r in m.tool_results}
+
+
+def begins_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
+    """`messages` starts with the very message objects of `prefix`: a view that only grew since
+    `prefix` was read (an identity check per message at C speed, no digest)."""
+    return len(messages) >= len(prefix) and all(map(operator.is_, prefix, messages))
 
 
 def orphans(messages: Sequence[Message]) -> tuple[set[str], set[str]]:

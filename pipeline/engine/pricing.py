@@ -21,14 +21,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..core.config import PRICE_PRESETS, PricingConfig
 from ..core.edits import Edit, ReplaceMessages, ReplaceResult
 from ..core.errors import ConfigError
-from ..core.model import Message, message_text
+from ..core.model import Message, begins_with, message_text
 from ..core.tokens import TokenCounter, get_encoding
 
 if TYPE_CHECKING:  # state.py imports this module for CallStats
@@ -195,10 +194,10 @@ class _Entry:
 
     def common_tokens(self, view: Sequence[Message], counter: TokenCounter) -> int:
         """Tokens at the start of `view` equal to this entry's view."""
-        if len(view) >= len(self.view) and all(map(operator.is_, self.view, view)):
+        if begins_with(view, self.view):
             return self.tokens  # the same messages, extended: C-speed check, no recount
         known = self.compared
-        if known is not None and len(view) >= len(known[0]) and all(map(operator.is_, known[0], view)):
+        if known is not None and begins_with(view, known[0]):
             return known[1]
         common, settled = _common_prefix(self.view, view, counter)
         self.compared = (list(view), common) if settled else None

@@ -3,11 +3,10 @@ the last assistant turn. Deciding what the user typed takes the fact parsers, so
 
 from __future__ import annotations
 
-import operator
 from typing import Sequence
 
 from ..core.edits import stable_prefix_length
-from ..core.model import Message
+from ..core.model import Message, begins_with
 from ..facts.requests import is_user_message
 
 
@@ -51,7 +50,7 @@ class ProtectedIds:
 
     def __call__(self, view: Sequence[Message]) -> frozenset[str]:
         seen = self._seen
-        if seen is not None and len(view) >= len(seen[0]) and all(map(operator.is_, seen[0], view)):
+        if seen is not None and begins_with(view, seen[0]):
             start, turn = len(seen[0]), seen[1]
         else:
             start, turn = 0, None

@@ -5,12 +5,11 @@ when the view extends the one checked before (the same message objects), as on m
 from __future__ import annotations
 
 import hashlib
-import operator
 from typing import Any, Sequence
 
 from ..core.edits import Edit, Insert, ReplaceMessages
 from ..core.errors import WorksurfaceError
-from ..core.model import Message, Origin, orphans
+from ..core.model import Message, Origin, begins_with, orphans
 from ..core.view import check_no_duplicates, check_pairing
 from .statusbar import STAGE as STATUS_STAGE
 
@@ -46,7 +45,7 @@ class OutputChecks:
 
     def _ids_unique(self, view: list[Message]) -> bool:
         known = self._ids
-        if known is not None and len(view) >= len(known[0]) and all(map(operator.is_, known[0], view)):
+        if known is not None and begins_with(view, known[0]):
             ids, new = known[1], view[len(known[0]):]
         else:
             ids, new = set(), view
@@ -62,7 +61,7 @@ class OutputChecks:
         """`view_digest(view)`, hashing only the messages after the previous view when `view` starts
         with it."""
         previous = self._hash
-        if previous is not None and len(view) >= len(previous[0]) and all(map(operator.is_, previous[0], view)):
+        if previous is not None and begins_with(view, previous[0]):
             h = previous[1].copy()
             tail = view[len(previous[0]):]
         else:

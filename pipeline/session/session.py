@@ -27,7 +27,7 @@ from ..formats.base import Transcript
 from ..graph.compose import StagedGraph
 from ..graph.registry import check_plugin_options, reinjectors_for, stages_for
 from ..ledger import Ledger
-from ..core.model import Message, Origin
+from ..core.model import Message, Origin, begins_with
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
 from ..engine.state import (PipelineState, Reinjector, StageContext, StageInputs, StageReport, StatusInputs,
                             view_offset)
@@ -633,7 +633,7 @@ class Session:
         """Tokens of a view: from the running total when it starts with the view this call counted
         (the same message objects: nothing fired, or only messages were added at its end)."""
         base, tokens = self._counted
-        if len(view) >= len(base) and all(map(operator.is_, base, view)):
+        if begins_with(view, base):
             return tokens + self.counter.messages(view[len(base):])
         return self.counter.messages(view)
 
