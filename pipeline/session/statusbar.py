@@ -147,8 +147,9 @@ class StatusBar:
     def _publisher_state(self, live: Sequence[Message], snapshot: Snapshot,
                          stored: PublisherState | dict[str, Any] | None,
                          history: Sequence[Message] = ()) -> PublisherState:
-        if stored is not None and _publisher(stored).strategy == self.config.status_strategy:
-            return _publisher(stored)
+        known = _publisher(stored) if stored is not None else None
+        if known is not None and known.strategy == self.config.status_strategy:
+            return known
         fed_back = [m for m in live if m.origin is Origin.STATUS]
         if fed_back:
             # The harness sent back a view with our status in it: that status is what the model has,
