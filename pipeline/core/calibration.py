@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from .clearing import clearing_edits, clearing_of
 from .edits import apply_edits
+from .memo import RecentLists
 from .model import Message, Origin, begins_with
 from .usage import message_usage
 
@@ -137,21 +138,17 @@ def measurements(messages: Sequence[Message], counter: Any) -> list[Measurement]
     """Every measured request in `messages`, in order, placed at the text counted before its response
     (its input never includes its own output). One response is one measurement: Claude Code writes it
     as several records with the same usage, interleaved with the results of its parallel tool calls."""
-    for seen, length, kind, found in _RECENT:
-        if seen is messages and length == len(messages) and kind is type(counter):
-            return list(found)
+    # One offline command measures the same transcript for its sizes, its calibration and its writer.
+    found = _RECENT.get(messages, type(counter))
+    if found is not None:
+        return found
     log = MeasurementLog(counter)
     log.extend(messages)
-    _RECENT.insert(0, (messages, len(messages), type(counter), log.found))
-    del _RECENT[RECENT_LISTS:]
-    return list(log.found)
+    return _RECENT.put(messages, log.found, type(counter))
 
 
-# One offline command measures the same transcript for its sizes, its calibration and its writer: the
-# last few lists' measurements are kept, by identity (as facts.calls keeps calls: messages are
-# immutable and a list read from a file is not changed), for the same kind of counter.
-_RECENT: list[tuple[Sequence[Message], int, type, list["Measurement"]]] = []
-RECENT_LISTS = 4
+# The measurements of the last few lists read, for the kind of counter that counted them.
+_RECENT: RecentLists["Measurement"] = RecentLists()
 
 
 class MeasurementLog:

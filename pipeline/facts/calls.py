@@ -14,7 +14,7 @@ from typing import Sequence
 
 from ..core.model import Message, ToolCall, ToolResult
 from ..core.toolkinds import call_target, effective_kind, shell_command, tool_kind
-from .memo import per_message_list
+from ..core.memo import per_message_list
 from .provenance import is_harness_rejection
 from .shell import first_line
 

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 from ..core.model import Message
 from ..core.toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
-from .memo import per_message_list
+from ..core.memo import per_message_list
 from .meta import is_harness_output, message_cwd, normalize_path
 from .provenance import aider_command_output
 from .shell import SimpleCommand, simple_commands

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.model import Message, Origin, Thinking
-from .memo import per_message_list
+from ..core.memo import per_message_list
 from .text import Unit, trim, units
 
 PRE_EXISTING, CAUSE, USE_INSTEAD, CONCLUSION = "pre-existing", "cause", "use instead", "conclusion"

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from ..core.model import Message
 from ..core.toolkinds import normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
-from .memo import per_message_list
+from ..core.memo import per_message_list
 from .git import COMMIT_RE
 from .meta import message_branch
 from .testsummary import TestRunWatcher, parse_test_output

@@ -14,7 +14,7 @@ import re
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
-from .memo import per_message, per_message_list
+from ..core.memo import per_message, per_message_list
 from .text import reminders
 
 # Claude Code's `toolUseResult` for a call the user rejected in the permission prompt.

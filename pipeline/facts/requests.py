@@ -15,7 +15,7 @@ from typing import Sequence
 from ..core.model import Message, Origin, is_user_turn
 from .calls import tool_calls, tool_label
 from .commands import command_request, is_task_notification, question_answers, rejection_words, slash_command
-from .memo import per_message_list
+from ..core.memo import per_message_list
 from .meta import is_harness_output
 from .provenance import converted_outputs
 from .text import strip_reminders

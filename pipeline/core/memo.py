@@ -1,14 +1,15 @@
 """Answers remembered for the messages they read: one fold (and one compaction) asks several extractors
 and reinjectors for the same list's calls, file activity and test runs, and for the same message's
-harness reminders; each is worked out once. Keyed by identity (messages are immutable, lists are not
-reused once built), holding what they key so an id is never reused while remembered."""
+harness reminders, and one offline command measures the same transcript's usage for its sizes, its
+calibration and its writer; each is worked out once. Keyed by identity (messages are immutable, lists
+are not reused once built), holding what they key so an id is never reused while remembered."""
 
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
-from ..core.model import Message
+from .model import Message
 
 # The last few message lists read (a fold's window, a compaction's kept part, a one-shot's whole list).
 RECENT_LISTS = 4
@@ -18,20 +19,34 @@ MAX_MESSAGES = 4096
 T = TypeVar("T")
 
 
+class RecentLists(Generic[T]):
+    """The answers for the last few message lists read (RECENT_LISTS), by the list's identity and
+    length, and a `key` for what else the answer depends on; each caller gets its own copy."""
+
+    def __init__(self) -> None:
+        self._recent: list[tuple[Sequence[Message], int, Any, list[T]]] = []
+
+    def get(self, messages: Sequence[Message], key: Any = None) -> list[T] | None:
+        for seen, length, known, found in self._recent:
+            if seen is messages and length == len(messages) and known == key:
+                return list(found)
+        return None
+
+    def put(self, messages: Sequence[Message], found: list[T], key: Any = None) -> list[T]:
+        self._recent.insert(0, (messages, len(messages), key, found))
+        del self._recent[RECENT_LISTS:]
+        return list(found)
+
+
 def per_message_list(read: Callable[[Sequence[Message]], list[T]]) -> Callable[[Sequence[Message]], list[T]]:
     """`read` answered once per message list (its last few lists): each caller gets its own copy of
     the list of (frozen) results."""
-    recent: list[tuple[Sequence[Message], int, list[T]]] = []
+    recent: RecentLists[T] = RecentLists()
 
     @functools.wraps(read)
     def remembered(messages: Sequence[Message]) -> list[T]:
-        for seen, length, found in recent:
-            if seen is messages and length == len(messages):
-                return list(found)
-        found = read(messages)
-        recent.insert(0, (messages, len(messages), found))
-        del recent[RECENT_LISTS:]
-        return list(found)
+        found = recent.get(messages)
+        return found if found is not None else recent.put(messages, read(messages))
 
     return remembered
 
