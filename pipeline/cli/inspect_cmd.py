@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..core.errors import WorksurfaceError
 from ..offline.inspect import inspect_file
-from .app import InputFormat, app, fail, STRICT_HELP
+from .app import InputFormat, app, fail, settle_input, STRICT_HELP
 
 CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue": "dialogue (text, thinking)",
                    "tool_calls": "tool calls", "observations": "observations (tool results)",
@@ -62,6 +62,7 @@ def inspect(
     unlinked: sidechain files no call launched (agent-acompact-* are Claude Code's compaction calls)}
     """
     try:
+        settle_input()      # reading and counting a file hold no cycles for the collector to find
         report = inspect_file(path, format.value, strict=strict)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None

@@ -13,7 +13,7 @@ from ..core.fileio import STDOUT, atomic_write, output_file
 from ..formats import read_transcript
 from ..offline.sizing import SizeFlags
 from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP, InputFormat,
-                  app, fail)
+                  app, fail, settle_input)
 
 
 @app.command("report")
@@ -70,6 +70,7 @@ def report_command(
         if out is None:
             output_file(destination, inputs=inputs)  # refused before any work, as every output path is
         transcript = read_transcript(path, format.value, strict=strict)
+        settle_input()
         probe_set = ProbeSet.load(probes) if probes is not None else None
         flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
         data = build_report(transcript, source=path.name, at=at, config=flags.config(transcript), force=force,

@@ -138,17 +138,23 @@ def measurements(messages: Sequence[Message], counter: Any) -> list[Measurement]
     """Every measured request in `messages`, in order, placed at the text counted before its response
     (its input never includes its own output). One response is one measurement: Claude Code writes it
     as several records with the same usage, interleaved with the results of its parallel tool calls."""
-    # One offline command measures the same transcript for its sizes, its calibration and its writer.
+    return list(_read_log(messages, counter).found)
+
+
+def _read_log(messages: Sequence[Message], counter: Any) -> "MeasurementLog":
+    """The log of `messages` read whole: one offline command measures the same transcript for its
+    sizes, its session's calibration and its writer."""
     found = _RECENT.get(messages, type(counter))
-    if found is not None:
-        return found
+    if found:
+        return found[0]
     log = MeasurementLog(counter)
     log.extend(messages)
-    return _RECENT.put(messages, log.found, type(counter))
+    _RECENT.put(messages, [log], type(counter))
+    return log
 
 
-# The measurements of the last few lists read, for the kind of counter that counted them.
-_RECENT: RecentLists["Measurement"] = RecentLists()
+# The logs of the last few lists read whole, for the kind of counter that counted them (callers copy).
+_RECENT: RecentLists["MeasurementLog"] = RecentLists()
 
 
 class MeasurementLog:
@@ -173,8 +179,18 @@ class MeasurementLog:
         seen = self._seen
         if not begins_with(messages, seen):
             self._reset()
+        if not self._seen:
+            known = _RECENT.get(messages, type(self.counter))
+            if known:
+                self._take(known[0])
         self.extend(messages[len(self._seen):])
         return self.found
+
+    def _take(self, other: "MeasurementLog") -> None:
+        """Go on from where `other` (a log of the same list, read whole) stands, as a copy."""
+        self.found, self._seen, self._cleared = list(other.found), list(other._seen), set(other._cleared)
+        self._running, self._run_start, self._boundary_at = other._running, other._run_start, other._boundary_at
+        self._marked, self._last = other._marked, other._last
 
     def extend(self, messages: Sequence[Message]) -> None:
         for message in messages:

@@ -19,12 +19,24 @@ MAX_MESSAGES = 4096
 T = TypeVar("T")
 
 
+# Every memo's forget(), for `forget_all`.
+_MEMOS: list[Callable[[], None]] = []
+
+
+def forget_all() -> None:
+    """Drop every memo's answers and the lists they hold: a command that read a transcript frees it
+    when it ends (the interpreter's exit frees a transcript still held far more slowly than this)."""
+    for forget in _MEMOS:
+        forget()
+
+
 class RecentLists(Generic[T]):
     """The answers for the last few message lists read (RECENT_LISTS), by the list's identity and
     length, and a `key` for what else the answer depends on; each caller gets its own copy."""
 
     def __init__(self) -> None:
         self._recent: list[tuple[Sequence[Message], int, Any, list[T]]] = []
+        _MEMOS.append(self._recent.clear)
 
     def get(self, messages: Sequence[Message], key: Any = None) -> list[T] | None:
         for seen, length, known, found in self._recent:
@@ -54,6 +66,7 @@ def per_message_list(read: Callable[[Sequence[Message]], list[T]]) -> Callable[[
 def per_message(read: Callable[[Message], list[T]]) -> Callable[[Message], list[T]]:
     """`read` answered once per message object: each caller gets its own copy of the list."""
     known: dict[int, tuple[Message, list[T]]] = {}
+    _MEMOS.append(known.clear)
 
     @functools.wraps(read)
     def remembered(message: Message) -> list[T]:

@@ -54,9 +54,21 @@ def _shown(text: str) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
 
 
+# Integers are left to the C scanner (a Python callback per integer costs a third of reading a
+# session), which raises a plain ValueError past Python's digit limit; only then is the text read
+# again with the checking callback, for the error that names the literal.
+_DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant)
+_CHECKING_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
+
+
 def loads(text: str) -> Any:
     """`json.loads`, refusing the numbers above (UnreadableNumber, a ValueError)."""
-    return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    try:
+        return _DECODER.decode(text)
+    except (json.JSONDecodeError, UnreadableNumber):
+        raise
+    except ValueError:
+        return _CHECKING_DECODER.decode(text)
 
 
 def number_error(exc: UnreadableNumber, text: str, path: str | None, line: int | None = None,

@@ -37,9 +37,10 @@ RAW_USAGE_PATHS: tuple[tuple[str, ...], ...] = (
 
 
 def _is_mapping(value: Any) -> bool:
-    """isinstance(value, Mapping), a dict answered first: the ABC check costs microseconds, and usage
-    is looked up on every message of a transcript several times (calibration, status, sizes)."""
-    return isinstance(value, dict) or isinstance(value, Mapping)
+    """isinstance(value, Mapping), a dict and None (most lookups find nothing) answered first: the
+    ABC check costs microseconds, and usage is looked up on every message of a transcript several
+    times (calibration, status, sizes)."""
+    return isinstance(value, dict) or (value is not None and isinstance(value, Mapping))
 
 
 @dataclass(frozen=True)

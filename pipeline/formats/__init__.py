@@ -10,6 +10,7 @@ import logging
 import os
 from typing import Sequence
 
+from ..core.collector import collection_paused
 from ..core.errors import FormatError, UnknownFormatError
 from ..core.fileio import BOM, STDIN, atomic_write, display_name, read_text, text_lines
 from ..core.model import Message
@@ -60,7 +61,8 @@ def loads(text: str, format: str = "auto", path: str | None = None, *, strict: b
     name = detect_format(text, path) if format == "auto" else format
     adapter = get_adapter(name)
     try:
-        transcript = adapter.read(text, path)
+        with collection_paused():
+            transcript = adapter.read(text, path)
     except RecursionError:      # a deep value the adapter's own parsing let through
         raise FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=path) from None
     if format != "auto" and not transcript.messages and text.strip():
@@ -89,7 +91,8 @@ def stream_transcript(path: str | os.PathLike[str], format: str = "auto", *, str
         return read_transcript(path, format, strict=strict)
     parsed = parsed_lines(text_lines(path))
     try:
-        transcript = reader(parsed, name, keep)
+        with collection_paused():
+            transcript = reader(parsed, name, keep)
     except RecursionError:
         raise FormatError(f"JSON nested more than {MAX_DEPTH} levels deep: not read", path=name) from None
     if format != "auto" and not transcript.messages:
