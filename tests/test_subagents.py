@@ -203,3 +203,27 @@ def test_two_agents_on_one_thread_keep_their_own_decisions(tmp_path: Path) -> No
     assert [u.text for u in sessions[1].ledger.upto().user_messages()] == ["write the notes"]
     pool.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t1", "t1+researcher", "t1+writer"]
+
+
+ALL_SESSIONS = sorted(p for p in TRANSCRIPTS.rglob("*.jsonl") if "subagents" not in p.parts) \
+    if TRANSCRIPTS.exists() else []
+
+
+@needs_shared()
+@pytest.mark.parametrize("path", ALL_SESSIONS, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+def test_a_window_said_not_to_change_tasks_changes_none(path: Path) -> None:
+    # The status bar skips the fold where may_change_tasks says no: on every message of every shared
+    # session (alone and with the call it answers), folding would indeed have changed nothing.
+    from worksurface.facts.subagents import fold, may_change_tasks
+
+    messages = read_transcript(path).messages
+    known = fold({}, messages, lambda i: i)
+    by_call = {c.id: m for m in messages for c in m.tool_calls}
+    skipped = 0
+    for m in messages:
+        window = list({id(w): w for w in (by_call[r.call_id] for r in m.tool_results if r.call_id in by_call)}.values())
+        for w in ([m], window + [m]):
+            if not may_change_tasks(w):
+                skipped += 1
+                assert fold(known, w, lambda _i: 10**9) == known, (path.name, m.id)
+    assert skipped > 0

@@ -250,6 +250,24 @@ def apply_updates(tasks: Mapping[str, SubagentTask], updates: Sequence[TaskUpdat
     return out
 
 
+def may_change_tasks(messages: Sequence[Message]) -> bool:
+    """Whether `fold` over `messages` (with no queued inputs) can launch or update a task: a sub-agent
+    call, a background task's read or kill, a result the harness recorded as a background task, or a
+    harness notification. False is certain; the status bar asks it of every message before folding."""
+    for m in messages:
+        for c in m.tool_calls:
+            if c.name in OUTPUT_TOOLS or c.name in KILL_TOOLS or tool_kind(c) == "agent":
+                return True
+        if m.tool_results:
+            raw = claude_record(m)
+            tur = raw.get("toolUseResult") if raw is not None else None
+            if isinstance(tur, dict) and tur.get("backgroundTaskId"):
+                return True
+        if "<task-notification>" in _harness_text(m):
+            return True
+    return False
+
+
 def fold(known: Mapping[str, SubagentTask], messages: Sequence[Message], at: Callable[[int], int],
          queued: Sequence[tuple[str | None, str]] = ()) -> dict[str, SubagentTask]:
     """Merge the tasks and updates of `messages` (a window; `at` maps its indices to transcript

@@ -178,7 +178,7 @@ class EventDeriver:
         if any(c.name not in _NOT_JOBS for c in m.tool_calls):
             for c in m.tool_calls:
                 self._job_calls[c.id] = m
-        if len(window) == 1 and not m.tool_calls and not (m.role == "user" and "<task-notification>" in m.text):
+        if not subagent_facts.may_change_tasks(window):
             return
         at = self._seen
         jobs = subagent_facts.fold(self._jobs, window, lambda _i: at)
