@@ -32,10 +32,11 @@ class Plan:
     hand_probes: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     profile: bool = True  # profile the largest scale size
-    # Other users' sessions, replayed by the overhead section only (each replay is a minute of
-    # compactions on some of them), `field_repeats` times each.
+    # Other users' sessions, replayed by the overhead section only, `field_repeats` times each (a
+    # call's time is its median over the replays; the baselines run in the first replay only, so a
+    # further replay costs just worksurface's own calls).
     field_sources: list[Source] = field(default_factory=list)
-    field_repeats: int = 1
+    field_repeats: int = 3
     store_sources: int | None = 1  # transcripts the store section replays on both stores (None: all)
     store_sessions: int = 20  # sessions of the concurrent store run (on 4 worker processes)
     store_calls: int | None = 6  # calls each of them replays (None: its whole transcript)
@@ -56,7 +57,7 @@ def quick_plan() -> Plan:
     field_list, field_notes = field_sources()
     return Plan("quick", sources, repeats=3, baseline_stride=4, baseline_repeats=1,
                 scale_sizes=QUICK_SIZES, scale_repeats=2, hand_probes=hand_probe_files(), notes=notes + field_notes,
-                labeled_field=True, field_sources=field_list, field_repeats=1)
+                labeled_field=True, field_sources=field_list, field_repeats=3)
 
 
 def full_plan() -> Plan:

@@ -11,7 +11,8 @@ from rapidfuzz import fuzz
 
 from worksurface.core.config import ReinjectConfig
 from worksurface.core.errors import WorkspaceReadError
-from worksurface.facts.files import FileFact, numbered_lines
+from worksurface.facts.files import FileFact
+from worksurface.facts.fileviews import numbered_lines
 from worksurface.core.fileio import read_confined
 from worksurface.core.model import Message, Origin
 from worksurface.core.escape import escape_attr, escape_tags

@@ -17,7 +17,7 @@ from worksurface.core.edits import edited_stage
 from worksurface.core.model import Message, Origin
 from worksurface.core.tokens import truncate_to_tokens
 from worksurface.core.toolkinds import tool_kind
-from worksurface.facts.files import is_file_window
+from worksurface.facts.fileviews import is_file_window
 from worksurface.core.escape import escape_tags
 from worksurface.engine.reinject import MESSAGE_READS, is_shown, reinjected, report, shown_text, summarized_span
 from worksurface.engine.state import Reinjection, Reinjector, StageContext

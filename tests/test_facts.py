@@ -7,7 +7,7 @@ import json
 import pytest
 
 from worksurface import facts
-from worksurface.facts.files import numbered_lines
+from worksurface.facts.fileviews import numbered_lines
 from worksurface.facts.shell import signature, simple_commands
 from worksurface.core.model import Message, Opaque, Origin, Text, ToolCall, ToolResult
 

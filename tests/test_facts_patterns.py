@@ -97,6 +97,16 @@ ERRORS = [
 ]
 
 FILES = [
+    ("NOTICE_RE", "search", "Applied edit to src/app.py", "Added 3 files to the chat."),
+    ("PATCH_FILE_RE", "search", "*** Begin Patch\n*** Update File: src/app.py\n@@", "*** Begin Patch"),
+    ("SED_RANGE_RE", "match", "10,40p", "s/foo/bar/p"),
+    (r"-n\d+|--lines=\d+|-\d+", "fullmatch", "-n40", "--lines"),
+    (r"\D", "search", "--lines=40", "40"),
+    (r"[+]?\d+", "fullmatch", "+20", "20.log"),
+    (r"(?:^|\s)-(?:\w*b\s?a|-body-numbering=a)\b", "search", "nl -ba src/app.py", "nl -bt src/app.py"),
+]
+
+FILEVIEWS = [
     ("NUMBERED_LINE_RES[0]", "match", "    12→def main():", "    12 def main():"),
     ("NUMBERED_LINE_RES[1]", "match", "    12\tdef main():", "    12  def main():"),
     ("NUMBERED_LINE_RES[2]", "match", "12:def main():", "src/app.py:12:def main():"),
@@ -105,18 +115,11 @@ FILES = [
     ("NUMBERED_LINE_SCANS[2]", "search", "x\n12:def main():", "src/app.py:12:def main():"),
     ("SWE_WINDOW_RE", "search", "[File: /repo/src/app.py (120 lines total)]\n(1 more lines above)",
      "[File: /repo/src/app.py]"),
-    ("NOTICE_RE", "search", "Applied edit to src/app.py", "Added 3 files to the chat."),
-    ("PATCH_FILE_RE", "search", "*** Begin Patch\n*** Update File: src/app.py\n@@", "*** Begin Patch"),
     ("MINI_OUTPUT_RE", "match", "<returncode>0</returncode>\n<output>\nok\n</output>", "<returncode>0</returncode>\nok"),
     ("HARNESS_TRAILER_RE", "search", "build ok\n[The command completed with exit code 0.]",
      "[The command completed with exit code 0.] then more output"),
     ("AIDER_BLOCK_RE", "search", "<<<<<<< SEARCH\nold = 1\n=======\nold = 2\n>>>>>>> REPLACE",
      "<<<<<<< HEAD\nold = 1\n=======\nold = 2\n>>>>>>> main"),
-    ("SED_RANGE_RE", "match", "10,40p", "s/foo/bar/p"),
-    (r"-n\d+|--lines=\d+|-\d+", "fullmatch", "-n40", "--lines"),
-    (r"\D", "search", "--lines=40", "40"),
-    (r"[+]?\d+", "fullmatch", "+20", "20.log"),
-    (r"(?:^|\s)-(?:\w*b\s?a|-body-numbering=a)\b", "search", "nl -ba src/app.py", "nl -bt src/app.py"),
 ]
 
 FINDINGS = [
@@ -269,7 +272,7 @@ TRACKER = [
 ]
 
 TABLES: dict[str, list[tuple[str, str, str, str]]] = {
-    "calls": CALLS, "commands": COMMANDS, "observations": OBSERVATIONS, "plans": PLANS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "findings": FINDINGS,
+    "calls": CALLS, "commands": COMMANDS, "observations": OBSERVATIONS, "plans": PLANS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "fileviews": FILEVIEWS, "findings": FINDINGS,
     "identifiers": IDENTIFIERS, "git": GIT, "progress": PROGRESS, "provenance": PROVENANCE, "shell": SHELL,
     "subagents": SUBAGENTS, "testsummary": TESTSUMMARY, "text": TEXT, "todos": TODOS, "tools": TOOLS,
     "tracker": TRACKER,

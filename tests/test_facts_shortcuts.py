@@ -22,6 +22,7 @@ from worksurface.offline.replay import call_points
 
 identifiers_module = importlib.import_module("worksurface.facts.identifiers")  # the package's name is the function
 files_module = importlib.import_module("worksurface.facts.files")
+from worksurface.facts import fileviews  # noqa: E402
 findings_module = importlib.import_module("worksurface.facts.findings")
 constraints_module = importlib.import_module("worksurface.facts.constraints")
 text_module = importlib.import_module("worksurface.facts.text")
@@ -183,9 +184,9 @@ def test_the_file_records_kept_between_calls_are_the_records_of_every_file() -> 
 
 
 def _numbered_lines_row_by_row(text: str) -> dict[int, str] | None:
-    """files._numbered_lines as it read a text before (each pattern matched against each row)."""
+    """fileviews.shared_numbered_lines as it read a text before (each pattern matched against each row)."""
     rows = text.split("\n")
-    for pattern in files_module.NUMBERED_LINE_RES:
+    for pattern in fileviews.NUMBERED_LINE_RES:
         found: dict[int, str] = {}
         for row in rows:
             m = pattern.match(row)
@@ -203,8 +204,8 @@ def _numbered_lines_row_by_row(text: str) -> dict[int, str] | None:
 @example("\n\n  1→a\n  2→b")
 @example(" \n\t3\tx\n4:y")
 def test_numbered_lines_read_at_once_are_the_rows_read_one_by_one(text: str) -> None:
-    files_module._numbered_lines.cache_clear()
-    assert files_module._numbered_lines(text) == _numbered_lines_row_by_row(text)
+    fileviews.shared_numbered_lines.cache_clear()
+    assert fileviews.shared_numbered_lines(text) == _numbered_lines_row_by_row(text)
 
 
 # The one-search prefilters and the patterns they join: (joined, parts).

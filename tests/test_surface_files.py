@@ -9,7 +9,7 @@ import json
 from builders import Convo
 from shared import TRANSCRIPTS, needs_shared
 from worksurface.facts import file_activity
-from worksurface.facts.files import command_output
+from worksurface.facts.fileviews import command_output
 from worksurface.formats import read_transcript
 from worksurface.core.model import Message, Text
 

@@ -19,7 +19,7 @@ MAX_MESSAGES = 4096
 T = TypeVar("T")
 
 
-# Every memo's forget(), for `forget_all`.
+# Every memo's forget(), for `forget_all` (memos are made at import, so this list does not grow).
 _MEMOS: list[Callable[[], None]] = []
 
 

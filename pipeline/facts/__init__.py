@@ -9,7 +9,8 @@ from .calls import CallRecord, tool_calls, tool_label
 from .constraints import (Approach, Constraint, TaskSpec, excluded_approaches, standing_constraints,
                           task_specs)
 from .errors import ErrorFact, error_line, tool_errors
-from .files import FileFact, edit_gist, file_activity
+from .files import FileFact, file_activity
+from .fileviews import edit_gist
 from .findings import Finding, findings
 from .identifiers import Identifiers, command_forms, command_gist, identifiers
 from .observations import Outcome, output_gist, recent_outcomes

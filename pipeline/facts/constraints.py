@@ -20,7 +20,7 @@ from ..core.model import Message, is_user_turn
 from ..core.toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls, tool_label
 from .errors import is_transient, tool_errors
-from .files import added_lines, numbered_lines
+from .fileviews import added_lines, numbered_lines
 from .findings import COMPLAINT, findings
 from .commands import command_bodies, rejection_words
 from .meta import message_cwd, normalize_path

@@ -21,7 +21,7 @@ from ..core.model import Message
 from ..core.toolkinds import call_path, tool_kind
 from .calls import CallRecord, is_sibling_error, tool_calls, tool_label
 from .testsummary import parse_test_output
-from .files import edit_gist
+from .fileviews import edit_gist
 from .shell import first_line, signature, simple_commands
 from .text import one_line, trim
 

@@ -15,7 +15,6 @@ some other file (`[File: /ws/secret.env ...]`) adds no file activity.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import posixpath
 import re
@@ -25,6 +24,8 @@ from typing import Any, Iterable, Sequence
 from ..core.model import Message
 from ..core.toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
+from .fileviews import (aider_edit_blocks, command_output, edit_steps, numbered_lines, shared_numbered_lines,
+                        window_path, window_search)
 from ..core.memo import per_message_list
 from .meta import is_harness_output, message_cwd, normalize_path
 from .provenance import aider_command_output
@@ -33,27 +34,6 @@ from .shell import SimpleCommand, simple_commands
 READ, EDITED, CREATED, DELETED, MOVED, COPIED = "read", "edited", "created", "deleted", "moved", "copied"
 At = tuple[int, str]  # where an effect shows: (message index, message id)
 
-# Line-numbered read formats: Claude Code `     1→text`, `cat -n` / OpenHands `     1\ttext`,
-# SWE-agent `1:text`.
-NUMBERED_LINE_RES = (
-    re.compile(r"^\s*(\d+)→(.*)$"),
-    re.compile(r"^\s*(\d+)\t(.*)$"),
-    re.compile(r"^(\d+):(.*)$"),
-)
-# The same patterns over a whole text at once (one C scan, not a match per row): a row matches alone
-# exactly where a line of the text matches; `^\s*` that starts on a blank line and runs on to the
-# next matches what that next row matches alone.
-NUMBERED_LINE_SCANS = tuple(re.compile(p.pattern, re.M) for p in NUMBERED_LINE_RES)
-# SWE-agent's file window header: `[File: /path (94 lines total)]`.
-SWE_WINDOW_RE = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
-# The literal that header opens with: outputs without it are not searched line by line for it.
-SWE_WINDOW_OPEN = "[File: "
-
-
-def is_file_window(output: str) -> bool:
-    """The output is an editor's window onto a file (SWE-agent's `[File: path (N lines total)]`):
-    a file's content, which file activity decides about, not an observation of the work."""
-    return SWE_WINDOW_OPEN in output and bool(SWE_WINDOW_RE.match(output.lstrip()))
 # aider reports file activity as notices, not tool results: "Applied edit to x.py", "Added x.py to the
 # chat" (`/add`), "Added x.py to read-only files." (`/read`), "Creating empty file x.py".
 NOTICE_RE = re.compile(r"^(Applied edit to|Added|Creating empty file|Created new file) (\S+?)"
@@ -72,26 +52,11 @@ RANGE_KEYS = ("offset", "limit", "view_range", "line", "start_line", "end_line")
 SHELL_READERS = {"cat", "head", "tail", "less", "more", "nl", "bat", "open", "view"}
 # Shown between runs of a partially read file, so a reader knows lines are missing.
 GAP_MARKER = "[… lines {start}-{end} not seen …]"
-# An edit gist longer than this is cut: it hints at the change, the file holds the rest.
-GIST_CHARS = 120
-GIST_LINES = 3
 GAP_MARKER_OPEN = "[… lines from {start} not seen …]"
 # Lines remembered per file of what edits added and removed: the newest few carry the facts.
 MAX_CHANGE_LINES = 12
 # SWE-agent commands that make a file the current one (`edit` then changes that file).
 SWE_OPENERS = ("open", "create")
-# A harness's wrapper around what a shell command printed. mini-swe-agent:
-# `<returncode>N</returncode>\n<output>\n...\n</output>` (`<output_head>` when it cut the output);
-# OpenHands appends `[The command completed with exit code N.]` and working-directory notes.
-MINI_OUTPUT_RE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>\s*<output>\n?([\s\S]*?)\n?</output>\s*\Z")
-MINI_CUT_MARKERS = ("<output_head>", "<elided_chars>", "<output_tail>")
-HARNESS_TRAILER_RE = re.compile(
-    r"\n?\[(?:The command completed with exit code (-?\d+)\.|Command finished with exit code (-?\d+)"
-    r"|Current working directory: [^\]\n]*|Python interpreter: [^\]\n]*)\]\s*\Z")
-OPENHANDS_CUT_MARKERS = ("[The command has no new output", "[Below was the output", "timed out")
-# aider's edit blocks in the model's reply; aider applies them and says "Applied edit to PATH".
-AIDER_BLOCK_RE = re.compile(r"^<{7} (?:SEARCH|ORIGINAL)[ \t]*\n([\s\S]*?)^={7}[ \t]*\n([\s\S]*?)^>{7} (?:REPLACE|UPDATED)[ \t]*$",
-                            re.M)
 # How OpenHands' editor (str_replace_editor `view`) answers for a directory instead of a file.
 DIRECTORY_VIEW = "Here's the files and directories"
 # `sed -n 'A,Bp' FILE` / `sed -n 'Ap' FILE`: prints lines A..B of the file.
@@ -172,7 +137,7 @@ class _FileState:
     def see_lines(self, lines: dict[int, str], at: At, *, whole: bool,
                   total: int | None = None) -> None:
         """Some (or, with `whole`, all) of the file's lines are now known. `lines` is copied or only
-        read, never kept: a caller may pass the shared dict `_numbered_lines` remembers."""
+        read, never kept: a caller may pass the shared dict `shared_numbered_lines` remembers."""
         if whole:
             self.lines, self.complete = dict(lines), True
         elif self.lines is not None and not self.stale:
@@ -238,96 +203,6 @@ def _render(lines: dict[int, str], complete: bool, total: int | None) -> tuple[s
     return "\n".join(out), True
 
 
-def numbered_lines(text: str) -> dict[int, str] | None:
-    """Lines of a line-numbered read result keyed by number (the numbering format picked by majority),
-    or None when the text is not line-numbered. The caller's own dict: a file's state keeps it."""
-    found = _numbered_lines(text)
-    return dict(found) if found is not None else None
-
-
-# The file tracker, the window's file activity and the test watcher read the same new results on one call.
-@functools.lru_cache(maxsize=64)
-def _numbered_lines(text: str) -> dict[int, str] | None:
-    rows: list[str] | None = None
-    for scan in NUMBERED_LINE_SCANS:
-        found: dict[int, str] = {}
-        for number, line in scan.findall(text):
-            found.setdefault(int(number), line)
-        if not found:
-            continue
-        rows = text.split("\n") if rows is None else rows
-        if len(found) * 2 >= sum(1 for r in rows if r.strip() and not r.startswith("<")):
-            return found
-    return None
-
-
-def _edit_steps(inp: dict[str, Any]) -> list[tuple[str, str, bool]] | None:
-    """(old, new, replace_all) steps of a string-replacement edit, or None for other edit shapes."""
-    if isinstance(inp.get("edits"), list):
-        steps = []
-        for e in inp["edits"]:
-            if not isinstance(e, dict):
-                return None
-            old = e.get("old_string", e.get("old_str"))
-            new = e.get("new_string", e.get("new_str", ""))
-            if not isinstance(old, str) or not isinstance(new, str):
-                return None
-            steps.append((old, new, bool(e.get("replace_all"))))
-        return steps
-    old = inp.get("old_string", inp.get("old_str"))
-    new = inp.get("new_string", inp.get("new_str"))
-    if isinstance(old, str) and isinstance(new, str):
-        return [(old, new, bool(inp.get("replace_all")))]
-    return None
-
-
-def added_lines(inp: dict[str, Any]) -> list[str]:
-    """The lines an edit adds (new text not in its old text) or a write writes, stripped, in order."""
-    steps = _edit_steps(inp)
-    if steps is None:
-        content = next((inp[k] for k in ("content", "file_text", "contents") if isinstance(inp.get(k), str)), "")
-        return [ln.strip() for ln in content.splitlines() if ln.strip()]
-    added: list[str] = []
-    for old, new, _ in steps:
-        before = {ln.strip() for ln in old.splitlines()}
-        added += [ln.strip() for ln in new.splitlines() if ln.strip() and ln.strip() not in before]
-    return added
-
-
-def edit_gist(inp: dict[str, Any]) -> str | None:
-    """The first lines an edit adds (in its new text, not in its old), stripped and joined with " ; ":
-    a short exact hint of what changed. None for edits without old/new strings or that only delete."""
-    if not _edit_steps(inp):
-        return None
-    added = added_lines(inp)
-    if not added:
-        return None
-    gist = added[0][:GIST_CHARS]
-    for line in added[1:GIST_LINES]:
-        if len(gist) + len(line) + 3 > GIST_CHARS:
-            break
-        gist += " ; " + line
-    return gist
-
-
-def command_output(output: str) -> str | None:
-    """What a shell command itself printed, without the harness's wrapper around it (mini-swe-agent's
-    `<returncode>`/`<output>` tags, OpenHands' exit-code and directory notes). None when the wrapper
-    says the command failed or the harness cut the output: then the output is not the file."""
-    m = MINI_OUTPUT_RE.match(output)
-    if m:
-        body = m.group(2)
-        return None if m.group(1) != "0" or any(c in body for c in MINI_CUT_MARKERS) else body
-    if output.lstrip().startswith(MINI_CUT_MARKERS[0]) or any(c in output for c in OPENHANDS_CUT_MARKERS[:2]):
-        return None
-    while (t := HARNESS_TRAILER_RE.search(output)) is not None:
-        code = t.group(1) or t.group(2)
-        if code is not None and code != "0":
-            return None
-        output = output[:t.start()]
-    return output
-
-
 def _count_arg(sc: SimpleCommand) -> int | None:
     """The line count a `head`/`tail` asks for (`-n N`, `-nN`, `-N`, `--lines=N`); None for byte
     counts, `+N` offsets or anything else this reader does not follow."""
@@ -391,7 +266,7 @@ class _Tracker:
         raw_path = call_path(rec.call) or _swe_command_path(rec)
         if not raw_path and kind in ("read", "edit") and self.open_file:
             raw_path = self.open_file  # SWE-agent edits and scrolls the file it opened last
-        shown = _window_path(rec.output)
+        shown = window_path(rec.output)
         if raw_path and shown and not raw_path.startswith("/") and _same_path(shown, raw_path):
             raw_path = shown  # the result names the same file absolutely (never another file)
         if not raw_path or kind not in ("read", "edit", "write"):
@@ -404,7 +279,7 @@ class _Tracker:
         if kind == "read":
             st.touch(READ, at)
             if not _see_window(st, rec.output, at):
-                lines = _numbered_lines(rec.output)  # see_lines copies it
+                lines = shared_numbered_lines(rec.output)  # see_lines copies it
                 if lines is not None:
                     ranged = any(inp.get(k) not in (None, "", 0) for k in RANGE_KEYS)
                     st.see_lines(lines, at, whole=not ranged and min(lines) == 1)
@@ -421,7 +296,7 @@ class _Tracker:
                 st.changed_unseen()
         else:
             st.touch(EDITED, at)
-            steps = _edit_steps(inp)
+            steps = edit_steps(inp)
             if steps is not None:
                 for old, new, _ in steps:
                     st.note_change(old, new)
@@ -634,26 +509,6 @@ class _Tracker:
         return {posixpath.dirname(p) for p, st in self.files.items() if not st.gone}
 
 
-def aider_edit_blocks(reply: str) -> list[tuple[str, str, str]]:
-    """(file, search text, replacement) of each edit block in an aider reply, in order: SEARCH/REPLACE
-    (or the older ORIGINAL/UPDATED) with the file named on the line before the block or its fence."""
-    out: list[tuple[str, str, str]] = []
-    for m in AIDER_BLOCK_RE.finditer(reply):
-        path = None
-        for line in reversed(reply[: m.start()].rstrip("\n").split("\n")[-3:]):
-            text = line.strip()
-            if text and not text.startswith("```"):
-                path = text.strip("`*: ")
-                break
-        if path:
-            out.append((path, _chomp(m.group(1)), _chomp(m.group(2))))
-    return out
-
-
-def _chomp(text: str) -> str:
-    return text[:-1] if text.endswith("\n") else text
-
-
 def _swe_command_path(rec: CallRecord) -> str | None:
     """The file of a SWE-agent `open` / `create` call written as one command line under `command`
     (`open src/pkg/fields.py 1474`): the call's own argument, not its output."""
@@ -673,20 +528,10 @@ def _nl_numbers_all(args: Sequence[str]) -> bool:
     return bool(re.search(r"(?:^|\s)-(?:\w*b\s?a|-body-numbering=a)\b", joined))
 
 
-def _window_search(output: str) -> re.Match[str] | None:
-    """SWE_WINDOW_RE.search, with the substring test for its literal first."""
-    return SWE_WINDOW_RE.search(output) if SWE_WINDOW_OPEN in output else None
-
-
-def _window_path(output: str) -> str | None:
-    m = _window_search(output)
-    return m.group(1) if m else None
-
-
 def _see_window(st: _FileState, output: str, at: At) -> bool:
     """Take a SWE-agent `[File: path (N lines total)]` window as seen content, but only when the
     window shows the file the call named: a window naming another file is the world's text."""
-    m = _window_search(output)
+    m = window_search(output)
     if not m or not _same_path(m.group(1), st.path):
         return False
     lines = numbered_lines(output[m.end():])

@@ -13,7 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..core.model import Message
 from ..core.toolkinds import call_path, tool_kind
 from .calls import tool_calls
-from .files import file_activity, numbered_lines, running_cwds
+from .files import file_activity, running_cwds
+from .fileviews import numbered_lines
 from .meta import message_branch
 from .requests import user_message_flags
 from .progress import COMMIT_RE, GIT_LITERALS, PUSH_NEW_RE, PUSH_RANGE_RE, may_match, test_runs

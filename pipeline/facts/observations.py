@@ -17,7 +17,7 @@ from typing import Sequence
 from ..core.model import Message
 from ..core.toolkinds import tool_kind
 from .calls import EXIT_CODE_RE, tool_calls, tool_label
-from .files import is_file_window
+from .fileviews import is_file_window
 from .text import one_line, output_body
 
 # Terminal colour and cursor codes: noise in a quoted line.

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 from ..core.model import ToolCall
 from ..core.toolkinds import call_path, normalize_name, shell_command, tool_kind
-from .files import numbered_lines
+from .fileviews import numbered_lines
 from .provenance import harness_tool
 from .shell import simple_commands
 
