@@ -188,8 +188,8 @@ class _Entry:
     view: Sequence[Message]
     last_used: float | None
     tokens: int = 0
-    # (a view this entry was compared with, its length, the tokens they share) when the match ended at
-    # a differing message: every later view that extends it shares as much, so it is not compared again.
+    # (a view this entry was compared with, the tokens they share) when the match ended at a differing
+    # message: every later view that extends it shares as much, so it is not compared again.
     compared: tuple[list[Message], int] | None = None
 
     def common_tokens(self, view: Sequence[Message], counter: TokenCounter) -> int:

@@ -62,13 +62,10 @@ class OutputChecks:
         with it."""
         previous = self._hash
         if previous is not None and begins_with(view, previous[0]):
-            h = previous[1].copy()
-            tail = view[len(previous[0]):]
+            h = _hashed(previous[1].copy(), view[len(previous[0]):])
         else:
-            h, tail = hashlib.blake2b(digest_size=16), view
-        for m in tail:
-            h.update(m.digest.encode())
-        self._hash = (view, h.copy())
+            h = _hashed(hashlib.blake2b(digest_size=16), view)
+        self._hash = (view, h)  # never updated again: the next call copies it before adding to it
         return h.hexdigest()
 
 
@@ -83,7 +80,11 @@ def status_only(edit: Edit) -> bool:
 
 def view_digest(view: Sequence[Message]) -> str:
     """A digest of a whole view, from the per-message digests (cheap: those are cached)."""
-    h = hashlib.blake2b(digest_size=16)
-    for m in view:
+    return _hashed(hashlib.blake2b(digest_size=16), view).hexdigest()
+
+
+def _hashed(h: Any, messages: Sequence[Message]) -> Any:
+    """`h` with the digests of `messages` added, in order (what `view_digest` hashes)."""
+    for m in messages:
         h.update(m.digest.encode())
-    return h.hexdigest()
+    return h
