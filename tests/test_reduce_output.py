@@ -182,3 +182,28 @@ _ONE_PATTERN = re.compile(
 def test_progress_lines_are_the_single_patterns_verdict(line) -> None:
     assert is_progress(line) == bool(_ONE_PATTERN.search(line))
     assert is_progress("=" * 4_000 + " 45%") and not is_progress("=" * 4_000)
+
+
+def _blobs_by_the_plain_patterns(text: str, min_chars: int) -> str:
+    """What the blob notes were defined as: every run of 32+ base64 characters (then every bounded hex
+    run) that is long enough and mixes what a blob mixes, found by the unanchored patterns."""
+    def b64(m: re.Match[str]) -> str:
+        s = m.group(0)
+        mixed = re.search("[a-z]", s) and re.search("[A-Z]", s) and re.search(r"\d", s)
+        return replace_blobs(s, min_chars)[0] if len(s) >= min_chars and mixed else s
+
+    def hexa(m: re.Match[str]) -> str:
+        s = m.group(0)
+        mixed = re.search("[a-fA-F]", s) and re.search(r"\d", s)
+        return replace_blobs(s, min_chars)[0] if len(s) >= min_chars and mixed else s
+    text = re.sub(r"[A-Za-z0-9+/_-]{32,}={0,2}", b64, text)
+    return re.sub(r"\b[0-9a-fA-F]{32,}\b", hexa, text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(list("aAbF09+/_-= .g\nZz")),
+                          st.text("0123456789abcdef", min_size=28, max_size=80),
+                          st.text("aB3+/=-_", min_size=28, max_size=80)), max_size=30).map("".join),
+       st.sampled_from([32, 33, 40, 64]))
+def test_blob_runs_scanned_from_their_start_note_what_the_plain_patterns_find(text: str, min_chars: int) -> None:
+    assert replace_blobs(text, min_chars)[0] == _blobs_by_the_plain_patterns(text, min_chars)

@@ -5,6 +5,7 @@ re-encodes only what changed)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, Iterable
@@ -12,11 +13,24 @@ from typing import Any, Iterable
 # Compact, ASCII-escaped (lone surrogates survive SQLite, no NUL reaches PostgreSQL's text), key order
 # kept (raw provider records round-trip).
 SEPARATORS = (",", ":")
+# Built once: `json.dumps` with any non-default option builds a new encoder per call, which cost as
+# much as encoding the small values a call stores.
+_ENCODER = json.JSONEncoder(separators=SEPARATORS)
+# A transcript line: compact, UTF-8 kept as written by the harnesses.
+_LINE_ENCODER = json.JSONEncoder(separators=SEPARATORS, ensure_ascii=False)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def encode(value: Any) -> str:
     """The store's JSON text of a value (raises TypeError or ValueError when it is not JSON-able)."""
-    return json.dumps(value, separators=SEPARATORS)
+    return _ENCODER.encode(value)
+
+
+def encode_line(record: Any) -> str:
+    """A record as one compact JSON line of a transcript file (no newline): characters as they are,
+    but ASCII-escaped when the record holds a lone surrogate, which UTF-8 cannot write."""
+    line = _LINE_ENCODER.encode(record)
+    return _ENCODER.encode(record) if _SURROGATE.search(line) else line
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,13 @@ class Origin(StrEnum):
     RECOVERY = "recovery"
 
 
+# Built once (`json.dumps` with options builds an encoder per call; this runs for every tool call read).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace: the form content hashes are taken over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 @dataclass(frozen=True)

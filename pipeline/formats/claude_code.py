@@ -18,8 +18,6 @@ record type does not imply the role), so reading the file back restores them.
 
 from __future__ import annotations
 
-import json
-import re
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -28,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 from ..core.clearing import CLEARED_TEXT, HARNESS_CLEARING, cleared_only, clearing_of, harness_view
 from ..core.errors import FormatError
+from ..core.jsontext import encode_line
 from ..core.model import ROLES, Block, Message, Origin, Text, ToolCall, ToolResult
 from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, calibrate
@@ -79,8 +78,6 @@ INJECTED = (Origin.REINJECTION, Origin.STATUS)
 API_ID_PREFIX = "msg_ws"
 UUID_NAMESPACE = uuid.UUID("6d1d2b4e-6a3f-5c1e-9b7a-0c5e2f7d8a13")
 QUEUE_ENQUEUE = "enqueue"
-# Lone UTF-16 surrogates (truncated tool output) cannot be written as UTF-8; such lines are escaped.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _RecordError(ValueError):
@@ -455,10 +452,7 @@ def _session_of(transcript: Transcript) -> str:
 def _dump(record: dict[str, Any] | DamagedLine) -> str:
     if isinstance(record, DamagedLine):
         return record.text + "\n"  # as read; the newline lets the records after it start a line
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    if _SURROGATE.search(line):
-        line = json.dumps(record, separators=(",", ":"))
-    return line + "\n"
+    return encode_line(record) + "\n"
 
 
 def _own_raw(message: Message) -> dict[str, Any] | None:

@@ -47,8 +47,6 @@ RESPONSE_META = "api_message_id"
 RESPONSE_PREFIX = "response:"
 # Placeholder ordinal of a new record; the writer numbers records (or drops it for older files).
 NEW_ORDINAL = -1
-# Lone UTF-16 surrogates (truncated tool output) cannot be written as UTF-8; such lines are escaped.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _RecordError(ValueError):

@@ -7,13 +7,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ...core.jsontext import encode_line
 from ...core.model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
 from ...core.tokens import TokenCounter
 from ...core.calibration import Calibration, calibrate
 from ..base import Transcript
 from ..damaged import DamagedLine
 from .reader import (BOUNDARY_FIGURES, CALL_TYPES, LOCAL_SHELL, MADE_BY_WORKSURFACE, MARK, NEW_ORDINAL, OUTPUT_TYPES,
-                     _SURROGATE, _RecordError, _natural_id, item_parts)
+                     _RecordError, _natural_id, item_parts)
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
     """JSONL for `messages` (default: the transcript's), with the transcript's extras after the
@@ -136,10 +137,7 @@ class _Writer:
             record = {k: v for k, v in record.items() if k != "ordinal"}
         if isinstance(record.get("timestamp"), str):
             self.last_timestamp = record["timestamp"]
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-        if _SURROGATE.search(line):
-            line = json.dumps(record, separators=(",", ":"))
-        self.lines.append(line + "\n")
+        self.lines.append(encode_line(record) + "\n")
 
 
 def _uses_ordinals(transcript: Transcript) -> bool:
