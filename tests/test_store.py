@@ -63,6 +63,24 @@ def test_log_append_and_read(store):
     assert list(back[2].meta["record"]) == ["z", "a"]  # key order kept for lossless round trips
 
 
+def test_the_memory_store_holds_the_texts_a_disk_store_writes(tmp_path):
+    """Its log and artifacts are encoded only when read back: what it then gives is byte for byte
+    what a persistent backend stored (records move between backends unchanged)."""
+    disk, memory = DiskStore(tmp_path / "s"), MemoryStore()
+    for s in (disk, memory):
+        s.append_messages(_messages(5))
+        s.put_artifact("output \ud83d é\n" * 50, kind="budget")
+        with pytest.raises(RuntimeError):
+            with s.transaction():
+                s.append_messages(_messages(2, start=5))
+                raise RuntimeError("crash")
+    # An artifact's record names its file, which only the disk store has.
+    texts = [{k: v for k, v in s.records() if not k.endswith(":info")} for s in (disk, memory)]
+    assert texts[0] == texts[1] and any(k.startswith("logmsg:") for k in texts[0])
+    assert memory.log_messages() == disk.log_messages() == _messages(5)
+    disk.close()
+
+
 def test_truncate_drops_edits_referring_to_removed_ids(store):
     store.append_messages(_messages(9))
     marker = Message("snip-1", "user", (Text("[snipped]"),), Origin.SNIP_MARKER)

@@ -11,6 +11,7 @@ identically, a transaction rolls back any of them, and a session moves between t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 import time
@@ -48,6 +49,10 @@ def _dumps(value: Any, what: str) -> str:
         return encode(value)
     except (TypeError, ValueError) as exc:
         raise SessionError(f"cannot store {what}: not JSON-serializable ({exc})") from None
+
+
+def _dumps_message(message: Message) -> str:
+    return _dumps(message_to_json(message), f"message {message.id!r}")
 
 
 def content_digest(content: str) -> str:
@@ -88,6 +93,11 @@ class Store(ABC):
 
     @abstractmethod
     def _put(self, key: str, text: str) -> None: ...
+
+    def _put_deferred(self, key: str, encode: Callable[[], str]) -> None:
+        """Store the text `encode()` returns, for a value that cannot change (a frozen message, a
+        string): a backend holding texts in memory may encode it only when the key is read."""
+        self._put(key, encode())
 
     @abstractmethod
     def _delete(self, key: str) -> None: ...
@@ -241,7 +251,7 @@ class Store(ABC):
         with self.transaction():
             n = self.log_length()
             for m in messages:
-                self._save(f"logmsg:{n}", message_to_json(m), f"message {m.id!r}")
+                self._put_deferred(f"logmsg:{n}", functools.partial(_dumps_message, m))
                 calls = [c.id for c in m.tool_calls] + [r.call_id for r in m.tool_results]
                 self._save(f"log:{n}", {"id": m.id, "digest": m.digest, "calls": calls},
                            f"message {m.id!r}")
@@ -327,7 +337,8 @@ class Store(ABC):
             if isinstance(known, dict) and isinstance(known.get("tokens"), int):
                 return Artifact(artifact_id, path, known["tokens"])
             tokens = self.counter.text(content)
-            self._put(f"{ARTIFACT_PREFIX}{artifact_id}", _dumps(content, f"artifact {artifact_id}"))
+            self._put_deferred(f"{ARTIFACT_PREFIX}{artifact_id}",
+                               functools.partial(_dumps, content, f"artifact {artifact_id}"))
             self._save(f"{ARTIFACT_PREFIX}{artifact_id}{INFO_SUFFIX}",
                        {"digest": digest, "kind": kind, "meta": meta or {}, "tokens": tokens, "path": path},
                        f"artifact {artifact_id} meta")
@@ -462,30 +473,43 @@ class ReentrantLock:
 
 
 class MemoryStore(Store):
-    """The same API kept in memory (the one-shot `compact()`); artifacts have no file (path None)."""
+    """The same API kept in memory (the one-shot `compact()`); artifacts have no file (path None).
+    A logged message or an artifact is encoded only if it is read back: a one-shot compaction never
+    reads them, and encoding them was most of its commit (a 200 MB result, 100k messages)."""
 
     persistent = False
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         super().__init__(counter)
-        self._data: dict[str, str] = {}
+        # A text, or the function that encodes a value that cannot change (`_put_deferred`).
+        self._data: dict[str, str | Callable[[], str]] = {}
         self._depth = 0
         self._locking = ReentrantLock(self.location, lambda deadline, timeout: None, lambda: None)
         # Inside a transaction: each touched key's value before it (None: absent), to roll back to.
         # An undo journal rather than a copy of everything, so a call's commit costs what it writes.
-        self._undo: dict[str, str | None] = {}
+        self._undo: dict[str, str | Callable[[], str] | None] = {}
 
     @property
     def location(self) -> str:
         return "<memory store>"
 
     def _get(self, key: str) -> str | None:
-        return self._data.get(key)
+        value = self._data.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        text = self._data[key] = value()
+        return text
 
     def _put(self, key: str, text: str) -> None:
+        self._set(key, text)
+
+    def _put_deferred(self, key: str, encode: Callable[[], str]) -> None:
+        self._set(key, encode)
+
+    def _set(self, key: str, value: str | Callable[[], str]) -> None:
         if self._depth and key not in self._undo:
             self._undo[key] = self._data.get(key)
-        self._data[key] = text
+        self._data[key] = value
 
     def _delete(self, key: str) -> None:
         if self._depth and key not in self._undo:
