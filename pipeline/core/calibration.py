@@ -21,12 +21,13 @@ measurement, and the fit is built around them:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .clearing import clearing_edits, clearing_of
 from .edits import apply_edits
-from .memo import RecentLists
+from .memo import RecentLists, forgotten_with_the_others
 from .model import Message, Origin, begins_with
 from .usage import message_usage
 
@@ -253,6 +254,13 @@ def fit_measurements(messages: Sequence[Message], counter: Any) -> Fit | None:
 def fit_points(found: Sequence[Measurement]) -> Fit | None:
     """`fit_measurements` on measurements already taken (a replay takes them once for the whole
     transcript and fits each call's prefix)."""
+    return _fit(tuple(found))
+
+
+# One offline command fits the same measurements for its sizes, its session's calibration and its
+# writer (a second each on 100k messages); hashing them to find the answer costs a fortieth of that.
+@functools.lru_cache(maxsize=4)
+def _fit(found: tuple[Measurement, ...]) -> Fit | None:
     points = tuple(m for m in found if m.plausible)
     implausible = tuple(m for m in found if not m.plausible)
     if not points:
@@ -272,6 +280,9 @@ def fit_points(found: Sequence[Measurement]) -> Fit | None:
     fixed = max(0, round(first.measured - ratio * first.counted))
     calibration = Calibration(fixed, ratio, len(points), len(starts))
     return Fit(calibration, points, tuple(sorted(starts)), implausible)
+
+
+forgotten_with_the_others(_fit.cache_clear)
 
 
 def calibrate(messages: Sequence[Message], counter: Any) -> Calibration | None:

@@ -30,7 +30,9 @@ def encode_line(record: Any) -> str:
     """A record as one compact JSON line of a transcript file (no newline): characters as they are,
     but ASCII-escaped when the record holds a lone surrogate, which UTF-8 cannot write."""
     line = _LINE_ENCODER.encode(record)
-    return _ENCODER.encode(record) if _SURROGATE.search(line) else line
+    if line.isascii() or not _SURROGATE.search(line):  # isascii reads a flag: no scan of the line
+        return line
+    return _ENCODER.encode(record)
 
 
 @dataclass(frozen=True)

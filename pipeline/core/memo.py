@@ -23,6 +23,12 @@ T = TypeVar("T")
 _MEMOS: list[Callable[[], None]] = []
 
 
+def forgotten_with_the_others(forget: Callable[[], None]) -> None:
+    """Have `forget_all` call `forget` too (a memo kept by other means, such as an lru_cache's
+    `cache_clear`)."""
+    _MEMOS.append(forget)
+
+
 def forget_all() -> None:
     """Drop every memo's answers and the lists they hold: a command that read a transcript frees it
     when it ends (the interpreter's exit frees a transcript still held far more slowly than this)."""
