@@ -13,8 +13,9 @@ import operator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from functools import cached_property
 from typing import Any, Iterable, Literal, Mapping, Sequence, Union
+
+from .cached import cached
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -150,7 +151,7 @@ class Message:
         if not isinstance(self.blocks, tuple):
             object.__setattr__(self, "blocks", tuple(self.blocks))
 
-    @cached_property
+    @cached
     def digest(self) -> str:
         """Content hash over id, role, origin and blocks; what the session log compares."""
         h = hashlib.blake2b(digest_size=16)
@@ -166,11 +167,11 @@ class Message:
         return "\n".join(b.text for b in self.blocks if isinstance(b, Text))
 
     # Cached: stages look these up for every message on every call.
-    @cached_property
+    @cached
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(b for b in self.blocks if isinstance(b, ToolCall))
 
-    @cached_property
+    @cached
     def tool_results(self) -> tuple[ToolResult, ...]:
         return tuple(b for b in self.blocks if isinstance(b, ToolResult))
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Sequence
 
+from ..core.cached import cached
 from ..core.model import Message, ToolCall, ToolResult
 from ..core.toolkinds import call_target, effective_kind, shell_command, tool_kind
 from ..core.memo import per_message_list
@@ -54,7 +54,7 @@ class CallRecord:
     def name(self) -> str:
         return self.call.name
 
-    @cached_property  # asked by most extractors of every call, and the call does not change
+    @cached  # asked by most extractors of every call, and the call does not change
     def kind(self) -> str:
         return effective_kind(self.call)
 
@@ -67,7 +67,7 @@ class CallRecord:
                 return first_line(command)
         return call_target(self.call)
 
-    @cached_property
+    @cached
     def command(self) -> str | None:
         """The command line of a shell call (None for other tools, even ones with a `command` argument)."""
         return shell_command(self.call) if tool_kind(self.call) == "shell" else None
@@ -77,17 +77,17 @@ class CallRecord:
         """The whole result text (for what restores or counts it, not for what reads facts from it)."""
         return self.result.content if self.result is not None else ""
 
-    @cached_property
+    @cached
     def output(self) -> str:
         """The result text as the extractors read it: bounded to its head and tail (see SCAN_HEAD_CHARS)."""
         return scanned(self.full_output)
 
-    @cached_property
+    @cached
     def rejected(self) -> bool:
         """The harness says the user rejected or interrupted this call (its own record, not output text)."""
         return is_harness_rejection(self.result, self.result_message)
 
-    @cached_property  # asked once per later call for each open error (errors.py)
+    @cached  # asked once per later call for each open error (errors.py)
     def failed(self) -> bool:
         """The call ran (or was refused) and did not succeed."""
         return result_failed(self.result) or self.rejected
