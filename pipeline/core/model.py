@@ -229,6 +229,8 @@ def result_index(messages: Sequence[Message]) -> dict[str, int]:
 def begins_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
     """`messages` starts with the very message objects of `prefix`: a view that only grew since
     `prefix` was read (an identity check per message at C speed, no digest)."""
+    if messages is prefix:
+        return True
     return len(messages) >= len(prefix) and all(map(operator.is_, prefix, messages))
 
 
