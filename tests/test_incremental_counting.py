@@ -4,12 +4,15 @@ stage fires reads, counts and folds only the messages new since the previous cal
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from builders import Convo, words
 from worksurface import Session
 from worksurface.session.session import NOTHING_NEW
+from worksurface.session.store import MemoryStore
 from worksurface.core.tokens import TokenCounter
 
 # Small windows so a short generated session crosses the thresholds and compacts.
@@ -157,3 +160,21 @@ def test_the_running_bill_equals_an_independent_bill_of_the_returned_views():
             billed = cache.send(prepared.messages, now)
             assert abs(prepared.report.cost - billed.cost) < 1e-12
             assert abs(prepared.report.cost_total - billed.total) < 1e-9
+
+
+def test_a_session_and_its_store_count_with_one_counter(tmp_path) -> None:
+    """An output counted for the view is not encoded again when a stage stores it as an artifact
+    (an empty counter passed in is still the one used: it once read as false and was replaced)."""
+    for location in (None, tmp_path / "s"):
+        with Session.open(location) as session:
+            assert session.store.counter is session.counter
+    counter = TokenCounter()
+    store = MemoryStore(counter)
+    with Session.open(store) as session:
+        assert session.counter is counter
+    encoded: list[str] = []
+    real = counter._enc.encode_ordinary
+    counter._enc = SimpleNamespace(encode_ordinary=lambda text: encoded.append(text) or real(text))
+    output = words(400, seed=3)
+    counted = counter.text(output)
+    assert store.put_artifact(output, kind="tool_result").tokens == counted and encoded == [output]

@@ -32,6 +32,11 @@ IMAGE_DEFAULT_TOKENS = 1600
 # decision about such a text (budget, ingest, the thresholds) is far from the margin of the estimate.
 EXACT_COUNT_MAX_CHARS = 4_000_000
 ESTIMATE_SAMPLE_CHARS = 200_000
+# Texts at least this long are remembered by their content: the same output is counted as a block
+# and again as an artifact when a stage stores it (a string's hash is computed once and kept by it).
+REMEMBERED_TEXT_MIN_CHARS = 512
+# Texts remembered; past this the memory starts over (a session's live outputs need far fewer).
+REMEMBERED_TEXTS = 2048
 
 _encoding_lock = threading.Lock()
 _encoding: tiktoken.Encoding | None = None
@@ -61,14 +66,20 @@ class TokenCounter:
         self._cache: dict[Block, int] = {}
         self._messages: dict[str, int] = {}  # by Message.digest: views are recounted on every call
         self._unsaved: dict[str, int] = {}  # message counts a session has not persisted yet
+        self._texts: dict[str, int] = {}  # long texts counted (see REMEMBERED_TEXT_MIN_CHARS)
         self.encoded = 0  # blocks actually encoded (for benchmarks and tests of memoization)
 
     def text(self, text: str) -> int:
-        if not text:
-            return 0
-        if len(text) > EXACT_COUNT_MAX_CHARS:
-            return self._estimate(text)
-        return len(self._enc.encode_ordinary(text))
+        if len(text) < REMEMBERED_TEXT_MIN_CHARS:
+            return len(self._enc.encode_ordinary(text)) if text else 0
+        known = self._texts.get(text)
+        if known is not None:
+            return known
+        n = self._estimate(text) if len(text) > EXACT_COUNT_MAX_CHARS else len(self._enc.encode_ordinary(text))
+        if len(self._texts) >= REMEMBERED_TEXTS:
+            self._texts.clear()
+        self._texts[text] = n
+        return n
 
     def _estimate(self, text: str) -> int:
         """Tokens of a huge text from three bounded samples (start, middle, end), scaled to its length."""
@@ -124,9 +135,6 @@ class TokenCounter:
                 if messages[i].id == anchor_id:
                     return reported + self.messages(messages[i + 1:])
         return self.messages(messages)
-
-    def __len__(self) -> int:
-        return len(self._cache)
 
 
 def truncate_to_tokens(text: str, limit: int, *, keep: str = "head", marker: str = "") -> str:

@@ -269,7 +269,7 @@ class PromptCache:
 def bill(calls: Iterable[SentCall], prices: PriceModel, counter: TokenCounter | None = None) -> list[BilledCall]:
     """Price a session's calls in order: per call, tokens served from the cached prefix (the longest
     common prefix with a view still in cache given the TTL), written, uncached, cost and running total."""
-    cache = PromptCache(prices, counter or TokenCounter())
+    cache = PromptCache(prices, counter if counter is not None else TokenCounter())
     return [cache.send(c.messages, c.at, c.output_tokens) for c in calls]
 
 

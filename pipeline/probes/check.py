@@ -71,7 +71,7 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     if unknown:
         raise ProbeError(f"unknown baseline(s) {', '.join(unknown)} (known: {', '.join(DEFAULT_BASELINES)})")
     probe_list = list(ProbeSet.of(probes))
-    counter = counter or TokenCounter()
+    counter = counter if counter is not None else TokenCounter()
     messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
     c = cut(messages, at)
     # Only what the harness still sends takes part: past an earlier compaction, that is its tail.

@@ -125,7 +125,7 @@ class Session:
         self.store = store
         self.config = config
         self.summarizer = resolve_summarizer(summarizer) or self._configured_summarizer(config)
-        self.counter = counter or TokenCounter()
+        self.counter = counter if counter is not None else TokenCounter()
         # The shipped stages and reinjectors with the third-party ones the config brings (plugins).
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else reinjectors_for(config)
         self._graph = StagedGraph(stages_for(config), self.reinjectors)

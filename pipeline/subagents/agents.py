@@ -39,7 +39,7 @@ def agent_of(transcript: Transcript, counter: TokenCounter | None = None) -> str
         session = None
     if session is None:
         return SUBAGENT
-    own = read_sidechain(path, counter or TokenCounter())
+    own = read_sidechain(path, counter if counter is not None else TokenCounter())
     links, _ = link(subagent_tasks(session.messages, session.queued_inputs), [own])
     return next((x.task.agent_type for x in links if x.sidechain is not None and x.task.agent_type), SUBAGENT)
 

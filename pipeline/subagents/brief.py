@@ -343,7 +343,7 @@ def build_brief(view: LedgerView, task: str, budget_tokens: int = DEFAULT_BUDGET
         raise BriefError("the task is empty: say what the sub-agent should do")
     if budget_tokens < MIN_BUDGET:
         raise BriefError(f"a brief needs a budget of at least {MIN_BUDGET} tokens, not {budget_tokens}")
-    counter = counter or TokenCounter()
+    counter = counter if counter is not None else TokenCounter()
     pool = [c for c in candidates(view, task) if c.tier == 0 or c.relevance >= (
         MIN_RELEVANCE_EXCLUDED if c.section == EXCLUDED else MIN_RELEVANCE)]
     present = {c.section for c in pool}

@@ -171,7 +171,7 @@ def sidechain_tree(transcript: Transcript, counter: TokenCounter | None = None) 
     """The tree for a Claude Code session read from a file: its Task/Agent calls (from the ledger's
     extractor) linked to the files in `<session-id>/subagents/`. Other formats, and files without
     such a folder, give the calls alone."""
-    counter = counter or TokenCounter()
+    counter = counter if counter is not None else TokenCounter()
     tasks = subagent_tasks(transcript.messages, transcript.queued_inputs)
     folder = sidechain_folder(transcript.path) if transcript.path and transcript.format == "claude-code" else None
     files = sorted(folder.glob(SIDECHAIN_GLOB)) if folder is not None and folder.is_dir() else []
