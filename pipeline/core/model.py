@@ -161,7 +161,7 @@ class Message:
             h.update(block_key(b).encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
-    @property
+    @cached  # asked of every message by most fact extractors and the status derivation
     def text(self) -> str:
         """The plain text blocks joined (not tool calls or results)."""
         return "\n".join(b.text for b in self.blocks if isinstance(b, Text))
@@ -208,10 +208,15 @@ def view_text(messages: Sequence[Message]) -> str:
     return "\n".join(message_text(m) for m in messages)
 
 
+def _blank(text: str) -> bool:
+    """Empty or only whitespace (without copying the text, as `strip` would)."""
+    return not text or text.isspace()
+
+
 def is_user_turn(message: Message) -> bool:
     """A real user message: role user, conversation origin, with text and no tool results."""
     return (message.role == "user" and message.origin is Origin.CONVERSATION
-            and not message.tool_results and bool(message.text.strip())
+            and not message.tool_results and not _blank(message.text)
             and not message.meta.get("is_meta") and not message.meta.get("is_compact_summary")
             and message.meta.get("kind") != "tool_output")  # aider's harness notices
 
