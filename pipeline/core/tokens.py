@@ -72,10 +72,12 @@ class TokenCounter:
     def text(self, text: str) -> int:
         if len(text) < REMEMBERED_TEXT_MIN_CHARS:
             return len(self._enc.encode_ordinary(text)) if text else 0
+        if len(text) > EXACT_COUNT_MAX_CHARS:
+            return self._estimate(text)  # three bounded samples: cheap, and not worth holding the text
         known = self._texts.get(text)
         if known is not None:
             return known
-        n = self._estimate(text) if len(text) > EXACT_COUNT_MAX_CHARS else len(self._enc.encode_ordinary(text))
+        n = len(self._enc.encode_ordinary(text))
         if len(self._texts) >= REMEMBERED_TEXTS:
             self._texts.clear()
         self._texts[text] = n
