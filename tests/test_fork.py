@@ -10,7 +10,7 @@ import pytest
 from builders import Convo, words
 from worksurface import Session
 from worksurface.core.errors import SessionError
-from worksurface.session.store import MemoryStore
+from worksurface.session.memstore import MemoryStore
 
 SMALL = {"budget": {"max_result_tokens": 100, "preview_head_tokens": 20, "preview_tail_tokens": 20}}
 

@@ -95,7 +95,7 @@ def test_the_status_reserves_what_its_baseline_takes_not_its_whole_cap() -> None
     from worksurface.core.config import Config
     from worksurface.reinjectors import status
     from worksurface.engine.state import Reinjection, Reinjector
-    from worksurface.session.store import MemoryStore
+    from worksurface.session.memstore import MemoryStore
     from worksurface.engine.reinject import report as reinject_report
 
     budgets: list[int] = []

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from builders import Convo, words
 from worksurface import Session
 from worksurface.session.session import NOTHING_NEW
-from worksurface.session.store import MemoryStore
+from worksurface.session.memstore import MemoryStore
 from worksurface.core.tokens import TokenCounter
 
 # Small windows so a short generated session crosses the thresholds and compacts.

@@ -13,7 +13,7 @@ from worksurface import Session
 from worksurface.core.jsontext import EncodedJSON, encode
 from worksurface.engine.protection import ProtectedIds, protected_ids
 from worksurface.ledger import Ledger
-from worksurface.session.store import MemoryStore
+from worksurface.session.memstore import MemoryStore
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),

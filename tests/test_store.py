@@ -15,7 +15,8 @@ from worksurface.core.edits import Compact, Insert, ReplaceMessages, ReplaceResu
 from worksurface.core.errors import ArtifactNotFoundError, SessionError, SessionLockedError
 from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.session.diskstore import DiskStore
-from worksurface.session.store import MemoryStore, content_digest
+from worksurface.session.memstore import MemoryStore
+from worksurface.session.store import content_digest
 
 
 def _messages(n: int, start: int = 0) -> list[Message]:

@@ -38,7 +38,8 @@ from ..status.replay import epoch_after
 from .locations import Location, open_store
 from .metawrite import MetaWriter, held_value
 from .outputcheck import InvariantError, OutputChecks, view_digest
-from .store import MemoryStore, Store
+from .memstore import MemoryStore
+from .store import Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
