@@ -205,5 +205,5 @@ def _blobs_by_the_plain_patterns(text: str, min_chars: int) -> str:
                           st.text("0123456789abcdef", min_size=28, max_size=80),
                           st.text("aB3+/=-_", min_size=28, max_size=80)), max_size=30).map("".join),
        st.sampled_from([32, 33, 40, 64]))
-def test_blob_runs_scanned_from_their_start_note_what_the_plain_patterns_find(text: str, min_chars: int) -> None:
+def test_skipping_outputs_without_a_long_enough_run_notes_what_the_plain_patterns_find(text: str, min_chars: int) -> None:
     assert replace_blobs(text, min_chars)[0] == _blobs_by_the_plain_patterns(text, min_chars)
