@@ -146,13 +146,16 @@ def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
         "worksurface": {"all": summary([ws[id(r)] for r in records]),
                         "no_fire": summary([ws[id(r)] for r in quiet]),
                         "fired": summary([ws[id(r)] for r in records if r.fired]),
-                        "no_fire_sampled": summary([ws[id(r)] for r in sampled])},
+                        "no_fire_sampled": summary([ws[id(r)] for r in sampled]),
+                        # The same calls timed in the replays the baselines ran in (right after each),
+                        # so a ratio compares times taken at the same moments of the machine.
+                        "no_fire_paired": summary([_paired_ms(r) for r in sampled])},
         "baselines": {}, "ratios": {},
     }
     out["growth_ms_per_100k"] = {
         "worksurface": _growth(quiet, lambda r: ws[id(r)]),
         "recount": _growth(sampled, lambda r: median(r.base["recount"]) if "recount" in r.base else None)}
-    ws_sampled = out["worksurface"]["no_fire_sampled"]["median"]
+    ws_sampled = out["worksurface"]["no_fire_paired"]["median"]
     for b in BASELINES:
         values = [median(r.base[b]) for r in sampled if b in r.base]
         if values:
@@ -162,6 +165,12 @@ def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
             out["baselines"][b] = None
             out["ratios"][b] = float("nan")
     return out
+
+
+def _paired_ms(record: _CallRecord) -> float:
+    """worksurface's time on a sampled call over the replays its baselines were timed in."""
+    runs = max((len(v) for v in record.base.values()), default=len(record.ms))
+    return median(record.ms[:runs])
 
 
 def _growth(records: list[_CallRecord], ms_of) -> float:
@@ -204,7 +213,8 @@ def render(result: dict[str, Any], caption: str) -> str:
              "One `prepare` per model call (prefix ending right before each assistant message that answers "
              "a user or tool message). ws = worksurface `Session.prepare` (memory-only session, default "
              "config). Baseline columns are medians over the sampled calls where no stage fired, and the "
-             "ratios compare worksurface's median on those same calls with each baseline's. (a) re-encodes "
+             "ratios compare worksurface's median on those same calls, timed in the replays the baselines ran in (each right "
+             "before its baselines), with each baseline's. (a) re-encodes "
              "every live message with tiktoken on each call; (b) is LangChain `trim_messages` to the "
              "autocompact threshold with that counter; (c) is worksurface's graph shape with empty nodes, "
              "visiting as many nodes as worksurface did. Growth columns: least-squares slope of a call's time "
