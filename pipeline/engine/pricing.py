@@ -19,7 +19,6 @@ the threshold, a cold cache (idle past the TTL: the whole prefix is re-billed an
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from ..core.config import PRICE_PRESETS, PricingConfig
 from ..core.edits import Edit, ReplaceMessages, ReplaceResult
 from ..core.errors import ConfigError
+from ..core.cached import cached
 from ..core.model import Message, begins_with, message_text
 from ..core.tokens import TokenCounter, get_encoding
 
@@ -62,7 +62,7 @@ class PriceModel:
     def to_json(self) -> dict[str, Any]:
         return dict(self._json)
 
-    @functools.cached_property
+    @cached
     def _json(self) -> dict[str, Any]:
         """Worked out once (frozen): a session stores it with the billing state on every call."""
         return dataclasses.asdict(self)
