@@ -156,12 +156,12 @@ IDENTIFIERS = [
 
 PROGRESS = [
     ("PLAN_SAVED_RE", "search", "Your plan has been saved to: /home/dev/.claude/plans/plan.md", "saved to disk"),
-    ("PUSH_RANGE_RE", "search", "   3f2a9c1..8b7e6d5  main -> main", "   3f2a9c1  main -> main"),
-    ("PUSH_NEW_RE", "search", " * [new branch]      feature/login -> feature/login",
-     " * [new tag]         v1.2.0 -> v1.2.0"),
 ]
 
 GIT = [
+    ("PUSH_RANGE_RE", "search", "   3f2a9c1..8b7e6d5  main -> main", "   3f2a9c1  main -> main"),
+    ("PUSH_NEW_RE", "search", " * [new branch]      feature/login -> feature/login",
+     " * [new tag]         v1.2.0 -> v1.2.0"),
     ("COMMIT_RE", "search", "[main 3f2a9c1] Fix rounding in invoices\n 1 file changed", "[main] Fix rounding"),
     ("_BRANCH", "search", "On branch feature/login\nnothing to commit", "Your branch is up to date"),
     ("_SWITCHED", "search", "Switched to a new branch 'feat'", "Already on 'feat'"),

@@ -15,7 +15,8 @@ from facts_transcripts import CLAUDE_CODE, LONG_SESSIONS, load
 from shared import needs_shared
 from worksurface import facts
 from worksurface.core.toolkinds import tool_kind
-from worksurface.facts import progress, shell, testsummary
+from worksurface.facts import shell, testsummary
+from worksurface.facts import git as git_facts
 
 from worksurface.ledger.ledger import Ledger
 from worksurface.offline.replay import call_points
@@ -116,7 +117,7 @@ def test_a_long_sessions_facts_are_the_same_without_the_shortcuts(monkeypatch: p
     fast = read()
     monkeypatch.setattr(shell, "_lex", lambda line: None)
     monkeypatch.setattr(identifiers_module, "_may_match", lambda pattern, text: True)
-    monkeypatch.setattr(progress, "may_match", lambda pattern, text, literals=None: True)
+    monkeypatch.setattr(git_facts, "may_match", lambda pattern, text, literals=None: True)
     monkeypatch.setattr(testsummary, "_may_hold", lambda parser, text: True)
     slow = read()
     shell._parsed.cache_clear()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from builders import Convo
 from worksurface.core.model import Message
+from worksurface.facts.reading import MessageProgress
 from worksurface.formats import read_transcript
 from worksurface.ledger import Ledger
 from worksurface.ledger.kinds import KINDS, Kind
@@ -21,9 +22,9 @@ class _Counting(DerivedStatus):
         self.reads: list[str] = []
         super().__init__()
 
-    def observe(self, message: Message, index: int) -> None:
+    def observe(self, message: Message, index: int, progress: MessageProgress | None = None) -> None:
         self.reads.append(message.id)
-        super().observe(message, index)
+        super().observe(message, index, progress)
 
 
 def _messages() -> list[Message]:
@@ -104,3 +105,18 @@ def test_a_save_writes_only_the_kinds_the_call_changed() -> None:
     c.tool("Bash", {"command": "pytest -q"}, "1 failed, 3 passed in 0.40s", is_error=True)
     ledger.update(c.messages)
     assert "ledger.tests" in set(ledger.save().parts)
+
+
+def test_a_constraint_said_again_later_keeps_when_it_was_first_said() -> None:
+    c = Convo().user("Add retries to the client. Never touch vendor/.")
+    c.tool("Bash", {"command": "pytest -q"}, "3 passed in 0.31s")
+    first = len(c.messages)
+    c.say("Retries are in.")
+    c.user("Never touch vendor/.")
+    ledger = Ledger()
+    ledger.update(c.messages[:first])
+    ledger.settle()
+    ledger.update(c.messages)  # the repeat arrives in a later fold window
+    said = [k for k in ledger.upto(first).standing_constraints() if "vendor" in k.text]
+    assert said and said[0].index == 0
+    assert len(said) == 1

@@ -1,5 +1,5 @@
 """Repository facts from git output: branch, changed files, last commit (the status bar's), and the
-one pattern of `git commit` output, which the ledger's commit records read too.
+commits and pushes the ledger's commit records are made of (`commits_made`, `pushes`).
 
 Only the output of the git subcommands named in the command line is read (`git status`,
 `git commit`, `git log --oneline`, `git checkout`/`git switch`), and only lines of the shape
@@ -95,3 +95,33 @@ def parse_git(command: str, output: str) -> GitFacts:
         branch = status.branch or branch
         changed = status.changed_files if status.changed_files is not None else changed
     return GitFacts(branch, changed, commit, committed and changed is None)
+
+
+# `git push` output: `   05fd186..a230dbf  br -> br` (a range) or ` * [new branch]      br -> br`.
+PUSH_RANGE_RE = re.compile(r"^\s*\+?\s*[0-9a-f]{7,40}\.{2,3}([0-9a-f]{7,40})\s+(\S+) -> (\S+)", re.M)
+PUSH_NEW_RE = re.compile(r"^\s*\* \[new branch\]\s+(\S+) -> (\S+)", re.M)
+# A literal each of these patterns cannot match without: an output without it is not scanned for it
+# (most outputs are neither a commit's nor a push's).
+GIT_LITERALS: dict[re.Pattern[str], str] = {COMMIT_RE: "] ", PUSH_RANGE_RE: " -> ", PUSH_NEW_RE: "* [new branch]"}
+
+
+def may_match(pattern: re.Pattern[str], text: str, literals: dict[re.Pattern[str], str] = GIT_LITERALS) -> bool:
+    """False when `text` lacks the literal `pattern` needs (`literals`), so it cannot match."""
+    return literals[pattern] in text
+
+
+def commits_made(output: str) -> list[tuple[str | None, str, str]]:
+    """(branch, hash, subject) of each commit a `git commit` output reports."""
+    if not may_match(COMMIT_RE, output):
+        return []
+    return [(m.group(1) or None, m.group(2), m.group(3)) for m in COMMIT_RE.finditer(output)]
+
+
+def pushes(output: str) -> list[tuple[str | None, str]]:
+    """(pushed head hash, or None for a new branch pushed whole; branch) of each ref a push output updated."""
+    out: list[tuple[str | None, str]] = []
+    if may_match(PUSH_RANGE_RE, output):
+        out += [(m.group(1), m.group(2)) for m in PUSH_RANGE_RE.finditer(output)]
+    if may_match(PUSH_NEW_RE, output):
+        out += [(None, m.group(1)) for m in PUSH_NEW_RE.finditer(output)]
+    return out

@@ -17,7 +17,8 @@ from .files import file_activity, running_cwds
 from .fileviews import numbered_lines
 from .meta import message_branch
 from .requests import user_message_flags
-from .progress import COMMIT_RE, GIT_LITERALS, PUSH_NEW_RE, PUSH_RANGE_RE, may_match, test_runs
+from .git import COMMIT_RE, GIT_LITERALS, PUSH_NEW_RE, PUSH_RANGE_RE, may_match
+from .reading import TestRun, test_runs
 from .shell import HEREDOC_RE, first_line, simple_commands
 from .text import strip_reminders, trim
 
@@ -124,8 +125,10 @@ def _hex_ok(value: str) -> bool:
     return bool(re.search(r"\d", value)) and bool(re.search(r"[a-f]", value))
 
 
-def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_COMMANDS) -> Identifiers:
-    """The exact identifiers the messages show, each list newest first."""
+def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_COMMANDS,
+                runs: Sequence[TestRun] | None = None) -> Identifiers:
+    """The exact identifiers the messages show, each list newest first. `runs`: the test runs already
+    read from them (the ledger's progress reader), so their outputs are not read again."""
     branches, worktrees, hashes = _Newest(), _Newest(), _Newest()
     issues, commands, urls = _Newest(), _Newest(), _Newest()
     prefixes: set[str] = set()
@@ -199,12 +202,12 @@ def identifiers(messages: Sequence[Message], *, max_commands: int = DEFAULT_MAX_
     for rec in tool_calls(messages):
         if rec.succeeded and rec.kind == "read":
             scripts.extend(manifest_scripts(call_path(rec.call) or "", rec.output), rec.index)
-    runs = _Newest()
-    for run in test_runs(messages):
-        runs.add(run.summary, run.index)
+    summaries = _Newest()
+    for run in test_runs(messages) if runs is None else runs:
+        summaries.add(run.summary, run.index)
     return Identifiers(cwd, branches.newest_first(), worktrees.newest_first(), hashes.newest_first(),
                        issues.newest_first(), tuple(f.path for f in file_activity(messages)),
-                       commands.newest_first(max_commands), runs.newest_first(), urls.newest_first(),
+                       commands.newest_first(max_commands), summaries.newest_first(), urls.newest_first(),
                        symbols.newest_first(MAX_SYMBOLS), scripts.newest_first(MAX_SCRIPTS))
 
 

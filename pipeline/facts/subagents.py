@@ -40,6 +40,7 @@ STATUS_WORDS = {"pending": PENDING, "queued": PENDING, "running": RUNNING, "asyn
 KILL_TOOLS = frozenset({"KillShell", "KillBash", "TaskStop"})
 # Tools that read a background task's state (TaskOutput; older BashOutput).
 OUTPUT_TOOLS = frozenset({"TaskOutput", "BashOutput"})
+NOTIFICATION_TAG = "<task-notification>"
 NOTIFICATION_RE = re.compile(r"<task-notification>(.*?)</task-notification>", re.S)
 # Claude Code appends a resume hint and usage to an agent's answer; not part of what it reported.
 TRAILER_RE = re.compile(r"\n*agentId: \S+ \(for resuming[^\n]*\)(?:\n<usage>.*?</usage>)?\s*$", re.S)
@@ -253,7 +254,7 @@ def apply_updates(tasks: Mapping[str, SubagentTask], updates: Sequence[TaskUpdat
 def may_change_tasks(messages: Sequence[Message]) -> bool:
     """Whether `fold` over `messages` (with no queued inputs) can launch or update a task: a sub-agent
     call, a background task's read or kill, a result the harness recorded as a background task, or a
-    harness notification. False is certain; the status bar asks it of every message before folding."""
+    harness notification. False is certain; the progress reader asks it of every message before folding."""
     for m in messages:
         for c in m.tool_calls:
             if c.name in OUTPUT_TOOLS or c.name in KILL_TOOLS or tool_kind(c) == "agent":
@@ -263,7 +264,7 @@ def may_change_tasks(messages: Sequence[Message]) -> bool:
             tur = raw.get("toolUseResult") if raw is not None else None
             if isinstance(tur, dict) and tur.get("backgroundTaskId"):
                 return True
-        if "<task-notification>" in _harness_text(m):
+        if NOTIFICATION_TAG in _harness_text(m):
             return True
     return False
 

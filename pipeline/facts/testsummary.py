@@ -351,10 +351,10 @@ FILE_PRINTERS = {"cat", "tail", "head", "less", "more", "bat", "nl", "grep", "rg
 class TestRunWatcher:
     """Sees tool calls in order and says which outputs are test runs, with the test command.
 
-    Incremental (one call at a time) so the status bar's event deriver and the summary's
-    `test_runs` share it. A test command's output counts where it is printed: in its own result, in
-    a background task's output fetched later, or in a file it wrote (`pytest > out.txt`) printed or
-    read later."""
+    A test command's output counts where it is printed: in its own result, in a background task's
+    output fetched later, or in a file it wrote (`pytest > out.txt`) printed or read later. The
+    progress reader (reading.py) keeps one watcher for a whole transcript, so a run printed calls
+    after its command is still a run."""
 
     __test__ = False
 

@@ -1,5 +1,5 @@
-"""Todo items: the one parser for a todo or plan tool's list, used by the summary, the plan
-reinjector (`progress.todo_state`) and the status bar (`status.derive`).
+"""Todo items: the one parser for a todo or plan tool's list; the progress reader (reading.py) reads each
+call with it once, for the ledger's todo list (the summary, the plan reinjector) and the status bar.
 
 Read from the call's own input (TodoWrite `todos`, update_plan `plan`, OpenHands `task_list`, and a
 Claude Code record's `todos` field), never from a tool's output.
@@ -73,13 +73,18 @@ def todo_items(inp: Mapping[str, Any]) -> tuple[TodoItem, ...] | None:
 class TodoReplayer:
     """Replays todo-tool calls in order: whole-list tools replace the list; Claude Code's TaskCreate /
     TaskUpdate build it one item at a time. `observe` gives the list after a successful call, or
-    None when the call does not touch it. Shared by `progress.todo_state` and the status bar."""
+    None when the call does not touch it. The progress reader (reading.py) keeps one per transcript."""
 
     def __init__(self) -> None:
         self.tasks: dict[str, TodoItem] = {}
 
+    @staticmethod
+    def may_change(name: str, inp: Mapping[str, Any]) -> bool:
+        """False when `observe` would surely answer None (most calls: no list, not an item tool)."""
+        return any(key in inp for key, _ in LIST_KEYS) or _item_tool(name) in ("taskcreate", "taskupdate")
+
     def observe(self, name: str, inp: Mapping[str, Any], output: str) -> tuple[TodoItem, ...] | None:
-        n = name.strip().lower().split("__")[-1]
+        n = _item_tool(name)
         if n == "taskcreate" and isinstance(inp.get("subject"), str):
             m = re.search(r"#(\w+)", output)
             self.tasks[m.group(1) if m else str(len(self.tasks) + 1)] = TodoItem(inp["subject"], "pending",
@@ -92,6 +97,10 @@ class TodoReplayer:
                                        _detail(inp) or old.detail)
             return tuple(self.tasks.values())
         return todo_items(inp)
+
+
+def _item_tool(name: str) -> str:
+    return name.strip().lower().split("__")[-1]
 
 
 def _detail(entry: Mapping[str, Any]) -> str:

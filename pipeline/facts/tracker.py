@@ -1,5 +1,5 @@
 """Issue tracker updates: the one parser for what a tracker command changed, used by the summary
-(`tracker_updates`: the command and the line it printed) and the status bar (`issue_changes`: the
+(`record_updates`: the command and the line it printed) and the status bar (`issue_changes`: the
 issue, its new state and title, which make the todo list when an agent tracks work in beads).
 
 Only commands the agent ran are read (the command in the call's own arguments), and only the
@@ -15,10 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..core.model import Message
-from ..core.toolkinds import tool_kind
-from .calls import tool_calls
-from .provenance import harness_tool
+from .calls import CallRecord
 from .text import one_line
 
 # Issue tracker commands that change an issue's state (beads, GitHub, GitLab, Jira, Linear).
@@ -97,20 +94,17 @@ def updates_tracker(command: str) -> bool:
     return any(TRACKER_UPDATE_RE.match(part) for part in _command_parts(command))
 
 
-def tracker_updates(messages: Sequence[Message]) -> list[TrackerUpdate]:
-    """Successful issue state changes (claim, close, create...), oldest first."""
+def record_updates(rec: CallRecord, changes: Sequence[IssueChange]) -> list[TrackerUpdate]:
+    """The issue state changes (claim, close, create...) one successful shell call of the agent's made,
+    given the changes its output reports (`issue_changes`)."""
     out = []
-    for rec in tool_calls(messages):
-        if rec.result is None or rec.failed or (tool_kind(rec.call) != "shell" or not harness_tool(rec.call)) or not rec.command:
-            continue
-        changes = issue_changes(rec.command, rec.output)
-        for part in _command_parts(rec.command):
-            if TRACKER_UPDATE_RE.match(part):
-                result = _result_line(part, rec.output)
-                named = tuple(c for c in changes if re.search(rf"{re.escape(c.issue)}(?![\w.])", part)
-                              or c.issue in result)
-                out.append(TrackerUpdate(one_line(part, MAX_LINE_CHARS), one_line(result, MAX_LINE_CHARS),
-                                         rec.result_message_id or rec.message_id, rec.index, named))
+    for part in _command_parts(rec.command or ""):
+        if TRACKER_UPDATE_RE.match(part):
+            result = _result_line(part, rec.output)
+            named = tuple(c for c in changes if re.search(rf"{re.escape(c.issue)}(?![\w.])", part)
+                          or c.issue in result)
+            out.append(TrackerUpdate(one_line(part, MAX_LINE_CHARS), one_line(result, MAX_LINE_CHARS),
+                                     rec.result_message_id or rec.message_id, rec.index, named))
     return out
 
 

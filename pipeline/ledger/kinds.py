@@ -14,6 +14,7 @@ from .. import facts
 from ..core.model import Message
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Outcome,
                      SkillUse, TaskSpec, TestRun, TrackerUpdate, UserMessage)
+from ..facts.reading import ResultFacts
 from ..facts.subagents import SubagentTask
 from .source import EditGist, edit_gists
 
@@ -44,8 +45,10 @@ Merge = Literal["first", "latest"]
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of record. `extract` yields its records from a window, `index` fields relative to it
-    (None: the ledger folds it by its own rule, named in `folded_by`); `merge` says which of two
+    """One kind of record. `extract` yields its records from a window, `index` fields relative to it;
+    `from_result` instead takes them from what the progress reader read of each result as its message
+    arrived (`facts.reading`, indices the transcript's); with neither, the ledger folds it by its own
+    rule, named in `folded_by`. `merge` says which of two
     records with one key stands: the first (a constraint keeps when it was first said) or the latest
     (a test run's newer result). `cap` keeps the newest that many; `stored` False: the kind is
     rebuilt from other stored state on load (the files, from the file tracker)."""
@@ -58,6 +61,7 @@ class Kind:
     cap: int | None = None
     stored: bool = True
     folded_by: str = ""
+    from_result: Callable[[ResultFacts], Iterable[Any]] | None = None
 
     def put(self, records: dict[str, Any], record: Any) -> bool:
         """Merge one record into this kind's records; True when that changed them."""
@@ -92,19 +96,20 @@ KINDS: tuple[Kind, ...] = (
          folded_by="the errors window: an error stays open until a later retry or fix resolves it"),
     Kind("files", FileFact, lambda f: f.path, stored=False,
          folded_by="the file tracker (stored per file), rendered with the newest contents"),
-    Kind("tests", TestRun, lambda t: f"{t.message_id}:{t.command}", lambda w: facts.test_runs(w.messages)),
-    Kind("commits", Commit, lambda c: c.hash, lambda w: facts.commits(w.messages)),
+    Kind("tests", TestRun, lambda t: f"{t.message_id}:{t.command}", from_result=lambda f: (f.test,) if f.test else ()),
+    Kind("commits", Commit, lambda c: c.hash, from_result=lambda f: f.commits),
     Kind("edits", EditGist, lambda g: f"{g.message_id}:{g.target}:{g.gist[:40]}", lambda w: edit_gists(w.calls),
          cap=MAX_EDIT_GISTS),
     Kind("outcomes", Outcome, lambda o: o.call_id, lambda w: facts.recent_outcomes(w.messages, MAX_OUTCOMES),
          cap=MAX_OUTCOMES),
-    Kind("tracker", TrackerUpdate, lambda u: f"{u.message_id}:{u.command}", lambda w: facts.tracker_updates(w.messages)),
+    Kind("tracker", TrackerUpdate, lambda u: f"{u.message_id}:{u.command}", from_result=lambda f: f.tracker),
     Kind("skills", SkillUse, lambda s: s.name, lambda w: facts.skills_invoked(w.messages)),
     Kind("announcements", Announcement, lambda a: f"{a.kind}:{a.message_id}",
          lambda w: facts.announced_tools(w.messages)),
     Kind("agents", AgentUse, lambda g: f"{g.agent_type}:{g.message_id}", lambda w: facts.agents_used(w.messages)),
     Kind("subagents", SubagentTask, lambda t: t.call_id,
-         folded_by="facts.subagents.fold: one task per call id, its latest state"),
+         folded_by="the progress reader, as each message arrives (facts.subagents.fold over the message and "
+                   "the held ones whose calls it answers): one task per call id, its latest state"),
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 # Kinds rebuilt from other stored state on load rather than stored themselves: re-encoding all the

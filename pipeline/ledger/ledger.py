@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from .. import facts
 from ..facts import Identifiers
 from ..facts.errors import RESOLUTION_WINDOW, ErrorReader
 from ..facts.files import FileTracker
+from ..facts.reading import MessageProgress, ProgressReader, ResultFacts
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
@@ -50,12 +51,14 @@ _Unfolded = tuple[Sequence[Message], Sequence[tuple[str | None, str]], Sequence[
 class Follower(Protocol):
     """A fold kept above the ledger's floor (the status bar's) that reads the messages the ledger reads,
     each once and in order, on the ledger's walk: the transcript is walked once per call, by the ledger.
-    `seen` is how many transcript messages it has read; the ledger resets it when history diverges."""
+    With each message it gets what the ledger's progress reader read of it (test runs, todo lists,
+    tracker changes, git state, tasks), so it never parses them itself. `seen` is how many transcript
+    messages it has read; the ledger resets it when history diverges."""
 
     seen: int
 
     def reset(self) -> None: ...
-    def observe(self, message: Message, index: int) -> None: ...
+    def observe(self, message: Message, index: int, progress: MessageProgress) -> None: ...
 
 
 class Ledger(LedgerStorage):
@@ -79,6 +82,9 @@ class Ledger(LedgerStorage):
         self._json_memo: dict[int, tuple[Any, str]] = {}  # id(record) -> (record, its JSON text)
         # The errors window's searches, carried between calls so each later call is read once (not persisted).
         self._error_reader = ErrorReader()
+        # Each message's results read once, when the message arrives (not persisted: a loaded ledger
+        # reads the transcript again): the followers get its facts, and the fold merges them.
+        self.progress = ProgressReader()
         self._followers: list[Follower] = []
         self._requests_read: tuple[int, tuple[str, ...]] = (-1, ())  # (requests version, their texts)
         # The newest transcript read and not folded yet, with its queued input and extras (see `settle`),
@@ -115,9 +121,10 @@ class Ledger(LedgerStorage):
             for f in followers:
                 f.reset()
         elif changed < len(self._read):
-            for f in self._followers:  # only messages not folded yet changed: the fold is still valid
+            self.progress.reset()  # only messages not folded yet changed: the fold is still valid
+            for f in self._followers:
                 f.reset()
-        self._feed(transcript)
+        self._feed(transcript, queued)
         self._read = list(transcript)  # a copy: the caller may append to its list before the fold
         if n > self.folded or len(extras) > self.extras_seen:
             self._pending = (self._read, tuple(queued), tuple(extras))
@@ -185,12 +192,21 @@ class Ledger(LedgerStorage):
         next `update` with what was folded before, e.g. by another process)."""
         self._followers.append(follower)
 
-    def _feed(self, transcript: Sequence[Message]) -> None:
+    def _feed(self, transcript: Sequence[Message], queued: Sequence[tuple[str | None, str]]) -> None:
+        progress = self.progress
+        if progress.seen > len(transcript):
+            progress.reset()
+        # Queued input matters to the reader only as task notifications (most sessions queue none).
+        notices = [q for q in queued if subagent_facts.NOTIFICATION_TAG in q[1]]
+        placeless = [q for q in notices if q[0] is None]
+        for i in range(progress.seen, len(transcript)):
+            m = transcript[i]
+            progress.read(m, i, [q for q in notices if q[0] == m.id] + placeless if notices else ())
         for f in self._followers:
             if f.seen > len(transcript):
                 f.reset()
             for i in range(f.seen, len(transcript)):
-                f.observe(transcript[i], i)
+                f.observe(transcript[i], i, progress.at(i))
             f.seen = len(transcript)
 
     def _fold_extras(self, extras: Sequence[tuple[str | None, Any]]) -> None:
@@ -239,20 +255,26 @@ class Ledger(LedgerStorage):
 
         # What the user said in earlier windows (searched only when a call's source must be one the user named).
         read = Window(messages, queued, self._request_texts(), facts.tool_calls(messages))
+        progress = self.progress.between(base, base + len(window))
         for kind in KINDS:
             if kind.extract is not None:
                 r.replace(kind.name, *kind.fold(r.kind(kind.name), read, at))
+            elif kind.from_result is not None:
+                records = r.kind(kind.name)
+                if sum(kind.put(records, x) for f in progress for x in kind.from_result(f)):
+                    r.changed(kind.name)
         self.files.feed(messages, index, new_from)
         # Rendering every file's facts reads every line held; only when a tracked file changed.
         marks = self.files.file_marks()
         if marks != self._files_rendered:
             r.replace("files", file_records(self.files.facts()))
             self._files_rendered = marks
-        tasks = subagent_facts.fold(r.kind("subagents"), messages, at, queued)
-        r.replace("subagents", tasks, tasks != r.kind("subagents"))
+        tasks = self.progress.tasks  # folded as each message arrived
+        if tasks != r.kind("subagents"):
+            r.replace("subagents", dict(tasks))
         self._count(messages, index, new_from)
-        self._fold_singletons(messages, index, at)
-        self._merge_identifiers(facts.identifiers(messages))
+        self._fold_singletons(messages, index, progress)
+        self._merge_identifiers(facts.identifiers(messages, runs=[f.test for f in progress if f.test is not None]))
 
     def _fold_summaries(self, window: Sequence[Message], base: int) -> None:
         """Earlier summaries the window holds: worksurface's own standing for history this transcript
@@ -278,14 +300,15 @@ class Ledger(LedgerStorage):
                 for call in m.tool_calls:
                     r.tools[call.name] = r.tools.get(call.name, 0) + 1
 
-    def _fold_singletons(self, messages: Sequence[Message], index: Sequence[int], at: Callable[[int], int]) -> None:
+    def _fold_singletons(self, messages: Sequence[Message], index: Sequence[int],
+                         progress: Sequence[ResultFacts]) -> None:
         """The MCP servers seen, the newest todo list, the plan mode."""
         r = self._records
         for name in facts.mcp_servers(messages):
             r.mcp[name] = max(r.mcp.get(name, -1), index[-1])
-        todo = facts.todo_state(messages)
-        if todo is not None and (r.todo is None or at(todo.index) >= r.todo.index):
-            r.todo = dataclasses.replace(todo, index=at(todo.index))
+        todo = next((f.todo for f in reversed(progress) if f.todo is not None), None)
+        if todo is not None and (r.todo is None or todo.index >= r.todo.index):
+            r.todo = todo
         plan = facts.plan_mode(messages)
         if plan.message_id is not None or plan.active or plan.plan:
             plan_at = self._positions.get(plan.message_id) if plan.message_id else None

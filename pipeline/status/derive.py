@@ -1,9 +1,11 @@
 """Status events derived from a transcript, for saved sessions and harnesses that emit nothing.
 
-Reads what the conversation shows: tool calls and results, test summaries, git output, `cd`
-commands, todo tools, and the adapter's per-message fields (meta `cwd`, `git_branch`,
-`timestamp`, `usage`, `todos`). Every event carries the id of the message it came from.
-worksurface's own messages (status, summaries, markers) are skipped: the bar never feeds on itself.
+Reads what the conversation shows: tool calls and results, `cd` commands, and the adapter's
+per-message fields (meta `cwd`, `git_branch`, `timestamp`, `usage`, `todos`). Test runs, todo
+lists, tracker changes, git state and tasks come from the progress reader (`facts.reading`): in a
+session, the one the ledger read each message with, so the bar and the ledger never parse twice.
+Every event carries the id of the message it came from. worksurface's own messages (status,
+summaries, markers) are skipped: the bar never feeds on itself.
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, Permi
 from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
 from ..facts.provenance import CONVERTED_CALL, harness_tool
-from ..facts.testsummary import TestRunWatcher
-from ..facts.todos import TodoItem, TodoReplayer, items_from, normalize_status
-from ..facts.tracker import issue_changes, updates_tracker
+from ..facts.reading import MessageProgress, ProgressReader, ResultFacts
+from ..facts.todos import TodoItem, items_from, normalize_status
+from ..facts.tracker import IssueChange
 from ..summarizers import sections as summary_sections
-from ..facts.git import parse_git
 from .reducer import SEARCH_KINDS, StatusReducer
 
 # Short hashes identify output lines and whole outputs; 12 hex digits make a collision within
@@ -102,23 +103,23 @@ def _request_text(message: Message) -> str | None:
 class EventDeriver:
     """Walks messages in order, remembering what it last reported so that it emits changes only.
     `derive_events` runs one over a whole list; a harness session can keep one and feed it the
-    messages it has not seen yet."""
+    messages it has not seen yet, with what its ledger's progress reader read of each (without it,
+    the deriver reads them with a reader of its own)."""
 
     def __init__(self, window: int | None = None) -> None:
         self._window = window
         self._events: list[Event] = []
         self._calls: dict[str, ToolCall] = {}
-        self._tests = TestRunWatcher()
+        self._reader: ProgressReader | None = None
+        self._progress: dict[str, ResultFacts] = {}  # call id -> what the message being read shows of its result
         self._converted = 0
-        self._todo_replay = TodoReplayer()
         self._tracked: dict[str, tuple[str, str]] = {}  # issue id -> (title, todo status)
         self._own_todos = False  # the agent keeps its todo list with a todo tool
         self._last: dict[str, Any] = {}
         self._message_id: str | None = None
-        # Background jobs and sub-agents (facts.subagents keeps their lifecycle), by call id, and
-        # the messages whose calls may start or update one, until their results arrive.
-        self._jobs: dict[str, SubagentTask] = {}
-        self._job_calls: dict[str, Message] = {}
+        # When each task (by call id) last changed, in messages read: the bar lists the newest first.
+        self._job_changed: dict[str, int] = {}
+        self._job_tasks: dict[str, SubagentTask] = {}
         self._seen = 0
 
     def _emit(self, event_type: type, **fields: Any) -> None:
@@ -131,13 +132,19 @@ class EventDeriver:
         self._last[key] = value
         return True
 
-    def derive(self, m: Message) -> list[Event]:
-        """The events message `m` adds (its predecessors must have been derived already)."""
+    def derive(self, m: Message, progress: MessageProgress | None = None) -> list[Event]:
+        """The events message `m` adds (its predecessors must have been derived already). `progress`:
+        what a progress reader that read every message before read of this one (None: read it here)."""
         self._events = []
-        self._message(m)
+        if progress is None:
+            if self._reader is None:
+                self._reader = ProgressReader()
+            progress = self._reader.read(m, self._reader.seen)
+        self._progress = {f.call_id: f for f in progress.results}
+        self._message(m, progress.tasks)
         return self._events
 
-    def _message(self, m: Message) -> None:
+    def _message(self, m: Message, tasks: Mapping[str, SubagentTask] | None) -> None:
         if "goal" not in self._last and (goal := _summary_goal(m)) is not None:
             # History behind a compaction that this transcript no longer holds: the summary quotes
             # the session's first request, which stays the goal of the epoch that follows.
@@ -167,25 +174,19 @@ class EventDeriver:
                 self._call(block)
             elif isinstance(block, ToolResult):
                 self._result(block)
-        self._jobs_of(m)
-
-    def _jobs_of(self, m: Message) -> None:
-        """Sub-agents and background jobs this message starts or updates (a Task/Agent call, a
-        background command's result, TaskOutput/KillShell, a harness `<task-notification>`)."""
         self._seen += 1
-        window = [self._job_calls.pop(r.call_id) for r in m.tool_results if r.call_id in self._job_calls]
-        window = list({id(w): w for w in window}.values()) + [m]
-        if any(c.name not in _NOT_JOBS for c in m.tool_calls):
-            for c in m.tool_calls:
-                self._job_calls[c.id] = m
-        if not subagent_facts.may_change_tasks(window):
-            return
-        at = self._seen
-        jobs = subagent_facts.fold(self._jobs, window, lambda _i: at)
-        if jobs == self._jobs:
-            return
-        self._jobs = jobs
-        lines = _job_lines(jobs.values())
+        if tasks is not None:
+            self._jobs(tasks)
+
+    def _jobs(self, tasks: Mapping[str, SubagentTask]) -> None:
+        """Sub-agents and background jobs, once this message started or updated one (a Task/Agent call,
+        a background command's result, TaskOutput/KillShell, a harness `<task-notification>`)."""
+        changed = self._job_changed
+        for cid, task in tasks.items():
+            if cid not in changed or task != self._job_tasks.get(cid):
+                changed[cid] = self._seen
+        self._job_tasks = dict(tasks)
+        lines = _job_lines(tasks.values(), changed)
         if self._changed("jobs", lines):
             self._emit(JobsChanged, jobs=lines)
 
@@ -229,36 +230,30 @@ class EventDeriver:
                    result_hashes=result_fingerprints(result.content) if kind in SEARCH_KINDS else None)
         if call is None:
             return
-        if ok:
-            todos = _todos(self._todo_replay.observe(call.name, call.input, result.content))
-            if todos is not None:
-                self._own_todos = True
-                if self._changed("todos", todos):
-                    self._emit(TaskUpdated, todos=todos)
-        seen = self._tests.observe(call, result.content)
-        if seen is not None:
-            command, summary = seen
-            self._emit(VerificationFinished, runner=summary.runner, passed=summary.passed,
-                       failed=summary.failed, skipped=summary.skipped, failing=summary.failing,
-                       command=one_line(command, 120))
+        progress = self._progress.get(result.call_id)
+        if progress is not None and progress.todo is not None:
+            self._own_todos = True
+            if self._changed("todos", todos := _todos(progress.todo.items)):
+                self._emit(TaskUpdated, todos=todos)
+        if progress is not None and (run := progress.test) is not None:
+            self._emit(VerificationFinished, runner=run.framework, passed=run.passed, failed=run.failed,
+                       skipped=run.skipped, failing=run.failing, command=one_line(run.command, 120))
         if tool_kind(call) == "shell" and harness_tool(call):  # an MCP `bash` is another program's text
-            self._shell(call, result, ok)
+            self._shell(call, ok, progress)
         elif ok and kind in ("edit", "write") and (path := call_path(call)):
             self._emit(FilesTouched, paths=(self._relative(path),))
         stage = _STAGE_TOOLS.get(normalize_name(call.name))
         if ok and stage and self._changed("stage", stage):
             self._emit(TaskUpdated, stage=stage)
 
-    def _shell(self, call: ToolCall, result: ToolResult, ok: bool) -> None:
+    def _shell(self, call: ToolCall, ok: bool, progress: ResultFacts | None) -> None:
         command = shell_command(call) or ""
-        if "git " in command:
-            facts = parse_git(command, result.content)
-            if not facts.empty:
-                self._changed("branch", facts.branch)
-                self._emit(RepositoryChanged, branch=facts.branch, changed_files=facts.changed_files,
-                           last_commit=facts.last_commit, changed_unknown=facts.changed_unknown or None)
-        if ok:
-            self._tracker(command, result.content)
+        if progress is not None and (git := progress.git) is not None:
+            self._changed("branch", git.branch)
+            self._emit(RepositoryChanged, branch=git.branch, changed_files=git.changed_files,
+                       last_commit=git.last_commit, changed_unknown=git.changed_unknown or None)
+        if progress is not None and progress.issues:
+            self._tracker(progress.issues, progress.updates_tracker)
         m = _CD.match(command)
         if ok and m:
             target = m.group(1).strip("'\"")
@@ -268,15 +263,14 @@ class EventDeriver:
                 if self._changed("cwd", new):
                     self._emit(EnvironmentChanged, cwd=new)
 
-    def _tracker(self, command: str, output: str) -> None:
+    def _tracker(self, changes: Sequence[IssueChange], updates: bool) -> None:
         """Issues of a command-line tracker (beads) make the todo list, in order of first mention. An
         agent that keeps its own list with a todo tool has that list: an issue it only looks at
         (`bd show`) does not replace it, a change it makes to one (claim, close, create) does."""
-        changes = issue_changes(command, output)
         for u in changes:
             title, status = self._tracked.get(u.issue, ("", "pending"))
             self._tracked[u.issue] = (u.title or title, u.status or status)
-        if not changes or (self._own_todos and not updates_tracker(command)):
+        if self._own_todos and not updates:
             return
         todos = tuple(TodoItem(one_line(f"{i}: {t}" if t else i, 200), s)
                       for i, (t, s) in self._tracked.items())
@@ -291,14 +285,10 @@ class EventDeriver:
         return path
 
 
-# Tools whose calls never start or update a job (the common ones: no need to hold their messages).
-_NOT_JOBS = frozenset({"Read", "Edit", "Write", "MultiEdit", "Grep", "Glob", "TodoWrite", "WebFetch",
-                       "WebSearch", "NotebookEdit"})
-
-
-def _job_lines(tasks: Iterable[SubagentTask]) -> tuple[str, ...]:
-    """One line per job: state, kind, id and what it is; running ones first, then the newest finished."""
-    ordered = sorted(tasks, key=lambda t: (t.finished, -t.updated_index, t.index))
+def _job_lines(tasks: Iterable[SubagentTask], changed: Mapping[str, int]) -> tuple[str, ...]:
+    """One line per job: state, kind, id and what it is; running ones first, then the newest finished
+    (`changed`: when each last changed, by call id)."""
+    ordered = sorted(tasks, key=lambda t: (t.finished, -changed[t.call_id]))
     lines = []
     for t in ordered[:MAX_JOBS_SHOWN]:
         what = t.description or t.prompt
@@ -339,11 +329,11 @@ class DerivedStatus:
             self.reset()
         self.skip = ids
 
-    def observe(self, message: Message, index: int) -> None:
+    def observe(self, message: Message, index: int, progress: MessageProgress | None = None) -> None:
         if message.id in self.skip:
             self.skipped_at[message.id] = index
             return
-        for event in self.deriver.derive(message):
+        for event in self.deriver.derive(message, progress):
             self.reducer.apply(event)
             if isinstance(event, ResourcesChanged) and event.tokens_used is not None:
                 self.tokens_at = index
