@@ -1,5 +1,6 @@
-"""The ledger's record kinds, each declared once: its type, its extractor, the key records merge by,
-the merge rule, its cap, and whether it is stored. The fold, the persistence, the report's entries
+"""The ledger's record kinds, each declared once: its type, its extractor (over a fold's window, or
+over the progress reader's reading of each result), the key records merge by, the merge rule, its
+cap, and whether it is stored. The fold, the persistence, the report's entries
 and the views are written once against this table, so a new kind of fact is one row here (plus its
 extractor in facts/ and the question it answers in `FactSource`).
 """
