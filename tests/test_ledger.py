@@ -283,7 +283,7 @@ def test_the_file_tracker_saves_through_its_own_interface():
     """The ledger writes the tracker a file at a time (`head_json` + `file_json` for the paths whose
     `file_marks` changed): together they are `to_json`, a mark moves exactly when a call touches its
     file, and a tracker loaded back keeps tracking (a later edit applies to the restored lines)."""
-    from worksurface.facts.files import FileTracker
+    from worksurface.facts.filetracker import FileTracker
 
     c = Convo().user("Tidy the client.")
     c.tool("Read", {"file_path": "/repo/client.py"}, "     1\tdef get(url):\n     2\t    return http(url)\n")

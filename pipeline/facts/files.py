@@ -15,15 +15,14 @@ some other file (`[File: /ws/secret.env ...]`) adds no file activity.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import posixpath
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from ..core.model import Message
 from ..core.toolkinds import call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
+from .filestate import COPIED, CREATED, DELETED, EDITED, MOVED, READ, At, FileFact, FileState
 from .fileviews import (aider_edit_blocks, command_output, edit_steps, numbered_lines, shared_numbered_lines,
                         window_path, window_search)
 from ..core.memo import per_message_list
@@ -31,8 +30,6 @@ from .meta import is_harness_output, message_cwd, normalize_path
 from .provenance import aider_command_output
 from .shell import SimpleCommand, simple_commands
 
-READ, EDITED, CREATED, DELETED, MOVED, COPIED = "read", "edited", "created", "deleted", "moved", "copied"
-At = tuple[int, str]  # where an effect shows: (message index, message id)
 
 # aider reports file activity as notices, not tool results: "Applied edit to x.py", "Added x.py to the
 # chat" (`/add`), "Added x.py to read-only files." (`/read`), "Creating empty file x.py".
@@ -50,11 +47,6 @@ UPDATED_MARKERS = ("has been updated", "overwritten", "has been modified")
 # Read inputs that ask for part of a file (Claude Code offset/limit, OpenHands view_range).
 RANGE_KEYS = ("offset", "limit", "view_range", "line", "start_line", "end_line")
 SHELL_READERS = {"cat", "head", "tail", "less", "more", "nl", "bat", "open", "view"}
-# Shown between runs of a partially read file, so a reader knows lines are missing.
-GAP_MARKER = "[… lines {start}-{end} not seen …]"
-GAP_MARKER_OPEN = "[… lines from {start} not seen …]"
-# Lines remembered per file of what edits added and removed: the newest few carry the facts.
-MAX_CHANGE_LINES = 12
 # SWE-agent commands that make a file the current one (`edit` then changes that file).
 SWE_OPENERS = ("open", "create")
 # How OpenHands' editor (str_replace_editor `view`) answers for a directory instead of a file.
@@ -65,142 +57,6 @@ SED_RANGE_RE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 HEAD_TAIL_DEFAULT = 10
 # Programs that filter a numbered listing without renumbering it (`nl -ba FILE | sed -n '5,9p'`).
 LINE_FILTERS = ("sed", "head", "tail")
-
-
-@dataclass(frozen=True)
-class FileFact:
-    """What the transcript shows about one file; `content` is the last content seen, if any."""
-
-    path: str
-    actions: frozenset[str]
-    first_index: int
-    last_index: int
-    last_message_id: str
-    content: str | None = None
-    content_message_id: str | None = None
-    partial: bool = False
-    stale: bool = False
-    edits: int = 0
-    gone: bool = False  # deleted or moved away since last touched: nothing at this path to restore
-    moved_to: str | None = None
-    moved_from: str | None = None
-    added: tuple[str, ...] = ()  # lines the latest edits added (facts that live only in edit bodies)
-    removed: tuple[str, ...] = ()  # lines the latest edits removed
-
-
-@dataclass
-class _FileState:
-    path: str
-    first_index: int
-    last_index: int = 0
-    last_message_id: str = ""
-    actions: set[str] = field(default_factory=set)
-    lines: dict[int, str] | None = None
-    total: int | None = None
-    complete: bool = False
-    stale: bool = False
-    content_message_id: str | None = None
-    content_index: int = -1
-    edits: int = 0
-    gone: bool = False
-    moved_to: str | None = None
-    moved_from: str | None = None
-    added: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-    def touch(self, action: str, at: At) -> None:
-        self.actions.add(action)
-        if action in (DELETED, MOVED):
-            self.gone = True
-        elif action != READ:
-            self.gone, self.moved_to = False, None
-        if at[0] >= self.last_index:
-            self.last_index, self.last_message_id = at
-
-    def note_change(self, old: str, new: str) -> None:
-        """Remember what an edit took out and put in (line level, newest last, capped)."""
-        before = {ln.strip() for ln in old.splitlines()}
-        after = {ln.strip() for ln in new.splitlines()}
-        self.added = (self.added + [ln.strip() for ln in new.splitlines()
-                                    if ln.strip() and ln.strip() not in before])[-MAX_CHANGE_LINES:]
-        self.removed = (self.removed + [ln.strip() for ln in old.splitlines()
-                                        if ln.strip() and ln.strip() not in after])[-MAX_CHANGE_LINES:]
-
-    def see_text(self, text: str, at: At) -> None:
-        """The whole file's content is now known (seen at message (index, id))."""
-        body = text[:-1] if text.endswith("\n") else text
-        self.lines = {n: line for n, line in enumerate(body.split("\n"), 1)} if text else {}
-        self.total = len(self.lines)
-        self.complete, self.stale = True, False
-        self.content_index, self.content_message_id = at
-
-    def see_lines(self, lines: dict[int, str], at: At, *, whole: bool,
-                  total: int | None = None) -> None:
-        """Some (or, with `whole`, all) of the file's lines are now known. `lines` is copied or only
-        read, never kept: a caller may pass the shared dict `shared_numbered_lines` remembers."""
-        if whole:
-            self.lines, self.complete = dict(lines), True
-        elif self.lines is not None and not self.stale:
-            self.lines.update(lines)
-        else:
-            self.lines, self.complete = dict(lines), False
-        if total is not None:
-            self.total = total
-            self.complete = self.complete or len(self.lines) >= total
-        self.stale = False
-        self.content_index, self.content_message_id = at
-
-    def text(self) -> str | None:
-        if self.lines is None:
-            return None
-        return "\n".join(self.lines[n] for n in sorted(self.lines))
-
-    def apply(self, replacements: Iterable[tuple[str, str, bool]], at: At) -> None:
-        """Replay an edit's (old, new, replace_all) steps; content that cannot take them goes stale."""
-        self.edits += 1
-        current = self.text() if self.complete and not self.stale else None
-        if current is None:
-            self.stale = self.lines is not None
-            return
-        for old, new, replace_all in replacements:
-            if not old or old not in current:
-                self.stale = True
-                return
-            current = current.replace(old, new) if replace_all else current.replace(old, new, 1)
-        self.see_text(current, at)
-
-    def changed_unseen(self) -> None:
-        """The file changed in a way the transcript does not show."""
-        self.edits += 1
-        if self.lines is not None:
-            self.stale = True
-
-    def fact(self) -> FileFact:
-        content, partial = None, False
-        if self.lines is not None and not self.gone:
-            content, partial = _render(self.lines, self.complete, self.total)
-        return FileFact(self.path, frozenset(self.actions), self.first_index, self.last_index,
-                        self.last_message_id, content, self.content_message_id if content is not None else None,
-                        partial, self.stale and content is not None, self.edits, self.gone, self.moved_to,
-                        self.moved_from, tuple(self.added), tuple(self.removed))
-
-
-def _render(lines: dict[int, str], complete: bool, total: int | None) -> tuple[str, bool]:
-    """Known lines in order, with a marker for each gap; (text, partial)."""
-    if complete:
-        return "\n".join(lines[n] for n in sorted(lines)), False
-    out: list[str] = []
-    expected = 1
-    for n in sorted(lines):
-        if n > expected:
-            out.append(GAP_MARKER.format(start=expected, end=n - 1))
-        out.append(lines[n])
-        expected = n + 1
-    if total is not None and expected <= total:
-        out.append(GAP_MARKER.format(start=expected, end=total))
-    elif total is None:
-        out.append(GAP_MARKER_OPEN.format(start=expected))
-    return "\n".join(out), True
 
 
 def _count_arg(sc: SimpleCommand) -> int | None:
@@ -229,11 +85,11 @@ def _lines_of(text: str) -> list[str]:
     return body.split("\n") if text else []
 
 
-class _Tracker:
+class CallReplay:
     """Replays successful calls onto per-file state. `at` is where an effect shows: (index, message id)."""
 
     def __init__(self) -> None:
-        self.files: dict[str, _FileState] = {}
+        self.files: dict[str, FileState] = {}
         self.open_file: str | None = None  # SWE-agent's current file, named by an open/create call
         # Paths whose state may have changed since FileTracker.file_marks (and .facts) last read them:
         # every change goes through `state` (or `_delete`, to the files under a deleted folder).
@@ -244,11 +100,11 @@ class _Tracker:
         self.touched.add(path)
         self.touched_since_facts.add(path)
 
-    def state(self, path: str, index: int) -> _FileState:
+    def state(self, path: str, index: int) -> FileState:
         self._touch(path)
         st = self.files.get(path)
         if st is None:
-            st = self.files[path] = _FileState(path, first_index=index, last_index=index)
+            st = self.files[path] = FileState(path, first_index=index, last_index=index)
         return st
 
     def record(self, rec: CallRecord, cwd: str | None) -> None:
@@ -375,7 +231,7 @@ class _Tracker:
             st.touch(READ, at)
             st.see_lines(lines, at, whole=False)
 
-    def _ranged_read(self, sc: SimpleCommand, st: _FileState, output: str, at: At) -> None:
+    def _ranged_read(self, sc: SimpleCommand, st: FileState, output: str, at: At) -> None:
         """A lone `sed -n 'A,Bp' FILE`, `head -n N FILE` or `tail -n N FILE`: its output is that
         range of the file (the whole file when it printed fewer lines than asked for)."""
         lines = _lines_of(output)
@@ -409,7 +265,7 @@ class _Tracker:
                     alone: bool) -> None:
         prog, args = sc.program, [a for a in sc.args if not a.startswith("-")]
 
-        def state(arg: str) -> _FileState:
+        def state(arg: str) -> FileState:
             return self.state(normalize_path(arg, cwd), rec.index)
 
         if prog in SHELL_READERS and args and not sc.writes:
@@ -528,7 +384,7 @@ def _nl_numbers_all(args: Sequence[str]) -> bool:
     return bool(re.search(r"(?:^|\s)-(?:\w*b\s?a|-body-numbering=a)\b", joined))
 
 
-def _see_window(st: _FileState, output: str, at: At) -> bool:
+def _see_window(st: FileState, output: str, at: At) -> bool:
     """Take a SWE-agent `[File: path (N lines total)]` window as seen content, but only when the
     window shows the file the call named: a window naming another file is the world's text."""
     m = window_search(output)
@@ -553,7 +409,7 @@ def file_activity(messages: Sequence[Message]) -> list[FileFact]:
 
     Failed and rejected calls change nothing (a rejected edit was not written). Harnesses without
     tool calls (aider) report file activity as notices, which are read too."""
-    tracker = _Tracker()
+    tracker = CallReplay()
     cwd_by_index = running_cwds(messages)
     records: dict[int, list[CallRecord]] = {}
     for rec in tool_calls(messages):
@@ -564,7 +420,7 @@ def file_activity(messages: Sequence[Message]) -> list[FileFact]:
                 tracker.record(rec, cwd_by_index[rec.index])
         if is_harness_output(m) and not aider_command_output(messages, i):
             tracker.notices(messages, i, (i, m.id), cwd_by_index[i])
-    facts = [st.fact() for st in _merge_relative(tracker.files).values() if st.actions]
+    facts = [st.fact() for st in merge_relative(tracker.files).values() if st.actions]
     facts.sort(key=lambda f: (-f.last_index, f.path))
     return facts
 
@@ -580,7 +436,7 @@ def running_cwds(messages: Sequence[Message]) -> list[str | None]:
     return out
 
 
-def _merge_relative(files: dict[str, _FileState]) -> dict[str, _FileState]:
+def merge_relative(files: dict[str, FileState]) -> dict[str, FileState]:
     """Fold a relative path into the one absolute path that ends with it (a harness that names a file
     relatively in the call and absolutely in the result, with no cwd to join them)."""
     absolute = [p for p in files if p.startswith("/")]
@@ -601,136 +457,3 @@ def _merge_relative(files: dict[str, _FileState]) -> dict[str, _FileState]:
             dst.lines, dst.total, dst.complete, dst.stale = src.lines, src.total, src.complete, src.stale
             dst.content_message_id, dst.content_index = src.content_message_id, src.content_index
     return out
-
-
-class FileTracker:
-    """`file_activity` fed incrementally: each call is replayed once, when its result has arrived,
-    at its position in the whole transcript. The session's ledger keeps one across calls (and in its
-    store, via `to_json`), so file contents and edits applied on later calls stay exact."""
-
-    def __init__(self) -> None:
-        self._tracker = _Tracker()
-        self.cwd: str | None = None
-        self._fed: set[str] = set()  # calls already replayed among the messages a window may repeat
-        # path -> (state key, record, whether read from the path's own state rather than a merged copy)
-        self._facts: dict[str, tuple[tuple[Any, ...], FileFact, bool]] = {}
-        self._marks: dict[str, tuple[Any, ...]] | None = None  # file_marks as of its last call
-
-    def feed(self, messages: Sequence[Message], index: Sequence[int], new_from: int) -> None:
-        """Replay `messages` (at transcript positions `index`); messages before position `new_from`
-        were fed before and only their calls' late results are replayed now."""
-        cwds = running_cwds(messages)
-        seed = self.cwd
-        records: dict[int, list[CallRecord]] = {}
-        for rec in tool_calls(messages):
-            records.setdefault(rec.index, []).append(rec)
-        fed: set[str] = set()
-        for i, m in enumerate(messages):
-            cwd = cwds[i] or seed
-            for rec in records.get(i, ()):
-                if rec.result is None:
-                    continue
-                fed.add(rec.call.id)
-                if rec.call.id in self._fed or rec.failed:
-                    continue
-                at_result = index[rec.result_index] if rec.result_index is not None else index[i]
-                self._tracker.record(dataclasses.replace(rec, index=index[i], result_index=at_result), cwd)
-            if index[i] >= new_from and is_harness_output(m) and not aider_command_output(messages, i):
-                self._tracker.notices(messages, i, (index[i], m.id), cwd)
-        self._fed = fed
-        self.cwd = next((c for c in reversed(cwds) if c), seed)
-
-    def facts(self) -> list[FileFact]:
-        """The same records `file_activity` gives for everything fed so far. A file's record is
-        rebuilt only when its state changed (joining a large file's lines is the costly part), so a
-        call costs what it touched, not every file the session ever read. A file untouched since the
-        last call whose record came from its own state (not merged with a relative path) keeps it
-        without its state key being worked out again."""
-        facts = []
-        files, touched = self._tracker.files, self._tracker.touched_since_facts
-        cache: dict[str, tuple[tuple[Any, ...], FileFact, bool]] = {}
-        for path, st in _merge_relative(files).items():
-            if not st.actions:
-                continue
-            own = st is files.get(path)
-            hit = self._facts.get(path)
-            if hit is not None and own and hit[2] and path not in touched:
-                key, fact = hit[0], hit[1]  # the same state object, unchanged since: the same record
-            else:
-                key = _state_key(st)
-                fact = hit[1] if hit is not None and hit[0] == key else st.fact()
-            cache[path] = (key, fact, own)
-            facts.append(fact)
-        touched.clear()
-        self._facts = cache
-        facts.sort(key=lambda f: (-f.last_index, f.path))
-        return facts
-
-    # --- persistence: whole (`to_json`), or a file at a time for a saver that writes only what changed
-
-    def to_json(self) -> dict[str, Any]:
-        return {"files": {path: self.file_json(path) for path in self._tracker.files}, **self.head_json()}
-
-    def head_json(self) -> dict[str, Any]:
-        """`to_json()` without its files (which a saver can write one by one, with `file_json`)."""
-        return {"open_file": self._tracker.open_file, "cwd": self.cwd, "fed": sorted(self._fed)}
-
-    def file_json(self, path: str) -> dict[str, Any]:
-        """One tracked file of `to_json()["files"]`. Field by field rather than `dataclasses.asdict`,
-        which deep-copies every held line of the file before it is serialized anyway."""
-        st = self._tracker.files[path]
-        data = {f.name: getattr(st, f.name) for f in dataclasses.fields(st)}
-        data["actions"] = sorted(data["actions"])
-        data["added"], data["removed"] = list(data["added"]), list(data["removed"])
-        if data["lines"] is not None:
-            data["lines"] = {str(k): v for k, v in data["lines"].items()}
-        return data
-
-    def file_marks(self) -> dict[str, tuple[Any, ...]]:
-        """Per tracked file, a mark that changes whenever its state does (a saver writes, a renderer
-        re-renders, only the files whose mark changed): every change touches the file at a newer
-        message or counts an edit, replaces or grows its lines, or sets one of these flags.
-        Only the files touched since the last call are marked again (a call costs what it touched,
-        not every file the session read); the caller gets its own dict, in the tracker's file order."""
-        files, touched = self._tracker.files, self._tracker.touched
-        if self._marks is None:
-            self._marks = {path: _mark(st) for path, st in files.items()}
-        else:
-            # Files are only ever added (at the end): the new ones first, in order, then the touched ones.
-            for path in itertools.islice(files, len(self._marks), None):
-                self._marks[path] = _mark(files[path])
-            for path in touched:
-                self._marks[path] = _mark(files[path])
-        touched.clear()
-        return dict(self._marks)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> "FileTracker":
-        tracker = cls()
-        if not data:
-            return tracker
-        for path, raw in data.get("files", {}).items():
-            st = dict(raw)
-            st["actions"] = set(st["actions"])
-            if st.get("lines") is not None:
-                st["lines"] = {int(k): v for k, v in st["lines"].items()}
-            names = {f.name for f in dataclasses.fields(_FileState)}
-            tracker._tracker.files[path] = _FileState(**{k: v for k, v in st.items() if k in names})
-        tracker._tracker.open_file = data.get("open_file")
-        tracker.cwd = data.get("cwd")
-        tracker._fed = set(data.get("fed", ()))
-        return tracker
-
-
-def _mark(st: _FileState) -> tuple[Any, ...]:
-    """A tracked file's mark (FileTracker.file_marks)."""
-    return (st.first_index, st.last_index, st.last_message_id, len(st.actions), st.content_index,
-            st.content_message_id, st.edits, st.stale, st.complete, st.total, st.gone, st.moved_to,
-            st.moved_from, len(st.added), len(st.removed), id(st.lines), -1 if st.lines is None else len(st.lines))
-
-
-def _state_key(st: _FileState) -> tuple[Any, ...]:
-    """What a file record depends on, cheaply: any touch, read or edit changes it."""
-    return (st.first_index, st.last_index, st.last_message_id, st.content_index, tuple(sorted(st.actions)),
-            st.edits, st.gone, st.stale, st.complete, st.total, len(st.lines or ()), st.moved_to,
-            st.moved_from, tuple(st.added), tuple(st.removed))

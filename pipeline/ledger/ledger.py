@@ -21,7 +21,7 @@ from typing import Any, Protocol, Sequence
 from .. import facts
 from ..facts import Identifiers
 from ..facts.errors import RESOLUTION_WINDOW, ErrorReader
-from ..facts.files import FileTracker
+from ..facts.filetracker import FileTracker
 from ..facts.reading import MessageProgress, ProgressReader, ResultFacts
 from ..facts.tools import attachment_announcements
 from ..facts.meta import message_cwd

@@ -11,7 +11,7 @@ from typing import Any, Callable, Self
 from ..core import jsontext
 from ..core.jsontext import EncodedJSON
 from ..facts import Identifiers, PlanMode, TodoState
-from ..facts.files import FileTracker
+from ..facts.filetracker import FileTracker
 from . import codec
 from .kinds import KINDS
 from .records import Records, file_records
