@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from worksurface.core.config import ReinjectConfig
-from worksurface.facts.constraints import Approach, Constraint
+from worksurface.facts.approaches import Approach
+from worksurface.facts.constraints import Constraint
 from worksurface.core.model import Message
 from worksurface.core.escape import escape_tags, one_line
 from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text

@@ -47,11 +47,19 @@ PLANS = [
     ("PLAN_NAME_RE", "search", "refactor-plan", "planetary"),
 ]
 
+APPROACHES = [
+    (r"\s+", "search", "don't  touch\n migrations", "migrations"),
+    (r"[a-z][a-z0-9_]{3,}", "search", "retry logic", "a 12 to"),
+    ("DECIDED_RE", "search", "The retry wrapper already handles timeouts, so no change there.",
+     "The retry wrapper handles timeouts after this change."),
+    ("REVERT_RE", "match", "git checkout -- src/app.py", "git checkout -b feature/login"),
+    ("ABANDON_OR_DECIDED_RE", "search", "That didn't work, so the TTL already handles it.", "That worked."),
+    ("ABANDON_RE", "search", "That didn't work, switching to the REST API.", "That worked: the REST API answers."),
+]
+
 CONSTRAINTS = [
     ("QUESTION_END_RE", "search", "Should we keep the old endpoint?", "Keep the old endpoint (why? see #12)."),
     ("QUESTION_OPEN_RE", "match", "should we keep the old endpoint", "we should keep the old endpoint"),
-    ("DECIDED_RE", "search", "The retry wrapper already handles timeouts, so no change there.",
-     "The retry wrapper handles timeouts after this change."),
     ("STRONG_RE", "search", "Don't touch the migrations folder.", "No problem, the migrations ran fine."),
     ("MEDIUM_RE", "search", "Always run the linter before committing.", "The linter ran before the commit."),
     ("IMPERATIVE_RE", "match", "Use the existing HTTP client", "Useful helpers live in utils/"),
@@ -60,9 +68,6 @@ CONSTRAINTS = [
     ("TASK_FILE_RE", "match", "TASK.md", "task_runner.py"),
     ("CONTENTS_OF_RE", "search", "Contents of /repo/CLAUDE.md (project instructions, checked into the codebase):\n\n"
      "- Use uv for dependencies", "Contents of /repo/CLAUDE.md:\n- Use uv"),
-    ("REVERT_RE", "match", "git checkout -- src/app.py", "git checkout -b feature/login"),
-    ("ABANDON_OR_DECIDED_RE", "search", "That didn't work, so the TTL already handles it.", "That worked."),
-    ("ABANDON_RE", "search", "That didn't work, switching to the REST API.", "That worked: the REST API answers."),
     ("OUTPUT_FILE_RE", "search", "Write the report to results/summary.csv", "Write the report in the morning"),
     ("ISSUE_HEADER_RE", "search", "○ web-3kq [EPIC] · Checkout redesign   [● P2 · OPEN]", "○ checkout · redesign"),
     ("SEPARATOR_TAIL_RE", "search", "Acceptance: the cart keeps coupons\n==========", "keep a --- b as it is"),
@@ -71,7 +76,6 @@ CONSTRAINTS = [
     # A URL's scheme, dropped to compare it with how the user typed it (`_bare_url`).
     (r"^[a-z][a-z0-9+.-]*://", "search", "HTTPS://linear.app/acme/issue/WEB-12", "linear.app/acme/issue/WEB-12"),
     (r"\s+", "search", "don't  touch\n migrations", "migrations"),
-    (r"[a-z][a-z0-9_]{3,}", "search", "retry logic", "a 12 to"),
 ]
 
 ERRORS = [
@@ -272,7 +276,7 @@ TRACKER = [
 ]
 
 TABLES: dict[str, list[tuple[str, str, str, str]]] = {
-    "calls": CALLS, "commands": COMMANDS, "observations": OBSERVATIONS, "plans": PLANS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "fileviews": FILEVIEWS, "findings": FINDINGS,
+    "approaches": APPROACHES, "calls": CALLS, "commands": COMMANDS, "observations": OBSERVATIONS, "plans": PLANS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "fileviews": FILEVIEWS, "findings": FINDINGS,
     "identifiers": IDENTIFIERS, "git": GIT, "progress": PROGRESS, "provenance": PROVENANCE, "shell": SHELL,
     "subagents": SUBAGENTS, "testsummary": TESTSUMMARY, "text": TEXT, "todos": TODOS, "tools": TOOLS,
     "tracker": TRACKER,

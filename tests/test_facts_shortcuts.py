@@ -22,10 +22,10 @@ from worksurface.ledger.ledger import Ledger
 from worksurface.offline.replay import call_points
 
 identifiers_module = importlib.import_module("worksurface.facts.identifiers")  # the package's name is the function
-files_module = importlib.import_module("worksurface.facts.files")
+filetracker_module = importlib.import_module("worksurface.facts.filetracker")
 from worksurface.facts import fileviews  # noqa: E402
 findings_module = importlib.import_module("worksurface.facts.findings")
-constraints_module = importlib.import_module("worksurface.facts.constraints")
+approaches_module = importlib.import_module("worksurface.facts.approaches")
 text_module = importlib.import_module("worksurface.facts.text")
 
 # Characters that steer shlex: its whitespace and punctuation, quotes, the escape, and ones it treats
@@ -169,7 +169,7 @@ def test_the_file_marks_kept_between_calls_are_the_marks_of_every_file(name: str
     for size in calls:
         ledger.update(list(messages[:size]))
         states = ledger.files._tracker.files
-        assert list(ledger.files.file_marks().items()) == [(p, files_module._mark(st)) for p, st in states.items()]
+        assert list(ledger.files.file_marks().items()) == [(p, filetracker_module._mark(st)) for p, st in states.items()]
 
 
 @needs_shared(CLAUDE_CODE)
@@ -180,7 +180,7 @@ def test_the_file_records_kept_between_calls_are_the_records_of_every_file() -> 
     ledger = Ledger()
     for size in call_points(list(messages)):
         ledger.update(list(messages[:size]))
-        fresh = files_module.FileTracker.from_json(ledger.files.to_json())
+        fresh = filetracker_module.FileTracker.from_json(ledger.files.to_json())
         assert ledger.files.facts() == fresh.facts()
 
 
@@ -212,8 +212,8 @@ def test_numbered_lines_read_at_once_are_the_rows_read_one_by_one(text: str) -> 
 # The one-search prefilters and the patterns they join: (joined, parts).
 JOINED = {
     "findings": (findings_module.ANY_FINDING_RE, [p for _, p in findings_module.FINDING_RES]),
-    "approaches": (constraints_module.ABANDON_OR_DECIDED_RE, [constraints_module.ABANDON_RE,
-                                                              constraints_module.DECIDED_RE]),
+    "approaches": (approaches_module.ABANDON_OR_DECIDED_RE, [approaches_module.ABANDON_RE,
+                                                             approaches_module.DECIDED_RE]),
 }
 PHRASES = ["pre-existing", "the cause is", "caused by", "turns out", "instead, use", "should use x instead",
            "mypy reports", "So ", "Note: ", "didn't work", "switching to", "already handles", "not needed",

@@ -6,8 +6,8 @@ requests and tools.
 """
 
 from .calls import CallRecord, tool_calls, tool_label
-from .constraints import (Approach, Constraint, TaskSpec, excluded_approaches, standing_constraints,
-                          task_specs)
+from .approaches import Approach, excluded_approaches
+from .constraints import Constraint, TaskSpec, standing_constraints, task_specs
 from .errors import ErrorFact, error_line, tool_errors
 from .files import FileFact, file_activity
 from .fileviews import edit_gist

@@ -153,3 +153,15 @@ def current_work(messages: Sequence[Message], max_calls: int = DEFAULT_RECENT_CA
     recent = tuple(tool_label(r) for r in records[-max_calls:]) if max_calls > 0 else ()
     pending = tuple(tool_label(r) for r in records if r.result is None)
     return CurrentWork(text, mid, at, recent, pending)
+
+
+def queued_positions(messages: Sequence[Message],
+                     queued_inputs: Sequence[tuple[str | None, str]]) -> dict[int, list[str]]:
+    """The user's words the harness queued, by the position in `messages` of the message they follow
+    (input queued after a message of another window is not here)."""
+    index = {m.id: i for i, m in enumerate(messages)}
+    out: dict[int, list[str]] = {}
+    for after, text in queued_inputs:
+        if after in index and is_user_words(text):
+            out.setdefault(index[after], []).append(text)
+    return out
