@@ -202,6 +202,15 @@ def edited_stage(message: Message, call_id: str) -> str | None:
     return message.meta.get("edited_calls", {}).get(call_id)
 
 
+def breaks_sent_prefix(edits: Sequence[Edit], new: Sequence[Message]) -> bool:
+    """Whether `edits` change what was already sent (so the provider's cached prefix is lost anyway):
+    an edit of a message new on this call (`new`: budget on a fresh tool result) does not."""
+    if not edits:
+        return False
+    unsent = removed_refs(new)
+    return any(isinstance(e, Compact) or not unsent.issuperset(e.refs) for e in edits)
+
+
 def stable_prefix_length(view: Sequence[Message]) -> int:
     return len(_leading_system(view))
 

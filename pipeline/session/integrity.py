@@ -11,7 +11,8 @@ artifact is found when it is read, which `Session` does for all but artifacts at
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ..core.errors import SessionError, StoreDamagedError
 
@@ -113,3 +114,15 @@ def _excerpt(text: str, limit: int = 60) -> str:
 def _short(exc: BaseException, limit: int = 160) -> str:
     text = str(exc)
     return text[:limit] + ("..." if len(text) > limit else "")
+
+
+@contextmanager
+def reading_stored(store: "Store", what: str) -> Iterator[None]:
+    """Stored state whose shape the reader does not expect is damage of the store, named as such."""
+    try:
+        yield
+    except StoreDamagedError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise StoreDamagedError(f"the stored {what} does not read back ({type(exc).__name__}: {exc})",
+                                store=store.location) from None

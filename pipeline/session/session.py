@@ -15,37 +15,36 @@ import itertools
 import logging
 import operator
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..core.clearing import HARNESS_STAGE, clearing_edits
 from ..core.config import Config
-from ..core.edits import Compact, Edit, apply_edits, refers_to, removed_refs
+from ..core.edits import Edit, apply_edits, breaks_sent_prefix, refers_to, removed_refs
 from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError
 from ..formats.base import Transcript
 from ..graph.compose import StagedGraph
 from ..graph.registry import check_plugin_options, reinjectors_for, stages_for
 from ..ledger import Ledger
-from ..core.model import Message, Origin, begins_with
+from ..core.model import Message, begins_with
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
-from ..engine.state import (PipelineState, Reinjector, StageContext, StageInputs, StageReport, StatusInputs,
-                            view_offset)
+from ..engine.state import (PipelineState, Reinjector, StageContext, StageInputs, StageReport, StatusInputs)
 from ..status import PublisherState, event_to_json
 from ..status.events import Event
 from .statusbar import FIRST_EPOCH, StatusBar
-from ..status.replay import epoch_after
 from .locations import Location, open_store
 from .metawrite import MetaWriter, held_value
+from .epochs import EpochReader
 from .outputcheck import InvariantError, OutputChecks, view_digest
+from .integrity import reading_stored
+from .report import Prepared, PrepareReport, add_notices, build_report, overflowed
+from .sizing import measured_size, usage_offset as usage_offset_of, view_sizes
 from .memstore import MemoryStore
 from .store import Store
 from ..summarizers import resolve_summarizer
 from ..summarizers.base import Summarizer
 from ..core.tokens import TokenCounter
 from ..core.calibration import Calibration, MeasurementLog, fit_points
-from ..core.sizes import COUNTED, MEASURED, plausible
-from ..core.view import RECOVERY_PREFIX, IncrementalRecovery, live_slice
+from ..core.view import IncrementalRecovery, live_slice
 from ..engine.protection import ProtectedIds
 from worksurface.stages.autocompact import CompactionInputs
 from worksurface.stages.snip import SnipRequests
@@ -59,57 +58,6 @@ NOTHING_NEW = "nothing new since the previous call"
 # How long closing waits for the session's lock to save the ledger's last fold (a process holding the
 # lock longer is using the session, and leaves the newer ledger itself).
 CLOSE_LOCK_SECONDS = 2.0
-
-
-@dataclass
-class PrepareReport:
-    """What one `prepare` did: token figures, one report per stage and reinjector, the boundary."""
-
-    tokens_before: int
-    view_tokens_before: int
-    tokens_after: int
-    stages: list[StageReport]
-    reinjected: list[StageReport] = field(default_factory=list)
-    boundary: dict[str, Any] | None = None
-    status: dict[str, Any] | None = None
-    ms: float = 0.0
-    rewound: int = 0
-    # Things the harness should know that are not errors: a breaker that opened, a stage skipped.
-    notices: list[str] = field(default_factory=list)
-    # What the provider bills for sending this view (USD, the session's price model and its prompt
-    # cache: the prefix still cached is read, the rest written), and the session's running total.
-    cost: float = 0.0
-    cost_total: float = 0.0
-    # The view's sizes before and after in both units (counted; measured: as the provider measures,
-    # from the usage anchor or the calibration), the unit the stages acted on, and the calibration.
-    sizes: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cost": round(self.cost, 6),
-            "cost_total": round(self.cost_total, 6),
-            "tokens_before": self.tokens_before,
-            "view_tokens_before": self.view_tokens_before,
-            "tokens_after": self.tokens_after,
-            "stages": [{"name": s.name, "tokens_before": s.tokens_before, "tokens_after": s.tokens_after,
-                        "items": s.items, "ms": round(s.ms, 3), "skipped": s.skipped} for s in self.stages],
-            "reinjected": [r.to_json() for r in self.reinjected],
-            "boundary": self.boundary,
-            "status": self.status,
-            "ms": round(self.ms, 3),
-            "rewound": self.rewound,
-            "notices": list(self.notices),
-            "sizes": self.sizes,
-        }
-
-
-@dataclass
-class Prepared:
-    """The view to send, the report, and the cleared call ids for providers that delete server-side."""
-
-    messages: list[Message]
-    report: PrepareReport
-    cache_edits: list[str]
 
 
 def _as_messages(transcript: Transcript | Sequence[Message]) -> list[Message]:
@@ -142,7 +90,7 @@ class Session:
         committed since (its generation number moved on)."""
         store = self.store
         store.check()
-        with _reading(store, "token cache"):
+        with reading_stored(store, "token cache"):
             self.counter.load_message_counts(store.token_cache())
         self._log: list[Message] = store.log_messages()
         self._digests: list[str] = [m.digest for m in self._log]
@@ -154,8 +102,7 @@ class Session:
         self._checks = OutputChecks()  # the output views' invariants and digest
         self._edits: list[Edit] = store.edits()
         self._recovery = IncrementalRecovery()
-        self._epoch_seen: tuple[int, int] | None = None  # (live messages read, their newest epoch)
-        self._boundary_seen: tuple[int, Message, int] | None = None  # (messages read, the last, epoch)
+        self._epochs = EpochReader()
         self._calls_seen: tuple[int, int] = (0, 0)  # (live messages read, model calls among them)
         self._protected = ProtectedIds()  # invariant 3's ids, searched only in what each call appended
         # The stages' memory between calls, one object per stage that declares one (Stage.memory).
@@ -163,15 +110,15 @@ class Session:
         self._cached: tuple[int, int, list[Message]] | None = None  # (log length, edit count, view)
         self._generation = store.get_meta("generation", 0)
         self._meta_held: tuple[int, dict[str, Any]] = (-1, {})  # see MetaWriter
-        with _reading(store, "ledger"):
+        with reading_stored(store, "ledger"):
             self.ledger = Ledger.load(store.get_meta)
         self.status_bar = StatusBar(self.config)
         self.status_bar.tokens_override = store.get_meta("status_tokens_override")
         self.ledger.follow(self.status_bar.derived)  # one walk of the transcript: the bar reads it with the ledger
-        with _reading(store, "log and edits"):
+        with reading_stored(store, "log and edits"):
             self._verify_reopened()
         self._billing = PromptCache(price_model(self.config.pricing), self.counter)
-        with _reading(store, "billing state"):
+        with reading_stored(store, "billing state"):
             self._billing.restore(store.get_meta("billing"), self._cached[2] if self._cached else None)
 
     def _verify_reopened(self) -> None:
@@ -313,7 +260,8 @@ class Session:
                 self._counted = (view, counted)
             else:
                 counted = self._count_view(view, keep, live)
-            usage_offset, usage_notices = self._usage_offset(view, counted, usage)
+            usage_offset, usage_notices = usage_offset_of(view, counted, usage, self.store.get_meta("last_view_tail")
+                                                          if isinstance(usage, int) else None, self.counter)
             anchored = usage is not None and not usage_notices
             offset = usage_offset
             # The calibration reads every measured usage in the transcript (its earliest requests show
@@ -337,14 +285,15 @@ class Session:
             new_edits: list[Edit] = [*harness, *final["edits"]]
             out_view = final["view"]
             status_edits, new_status, status_report = self.status_bar.finish(
-                status_inputs, planned, final.get("status_update"), _breaks_cache(new_edits, live[keep:]), out_view, now)
+                status_inputs, planned, final.get("status_update"), breaks_sent_prefix(new_edits, live[keep:]), out_view, now)
             if status_edits:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
             if new_edits or rewound:
                 self._checks.check(live, out_view, new_edits, bool(rewound))  # an unedited view: the previous one plus new
-            report = self._report(final, raw_tokens, counted + offset, started, rewound)
-            report.sizes = self._sizes(ctx, counted, report, anchored)
+            report = build_report(final, self._graph.names, self._known_tokens(final["view"]), raw_tokens,
+                                  counted + offset, started, rewound)
+            report.sizes = view_sizes(ctx, counted, report.tokens_after, report.boundary is not None, anchored)
             report.notices += usage_notices
             report.status = status_report
             billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view))
@@ -354,12 +303,12 @@ class Session:
             self._noted.update(mid for mid, _ in recovered.removed)
             for note in recovery:      # routine repairs (empty text, orphan thinking): the report has them
                 log.info("%s", note)
-            self._notices(report, ctx)
-            size = self._measured_size(report, ctx)
-            overflowed = self._overflowed(report, size)
-            self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, overflowed, size)
+            add_notices(report, ctx, self.config, self.store.get_meta)
+            size = measured_size(report.tokens_after, bool(report.boundary), ctx)
+            over = overflowed(report, size, self.config)
+            self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, over, size)
             prepared = Prepared(out_view, report, list(final["cache_edits"]))
-            if overflowed:
+            if over:
                 raise ContextOverflowError("compaction could not bring the view under the threshold",
                                            tokens=size, threshold=self.config.threshold, prepared=prepared)
             return prepared
@@ -425,7 +374,7 @@ class Session:
             self._edits = [e for e in self._edits if not refers_to(e.refs, removed)
                            and e.stage not in ("status", HARNESS_STAGE)]
             self._cached = None
-            self._boundary_seen = None
+            self._epochs.forget_boundaries()
             self.status_bar.reset()
         return keep, rewound
 
@@ -464,46 +413,11 @@ class Session:
             return cached[2] + live[keep:]
         return apply_edits(live, self._edits)
 
-    def _usage_offset(self, view: list[Message], counted: int,
-                      usage: int | tuple[str, int] | None) -> tuple[int, list[str]]:
-        """What the measured usage adds to the view's count (the anchor's figure stands for the view up
-        to its message), and a notice when the figure cannot be the whole request: then it is not used."""
-        if usage is None:
-            return 0, []
-        anchor = usage if isinstance(usage, tuple) else self.store.get_meta("last_view_tail")
-        if isinstance(usage, int):
-            anchor = (anchor, usage) if anchor else None
-        if not anchor:
-            return 0, []
-        anchor_id, reported = anchor
-        index = next((i for i in range(len(view) - 1, -1, -1) if view[i].id == anchor_id), None)
-        if index is None:
-            return 0, []
-        upto = counted - self.counter.messages(view[index + 1:])
-        if not isinstance(reported, int) or reported < 0 or not plausible(reported, upto):
-            return 0, [f"the usage passed for message {anchor_id} ({reported!r} tokens) cannot be the whole request: "
-                       f"it is under half of the {upto:,} tokens of text up to that message (only the uncached "
-                       "input?); it is not used, sizes are counted"]
-        return reported - upto, []
-
     def _calibration(self, full: Sequence[Message], usage_offset: int) -> Calibration:
         """The calibration of the transcript's usage (read incrementally), or without any recorded
         usage the constant offset the harness's figure shows (ratio 1)."""
         fitted = fit_points(self._measurements.update(full))
         return fitted.calibration if fitted is not None else Calibration(max(0, usage_offset), 1.0, 1)
-
-    def _sizes(self, ctx: StageContext, counted: int, report: PrepareReport, anchored: bool) -> dict[str, Any]:
-        """The view's sizes before and after, counted and as the provider measures them, and which of
-        the two the stages acted on (`unit`)."""
-        before = counted + ctx.usage_offset
-        if report.boundary is not None and ctx.calibration is not None:
-            after = ctx.calibration.size(report.tokens_after)  # the anchor no longer describes the view
-        else:
-            after = report.tokens_after + ctx.usage_offset
-        return {"unit": MEASURED if anchored else COUNTED,
-                "before": {COUNTED: counted, MEASURED: before},
-                "after": {COUNTED: report.tokens_after, MEASURED: max(0, after)},
-                "calibration": ctx.calibration.to_json() if ctx.calibration is not None else None}
 
     def _context(self, now: float, force: bool, instructions: str | None, view: list[Message],
                  live: list[Message], keep: int, transcript: Transcript | Sequence[Message],
@@ -516,8 +430,8 @@ class Session:
             # The breaker half-opens once the view has grown enough for another attempt to differ.
             if self.counter.messages(view) + offset >= store.get_meta("breaker_retry_tokens", 0):
                 failures = 0
-        epoch = max(store.get_meta("epoch", FIRST_EPOCH), self._live_epoch(live, keep),
-                    self._boundary_epoch(_as_messages(transcript)))
+        epoch = max(store.get_meta("epoch", FIRST_EPOCH), self._epochs.live_epoch(live, keep),
+                    self._epochs.boundary_epoch(_as_messages(transcript)))
         inputs = StageInputs(CompactionInputs(instructions, self.summarizer, failures), SnipRequests(snips),
                              status, *self._memories)
         return StageContext(
@@ -538,97 +452,11 @@ class Session:
         self._calls_seen = (len(live), calls)
         return CallStats(calls, tokens / calls if calls else float(tokens))
 
-    def _boundary_epoch(self, full: Sequence[Message]) -> int:
-        """`status.replay.transcript_epoch(full)`, reading only the messages after those of the
-        previous call when the transcript still starts with them (its last one is the same object)."""
-        seen = self._boundary_seen
-        if seen is not None and 0 < seen[0] <= len(full) and full[seen[0] - 1] is seen[1]:
-            start, epoch = seen[0], seen[2]
-        else:
-            start, epoch = 0, FIRST_EPOCH
-        for m in full[start:]:
-            epoch = epoch_after(m, epoch)
-        if full:
-            self._boundary_seen = (len(full), full[-1], epoch)
-        return epoch
-
-    def _live_epoch(self, live: list[Message], keep: int) -> int:
-        """`_transcript_epoch(live)`, reading only the messages after those of the previous call
-        (still valid up to `keep`)."""
-        seen = self._epoch_seen
-        if seen is not None and seen[0] <= keep:
-            epoch = max(seen[1], _transcript_epoch(live[seen[0]:]))
-        else:
-            epoch = _transcript_epoch(live)
-        self._epoch_seen = (len(live), epoch)
-        return epoch
-
     def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
         start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
                                 "compacted": False}
         # Most calls edit nothing: the graph's path is walked directly, compile-run only when a stage acts.
         return self._graph.run(start, ctx)
-
-    @staticmethod
-    def _measured_size(report: PrepareReport, ctx: StageContext) -> int:
-        """The view's size as the stages judged it: worksurface's count plus the provider's offset
-        (recalibrated for a view a compaction made smaller)."""
-        return report.tokens_after + view_offset(ctx, report.tokens_after, compacted=bool(report.boundary))
-
-    def _overflowed(self, report: PrepareReport, size: int) -> bool:
-        """Over the threshold (at `size`, the measured size the stages judged by) after autocompact had
-        its chance (not when its breaker is open: then the report says it stopped trying, and the
-        harness decides; nor when automatic compaction is off: the harness chose to compact itself)."""
-        auto = next(s for s in report.stages if s.name == "autocompact")
-        breaker_open = bool(auto.skipped and auto.skipped.startswith("stopped after"))
-        return size > self.config.threshold and not breaker_open and self.config.autocompact.enabled
-
-    def _notices(self, report: PrepareReport, ctx: StageContext) -> None:
-        """Say what the harness must know in the report and the log, not only in the JSON details."""
-        auto = next(s for s in report.stages if s.name == "autocompact")
-        measured = self._measured_size(report, ctx)
-        if auto.skipped and auto.skipped.startswith("stopped after") and measured > self.config.threshold:
-            retry = self.store.get_meta("breaker_retry_tokens", 0)
-            failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures
-            report.notices.append(f"autocompact is paused after {failures} failed compactions: the "
-                                  f"view is {measured} tokens, over the threshold of "
-                                  f"{self.config.threshold}; it retries once the view reaches {retry} tokens")
-        target = self.config.post_compact_target
-        size = (report.sizes or {}).get("after", {}).get(MEASURED, report.tokens_after)
-        floor = (report.boundary or {}).get("text_floor")
-        if floor:
-            report.notices.append(f"{floor['why']}: the compaction kept the floor, and the compacted view measures "
-                                  f"{size} tokens, {max(0, size - target)} over the target")
-        elif report.boundary and size > target:
-            over = size - target
-            report.notices.append(f"the compacted view is {over} tokens over the post-compact target of {target}: "
-                                  "what must stay (the system prompt and tools the harness sends, the newest "
-                                  "user message, the last turn) is larger than the target")
-        missed = ((report.boundary or {}).get("pins") or {}).get("missed")
-        if missed:
-            report.notices.append(f"{len(missed)} pinned snippet(s) could not be kept verbatim (over "
-                                  f"autocompact.pin_tokens): " + "; ".join(repr(m[:80]) for m in missed))
-        fallback = (report.boundary or {}).get("fallback")
-        if fallback:
-            report.notices.append(f"summarizer {fallback['from']} failed ({fallback['error']}); "
-                                  "the structured summary was used instead")
-        for notice in report.notices:
-            if not notice.startswith(RECOVERY_PREFIX):
-                log.warning("%s", notice)
-
-    def _report(self, final: PipelineState, raw: int, before: int, started: float, rewound: int) -> PrepareReport:
-        by_name = {r.name: r for r in final["reports"]}
-        reinjected = [r for r in final["reports"] if r.name not in self._graph.names]
-        tokens_after = self._known_tokens(final["view"])
-        stages, running = [], before
-        for name in self._graph.names:
-            r = by_name.get(name) or StageReport(name, running, running, skipped="under target")
-            running = r.tokens_after
-            stages.append(r)
-        auto = by_name.get("autocompact")
-        boundary = auto.details if auto is not None and not auto.skipped else None
-        return PrepareReport(raw, before, tokens_after, stages, reinjected, boundary,
-                             ms=(time.perf_counter() - started) * 1000, rewound=rewound)
 
     def _known_tokens(self, view: list[Message]) -> int:
         """Tokens of a view: from the running total when it starts with the view this call counted
@@ -695,40 +523,12 @@ class Session:
         self.store.set_meta("generation", self._generation)
 
 
-@contextmanager
-def _reading(store: Store, what: str) -> Iterator[None]:
-    """Stored state whose shape the reader does not expect is damage of the store, named as such."""
-    try:
-        yield
-    except StoreDamagedError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise StoreDamagedError(f"the stored {what} does not read back ({type(exc).__name__}: {exc})",
-                                store=store.location) from None
-
-
-def _breaks_cache(edits: Sequence[Edit], new: Sequence[Message]) -> bool:
-    """Whether this call's edits change what was already sent (so the provider's cached prefix is
-    lost anyway): an edit of a message new on this call (budget on a fresh tool result) does not."""
-    if not edits:
-        return False
-    unsent = removed_refs(new)
-    return any(isinstance(e, Compact) or not unsent.issuperset(e.refs) for e in edits)
-
-
 def _queued(transcript: Transcript | Sequence[Message]) -> tuple[tuple[str | None, str], ...]:
     return tuple(transcript.queued_inputs) if isinstance(transcript, Transcript) else ()
 
 
 def _usage_json(usage: int | tuple[str, int] | None) -> Any:
     return list(usage) if isinstance(usage, tuple) else usage
-
-
-def _transcript_epoch(live: Sequence[Message]) -> int:
-    """The newest epoch among worksurface's own messages in the transcript (a view fed back, or a
-    file worksurface compacted before), so new ids never collide with the ones already there."""
-    epochs = [m.meta.get("epoch") for m in live if m.origin is not Origin.CONVERSATION]
-    return max((e for e in epochs if isinstance(e, int)), default=FIRST_EPOCH)
 
 
 def compact(messages: Transcript | Sequence[Message], *, force: bool = False, instructions: str | None = None,
