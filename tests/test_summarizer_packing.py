@@ -68,7 +68,7 @@ def test_command_forms_and_tools_used_are_named_and_a_worked_around_failure_is_l
 
 def test_an_issue_closed_then_listed_open_again_counts_as_open():
     from worksurface.ledger import Ledger
-    from worksurface.summarizers.structured import closed_issues
+    from worksurface.summarizers.tracker import closed_issues
     c = Convo()
     c.user("Do the epic.")
     _bd(c, "bd close p-1 p-1.1", "✓ Closed p-1: Closed\n✓ Closed p-1.1: Closed")

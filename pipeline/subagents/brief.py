@@ -23,7 +23,7 @@ from ..facts import Constraint, FileFact, command_forms
 from ..facts.constraints import STRONG, USER
 from ..ledger.records import LedgerView
 from ..summarizers.packing import Item, Section, pack
-from ..summarizers.structured import closed_issues
+from ..summarizers.tracker import closed_issues
 from ..core.tokens import TokenCounter
 
 DEFAULT_BUDGET = 3000

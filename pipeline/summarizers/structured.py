@@ -8,7 +8,6 @@ messages, current work) and the least important items are trimmed first (see pac
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Sequence
 
@@ -17,18 +16,18 @@ from ..core.errors import SummarizerError
 from ..core.escape import one_line as on_its_line
 from ..facts.findings import COMPLAINT
 from ..facts.plans import is_plan_document
-from ..facts.tracker import issue_changes
 from ..facts.shell import first_line
 from ..facts.text import one_line
 from ..core.model import Message, Origin, is_user_turn
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
-from ..facts.requests import UserMessage, is_user_message
 from ..ledger import Ledger
 from ..ledger.source import FactSource
 from .base import Summary, SummaryRequest
+from .conversation import given_how, newest_of_each, replied_reports
 from .packing import Item, Section, pack, render, shrink
 from .sections import (ACTIVE_REQUEST, CARRIED_GROUP, CURRENT_WORK, DECISIONS, ERRORS, FILES, HEADINGS,
                        IDENTIFIERS, NEXT_STEP, PROGRESS, TITLE, TRIED, USER_MESSAGES, USER_QUOTES, carried_lines)
+from .tracker import IN_PROGRESS_RE, TRACKER_MARK_RE, TRACKER_STATE_RE, closed_issues, closed_spec_texts, short_command
 
 NAME = "structured"
 # (priority, share of the budget): priority 0 is kept first; shares are first claims, and what a
@@ -72,13 +71,6 @@ HEAD_READ_FILES = 5
 HEAD_SYMBOLS = 12
 # Edit gists worth offering when the budget has room: what an edit added often exists nowhere else.
 MAX_EDITS = 20
-# A tracker command longer than this is cut where its result repeats it.
-MAX_TRACKER_COMMAND_CHARS = 80
-# A tracker command that claims an issue (so finishing it is the next step).
-IN_PROGRESS_RE = re.compile(r"in[_-]progress|--claim|\bstart\b")
-# The bracketed priority and state at the end of a tracker's issue header (`[● P2 · OPEN]`).
-TRACKER_STATE_RE = re.compile(r"\s*\[[^\]]*·\s*[A-Z_]+\]\s*$")
-TRACKER_MARK_RE = re.compile(r"^[○◐✓●❄]\s+")
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
 # What the Active request says when the latest request is kept verbatim right after the summary.
 KEPT_REQUEST = "Latest user request: kept verbatim right after this summary (it takes precedence over this summary)."
@@ -153,8 +145,8 @@ class _Builder:
         return on_its_line(path)
 
     def sections(self) -> list[Section]:
-        users = [(u.text, _how(u)) for u in self.src.user_messages()]
-        users = _newest_of_each([(t, "") for t in self.carried.get(USER_QUOTES, [])] + users)
+        users = [(u.text, given_how(u)) for u in self.src.user_messages()]
+        users = newest_of_each([(t, "") for t in self.carried.get(USER_QUOTES, [])] + users)
         built = {
             "": self.preamble(),
             ACTIVE_REQUEST: self.active_request(users),
@@ -349,7 +341,7 @@ class _Builder:
             superseded = bool(issues) and issues <= seen_issues
             seen_issues |= issues
             order = (6, n) if superseded else (1 if n == 0 else 2, n)
-            items.append(Item(f"- `{_short_command(u.command, u.result)}` -> {u.result}", order,
+            items.append(Item(f"- `{short_command(u.command, u.result)}` -> {u.result}", order,
                               (4, n), "Issue tracker updates (newest first):"))
         return items + self.carried_items(PROGRESS, group=CARRIED_GROUP)
 
@@ -365,7 +357,7 @@ class _Builder:
                                           shrinkable=True), LAST_MESSAGE_SHARE))
         # The agent's reports the user answered (its words right before each of the user's newest
         # messages): a reply ("those are good, but I meant ...") reads against what it replies to.
-        for n, (at, report) in enumerate(_replied_reports(self.messages, REPLIED_REPORTS)):
+        for n, (at, report) in enumerate(replied_reports(self.messages, REPLIED_REPORTS)):
             if at == work.index:
                 continue
             items.append(self.capped(Item(f"- {report}", (2, -self.stale_rank(at)), (0, 1, n),
@@ -472,73 +464,6 @@ class _Builder:
         return text.replace(self.cwd.rstrip("/") + "/", "")
 
 
-def _replied_reports(messages: Sequence[Message], limit: int) -> list[tuple[int, str]]:
-    """(index, text) of the assistant's last words before each of the newest `limit` messages the
-    user typed, newest first (none when the agent said nothing since the previous one). A harness's
-    notice (a background task ending, an interrupt marker) replies to nothing."""
-    out: list[tuple[int, str]] = []
-    user_at = [i for i, m in enumerate(messages) if is_user_message(m)]
-    for k in range(len(user_at) - 1, -1, -1):
-        if len(out) >= limit:
-            break
-        start = user_at[k - 1] if k else -1
-        said = next((j for j in range(user_at[k] - 1, start, -1)
-                     if messages[j].role == "assistant" and messages[j].text.strip()), None)
-        if said is not None:
-            out.append((said, messages[said].text.strip()))
-    return out
-
-
-def _newest_of_each(users: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Each message said once, where it was said last: a harness that carries the user's messages
-    into its own compacted history (Codex) repeats them all."""
-    seen: set[str] = set()
-    out = []
-    for text, how in reversed(users):
-        key = " ".join(text.split()).casefold()
-        if key not in seen:
-            seen.add(key)
-            out.append((text, how))
-    return out[::-1]
-
-
-def _how(u: UserMessage) -> str:
-    """How a user message was given, when not typed as a message in its turn."""
-    if u.via:
-        return f"via {u.via}"
-    return "typed while the agent was working" if u.queued else ""
-
-
-def closed_issues(src: FactSource) -> set[str]:
-    """Tracker issues whose latest known state is closed: from the tracker updates the agent ran and
-    from the states later task texts list for their related issues (an epic reopened when new
-    children were added reads as open again)."""
-    latest: dict[str, tuple[int, str]] = {}
-
-    def note(issue: str, index: int, status: str | None) -> None:
-        if status is not None and index >= latest.get(issue, (-1, ""))[0]:
-            latest[issue] = (index, status)
-
-    for u in src.tracker_updates():
-        for change in u.changes:
-            note(change.issue, u.index, change.status)
-    for spec in src.task_specs():
-        for change in issue_changes("bd show", spec.text):
-            if change.issue != spec.issue:  # its own header is the state when read, before any claim
-                note(change.issue, spec.index, change.status)
-    return {issue for issue, (_, status) in latest.items() if status == "completed"}
-
-
-def closed_spec_texts(src: FactSource) -> tuple[list[str], list[str]]:
-    """The texts of task specs whose issue is closed, and of the others (folded for lookups)."""
-    closed = closed_issues(src)
-    done: list[str] = []
-    open_: list[str] = []
-    for spec in src.task_specs():
-        (done if spec.issue in closed else open_).append(" ".join(spec.text.lower().split()))
-    return done, open_
-
-
 def fact_source(request: SummaryRequest) -> FactSource:
     """The session's ledger as of the first kept message, or the facts of the summarized messages."""
     if request.ledger is None:
@@ -561,15 +486,3 @@ def _carried(summaries: Sequence[str]) -> dict[str, list[str]]:
             have = out.setdefault(section, [])
             have.extend(ln for ln in lines if ln not in have)
     return out
-
-
-def _short_command(command: str, result: str) -> str:
-    """A tracker command without the long argument its result already echoes (a close reason, a
-    description): the verb and the issue id carry the fact, the result carries the text."""
-    if len(command) <= MAX_TRACKER_COMMAND_CHARS:
-        return command
-    for quote in ('"', "'"):
-        at = command.find(quote)
-        if 0 < at and command[at + 1: at + 41] in result:
-            return command[:at] + quote + "…" + quote
-    return command[:MAX_TRACKER_COMMAND_CHARS] + "…"
