@@ -103,3 +103,19 @@ def test_a_reader_reads_each_message_once_in_order_and_gives_its_facts_again() -
     assert reader.between(9, 11) == [f for fs in firsts[9:11] for f in fs.results]
     # A result with no call before it says nothing (nothing names what produced it).
     assert ProgressReader().read(messages[10], 10).results == ()
+
+
+def test_a_message_carries_its_measured_context_and_recorded_todo_list_and_a_plain_one_nothing() -> None:
+    from worksurface.core.model import Message, Text
+    from worksurface.facts.reading import NOTHING
+    measured = Message("a1", "assistant", (Text("On it."),),
+                       meta={"usage": {"input_tokens": 10, "cache_read_input_tokens": 1200, "output_tokens": 5},
+                             "todos": [{"content": "add retries", "status": "in_progress"}]})
+    reader = ProgressReader()
+    progress = reader.read(measured, 0)
+    # The context the request and its answer fill, as the one usage parser reads it (Anthropic's cache
+    # reads count as input).
+    assert progress.context_tokens == 10 + 1200 + 5
+    assert progress.todos is not None and [(t.text, t.status) for t in progress.todos] == [("add retries", "in_progress")]
+    zeroed = Message("a2", "assistant", (Text("Done."),), meta={"usage": {"input_tokens": 0, "output_tokens": 0}})
+    assert reader.read(zeroed, 1) is NOTHING and reader.at(1) is NOTHING

@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 from ..core.memo import per_message_list
 from ..core.model import Message, Origin, ToolCall
 from ..core.toolkinds import tool_kind
+from ..core.usage import parse_usage
 from .calls import CallRecord
 from .git import GitFacts, commits_made, parse_git, pushes
 from .meta import message_branch
@@ -28,7 +29,7 @@ from .provenance import harness_tool
 from .subagents import SubagentTask
 from .testsummary import TestRunWatcher
 from .text import one_line
-from .todos import TodoItem, TodoReplayer
+from .todos import TodoItem, TodoReplayer, items_from
 from .tracker import IssueChange, TrackerUpdate, issue_changes, record_updates, updates_tracker
 
 
@@ -96,11 +97,19 @@ class ResultFacts:
 
 @dataclass(frozen=True)
 class MessageProgress:
-    """What the reader read of one message: its results' facts, and the tasks (sub-agents and background
-    jobs, by call id) when the message changed them (None: unchanged)."""
+    """What the reader read of one message: its results' facts, the tasks (sub-agents and background
+    jobs, by call id) when the message changed them (None: unchanged), the context its recorded usage
+    measured (the request's input tokens), and the todo list the harness recorded with it (Claude
+    Code's `todos` field)."""
 
     results: tuple[ResultFacts, ...] = ()
     tasks: Mapping[str, SubagentTask] | None = None
+    context_tokens: int | None = None
+    todos: tuple[TodoItem, ...] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.results and self.tasks is None and self.context_tokens is None and self.todos is None
 
 
 NOTHING = MessageProgress()
@@ -149,9 +158,13 @@ class ProgressReader:
             if not facts.empty:
                 found.append(facts)
         tasks = self._read_tasks(message, index, queued)
-        if not found and tasks is None:
+        # The one usage parser: a negative, boolean or partial figure measures nothing (never a size).
+        usage = parse_usage(message.meta.get("usage"))
+        progress = MessageProgress(tuple(found), tasks, usage.context if usage is not None else None,
+                                   items_from(message.meta.get("todos"), ("content",)))
+        if progress.empty:
             return NOTHING
-        progress = self._read[index] = MessageProgress(tuple(found), tasks)
+        self._read[index] = progress
         return progress
 
     def at(self, index: int) -> MessageProgress:

@@ -1,9 +1,10 @@
 """Status events derived from a transcript, for saved sessions and harnesses that emit nothing.
 
 Reads what the conversation shows: tool calls and results, `cd` commands, and the adapter's
-per-message fields (meta `cwd`, `git_branch`, `timestamp`, `usage`, `todos`). Test runs, todo
-lists, tracker changes, git state and tasks come from the progress reader (`facts.reading`): in a
-session, the one the ledger read each message with, so the bar and the ledger never parse twice.
+per-message fields (meta `cwd`, `git_branch`, `timestamp`, permission mode). Test runs, todo
+lists (a todo tool's, or the one the harness recorded), tracker changes, git state, tasks and the
+measured context come from the progress reader (`facts.reading`): in a session, the one the ledger
+read each message with, so the bar and the ledger never parse twice.
 Every event carries the id of the message it came from. worksurface's own messages (status,
 summaries, markers) are skipped: the bar never feeds on itself.
 """
@@ -16,7 +17,6 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.model import Message, Origin, ToolCall, ToolResult, is_user_turn
-from ..core.usage import parse_usage
 from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
 from .display import one_line
 from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
@@ -26,7 +26,7 @@ from ..facts import subagents as subagent_facts
 from ..facts.subagents import SubagentTask
 from ..facts.provenance import CONVERTED_CALL, harness_tool
 from ..facts.reading import MessageProgress, ProgressReader, ResultFacts
-from ..facts.todos import TodoItem, items_from, normalize_status
+from ..facts.todos import TodoItem, normalize_status
 from ..facts.tracker import IssueChange
 from ..summarizers import sections as summary_sections
 from .reducer import SEARCH_KINDS, StatusReducer
@@ -141,10 +141,10 @@ class EventDeriver:
                 self._reader = ProgressReader()
             progress = self._reader.read(m, self._reader.seen)
         self._progress = {f.call_id: f for f in progress.results}
-        self._message(m, progress.tasks)
+        self._message(m, progress)
         return self._events
 
-    def _message(self, m: Message, tasks: Mapping[str, SubagentTask] | None) -> None:
+    def _message(self, m: Message, progress: MessageProgress) -> None:
         if "goal" not in self._last and (goal := _summary_goal(m)) is not None:
             # History behind a compaction that this transcript no longer holds: the summary quotes
             # the session's first request, which stays the goal of the epoch that follows.
@@ -154,7 +154,7 @@ class EventDeriver:
         if m.origin is not Origin.CONVERSATION:
             return
         self._message_id = m.id
-        self._context(m.meta)
+        self._context(m.meta, progress)
         if m.role == "assistant":
             # Calls a format conversion wrote as text: their outputs follow as user messages.
             said = m.text
@@ -175,8 +175,8 @@ class EventDeriver:
             elif isinstance(block, ToolResult):
                 self._result(block)
         self._seen += 1
-        if tasks is not None:
-            self._jobs(tasks)
+        if progress.tasks is not None:
+            self._jobs(progress.tasks)
 
     def _jobs(self, tasks: Mapping[str, SubagentTask]) -> None:
         """Sub-agents and background jobs, once this message started or updated one (a Task/Agent call,
@@ -190,8 +190,9 @@ class EventDeriver:
         if self._changed("jobs", lines):
             self._emit(JobsChanged, jobs=lines)
 
-    def _context(self, meta: Mapping[str, Any]) -> None:
-        """Per-message harness fields: cwd, branch, date, permission mode, usage, todo snapshot."""
+    def _context(self, meta: Mapping[str, Any], progress: MessageProgress) -> None:
+        """Per-message harness fields: cwd, branch, date, permission mode; and the usage and todo
+        snapshot the progress reader read."""
         cwd = meta.get("cwd")
         if isinstance(cwd, str) and cwd and self._changed("cwd", cwd):
             self._emit(EnvironmentChanged, cwd=cwd)
@@ -207,14 +208,12 @@ class EventDeriver:
         mode = meta.get("permission_mode") or (raw.get("permissionMode") if isinstance(raw, (dict, Mapping)) else None)
         if isinstance(mode, str) and mode and self._changed("mode", mode):
             self._emit(PermissionsChanged, approvals=mode)
-        todos = _todos(items_from(meta.get("todos"), ("content",)))
+        todos = _todos(progress.todos)
         if todos and self._changed("todos", todos):
             self._own_todos = True
             self._emit(TaskUpdated, todos=todos)
-        # The one usage parser: a negative, boolean or partial figure measures nothing (never a size).
-        usage = parse_usage(meta.get("usage"))
-        if usage is not None and self._changed("tokens", usage.context):
-            self._emit(ResourcesChanged, tokens_used=usage.context, token_limit=self._window)
+        if self._changed("tokens", progress.context_tokens):
+            self._emit(ResourcesChanged, tokens_used=progress.context_tokens, token_limit=self._window)
 
     def _call(self, call: ToolCall) -> None:
         self._calls[call.id] = call
