@@ -262,6 +262,7 @@ TOOLS = [
 ]
 
 TRACKER = [
+    ("TRACKER_PROGRAM_RE", "search", "cd repo && bd close web-3kq", "git add abd.py && glabel x"),
     ("TRACKER_UPDATE_RE", "match", "bd update web-3kq --status in_progress", "bd show web-3kq"),
     ("_UPDATE_CMD", "search", "bd update web-3kq --status in_progress", "bd update web-3kq --priority 1"),
     ("_UPDATED", "search", "✓ Updated issue: web-3kq", "✓ Updated 3 issues"),

@@ -17,6 +17,7 @@ from worksurface import facts
 from worksurface.core.toolkinds import tool_kind
 from worksurface.facts import shell, testsummary
 from worksurface.facts import git as git_facts
+from worksurface.facts import tracker as tracker_facts
 
 from worksurface.ledger.ledger import Ledger
 from worksurface.offline.replay import call_points
@@ -112,12 +113,15 @@ def test_a_long_sessions_facts_are_the_same_without_the_shortcuts(monkeypatch: p
         testsummary.parse_test_output.cache_clear()
         return (facts.identifiers(window), facts.file_activity(window), facts.excluded_approaches(window, queued),
                 facts.standing_constraints(window, queued), facts.findings(window), facts.skills_invoked(window),
-                facts.test_runs(window), facts.tool_errors(window), facts.commits(window))
+                facts.test_runs(window), facts.tool_errors(window), facts.commits(window),
+                facts.tracker_updates(window))
 
     fast = read()
     monkeypatch.setattr(shell, "_lex", lambda line: None)
     monkeypatch.setattr(identifiers_module, "_may_match", lambda pattern, text: True)
     monkeypatch.setattr(git_facts, "may_match", lambda pattern, text, literals=None: True)
+    monkeypatch.setattr(git_facts, "GIT_LITERALS", {k: "" for k in git_facts.GIT_LITERALS})  # every output may show history
+    monkeypatch.setattr(tracker_facts, "TRACKER_PROGRAM_RE", re.compile(""))  # every command may name a tracker
     monkeypatch.setattr(testsummary, "_may_hold", lambda parser, text: True)
     slow = read()
     shell._parsed.cache_clear()

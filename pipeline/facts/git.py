@@ -110,6 +110,11 @@ def may_match(pattern: re.Pattern[str], text: str, literals: dict[re.Pattern[str
     return literals[pattern] in text
 
 
+def may_show_history(output: str) -> bool:
+    """False when `output` surely reports no commit and no push (`commits_made` and `pushes` find none)."""
+    return any(literal in output for literal in GIT_LITERALS.values())
+
+
 def commits_made(output: str) -> list[tuple[str | None, str, str]]:
     """(branch, hash, subject) of each commit a `git commit` output reports."""
     if not may_match(COMMIT_RE, output):

@@ -22,7 +22,7 @@ from ..core.model import Message, Origin, ToolCall
 from ..core.toolkinds import tool_kind
 from ..core.usage import parse_usage
 from .calls import CallRecord
-from .git import GitFacts, commits_made, parse_git, pushes
+from .git import GitFacts, commits_made, may_show_history, parse_git, pushes
 from .meta import message_branch
 from . import subagents as subagent_facts
 from .provenance import harness_tool
@@ -214,15 +214,21 @@ class ProgressReader:
         if tool_kind(call) != "shell" or not harness_tool(call):  # an MCP `bash` is another program's text
             return ResultFacts(call.id, test, todo)
         command = rec.command or ""
-        git = parse_git(command, rec.output) if "git " in command else None
+        output = rec.output
+        git = parse_git(command, output) if "git " in command else None
         issues: tuple[IssueChange, ...] = ()
         tracker: tuple[TrackerUpdate, ...] = ()
         commits: tuple[Commit, ...] = ()
-        if command and not rec.failed:
-            changes = issue_changes(command, rec.output)
-            issues = tuple(changes)
-            tracker = tuple(record_updates(rec, changes))
-            commits = self._git_history(rec, message_branch(call_message))
+        # What only a call that succeeded shows; whether it failed is asked only of one that shows any
+        # (most shell outputs name no issue and report no commit or push).
+        if command:
+            issues = tuple(issue_changes(command, output))
+            tracker = tuple(record_updates(rec, issues))
+            shows_history = may_show_history(output)
+            if (issues or tracker or shows_history) and rec.failed:
+                issues, tracker = (), ()
+            elif shows_history:
+                commits = self._git_history(rec, message_branch(call_message))
         return ResultFacts(call.id, test, todo, issues, bool(issues) and updates_tracker(command), tracker,
                            git if git is not None and not git.empty else None, commits)
 

@@ -23,6 +23,8 @@ TRACKER_UPDATE_RE = re.compile(
     r"^(?:bd|beads|br)\s+(?:update|close|reopen|create|done|start)\b"
     r"|^(?:gh|glab)\s+(?:issue|pr|mr)\s+(?:close|reopen|edit|create|merge|comment)\b"
     r"|^jira\s+(?:issue\s+)?(?:move|transition|assign|create|edit)\b|^linear\s+issue\s+(?:update|create)\b")
+# The programs TRACKER_UPDATE_RE opens with: a command line naming none of them changes no issue.
+TRACKER_PROGRAM_RE = re.compile(r"\b(?:bd|beads|br|gh|glab|jira|linear)\s")
 # A command and its result line are kept whole up to this length (an issue title, a long
 # `bd create --description=...` keep their informative part).
 MAX_LINE_CHARS = 400
@@ -91,14 +93,18 @@ def _command_parts(command: str) -> list[str]:
 
 def updates_tracker(command: str) -> bool:
     """True when the command line changes an issue (claim, close, create, ...), not only reads one."""
-    return any(TRACKER_UPDATE_RE.match(part) for part in _command_parts(command))
+    return bool(TRACKER_PROGRAM_RE.search(command)) and any(TRACKER_UPDATE_RE.match(part)
+                                                             for part in _command_parts(command))
 
 
 def record_updates(rec: CallRecord, changes: Sequence[IssueChange]) -> list[TrackerUpdate]:
     """The issue state changes (claim, close, create...) one successful shell call of the agent's made,
     given the changes its output reports (`issue_changes`)."""
+    command = rec.command or ""
+    if not TRACKER_PROGRAM_RE.search(command):
+        return []
     out = []
-    for part in _command_parts(rec.command or ""):
+    for part in _command_parts(command):
         if TRACKER_UPDATE_RE.match(part):
             result = _result_line(part, rec.output)
             named = tuple(c for c in changes if re.search(rf"{re.escape(c.issue)}(?![\w.])", part)
