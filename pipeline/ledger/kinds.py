@@ -1,8 +1,8 @@
 """The ledger's record kinds, each declared once: its type, its extractor (over a fold's window, or
 over the progress reader's reading of each result), the key records merge by, the merge rule, its
-cap, and whether it is stored. The fold, the persistence, the report's entries
-and the views are written once against this table, so a new kind of fact is one row here (plus its
-extractor in facts/ and the question it answers in `FactSource`).
+cap, and whether it is stored. The fold, the persistence, the report's entries and the views are
+written once against this table, so a new kind of fact is one row here (plus its extractor in facts/
+and the question it answers in `FactSource`).
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ class Kind:
     """One kind of record. `extract` yields its records from a window, `index` fields relative to it;
     `from_result` instead takes them from what the progress reader read of each result as its message
     arrived (`facts.reading`, indices the transcript's); with neither, the ledger folds it by its own
-    rule, named in `folded_by`. `merge` says which of two
-    records with one key stands: the first (a constraint keeps when it was first said) or the latest
-    (a test run's newer result). `cap` keeps the newest that many; `stored` False: the kind is
-    rebuilt from other stored state on load (the files, from the file tracker)."""
+    rule, named in `folded_by`. `merge` says which of two records with one key stands: the first (a
+    constraint keeps when it was first said) or the latest (a test run's newer result). `cap` keeps
+    the newest that many; `stored` False: the kind is rebuilt from other stored state on load (the
+    files, from the file tracker)."""
 
     name: str
     type: type
