@@ -96,3 +96,17 @@ def test_usage_that_cannot_be_the_whole_request_is_named_with_its_file_and_not_u
                for n in compact["notices"])
     replay = run("replay", str(path), "--json", "--no-baselines")
     assert replay["summary"]["unit"] == "counted" and replay["summary"]["notices"][0].startswith(str(path))
+
+
+def test_compacting_a_file_again_into_the_same_output_counts_instead_of_anchoring_on_stale_usage(tmp_path) -> None:
+    # The session beside the output holds the first run's compaction: the usage the file recorded
+    # measured the history before it, so anchoring on it would size the compacted view as the whole
+    # history again (and refuse the run as over the threshold).
+    path = write_session(tmp_path / "session.jsonl", 40_000, seed=5)
+    out = tmp_path / "out.jsonl"
+    first = run("compact", str(path), *FLAGS, "--force", "--json", "-o", str(out))
+    assert first["sizes"]["unit"] == "measured" and first["sizes"]["anchor"] is not None
+    again = run("compact", str(path), *FLAGS, "--force", "--json", "-o", str(out))
+    assert again["sizes"]["unit"] == "counted" and again["sizes"]["anchor"] is None
+    assert any("measured the transcript before the edits this session already holds" in n for n in again["notices"])
+    assert again["sizes"]["after"]["counted"] <= first["sizes"]["before"]["counted"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..core.clearing import HARNESS_STAGE
 from ..core.config import Config
+from ..core.edits import removed_refs
 from ..core.model import Message
 from ..core.sizes import MeasuredUsage, measured_usage
 from ..formats.base import Transcript
@@ -69,10 +71,32 @@ def prepare_once(session: Session, transcript: Transcript | Sequence[Message], *
     (unless `use_usage` is off), refused measurements named in the notices with the file, and the
     anchor in `report.sizes`."""
     usage = transcript_usage(transcript, session.counter, use_usage)
-    prepared = session.prepare(transcript, usage=usage.anchor if usage else None, force=force,
+    stale = usage is not None and usage.anchor is not None and not _describes_view(session, transcript, usage.anchor[0])
+    prepared = session.prepare(transcript, usage=usage.anchor if usage and not stale else None, force=force,
                                instructions=instructions)
     describe_usage(prepared.report, usage, transcript)
+    if stale and usage is not None and usage.anchor is not None:
+        if prepared.report.sizes is not None:
+            prepared.report.sizes["anchor"] = None
+        prepared.report.notices.append(
+            f"the usage recorded at message {usage.anchor[0]} measured the transcript before the edits this session "
+            f"already holds ({session.store.location}: an earlier run's compaction); it is not used, sizes are counted")
     return prepared
+
+
+def _describes_view(session: Session, transcript: Transcript | Sequence[Message], anchor_id: str) -> bool:
+    """A usage the transcript recorded measured the transcript as the harness sent it: it describes the
+    session's view only while no stored edit (but the harness's own clearings) changed a message before
+    the anchor, as a session reused from an earlier run's compaction of the same file has."""
+    edits = [e for e in session.edits if e.stage != HARNESS_STAGE]
+    if not edits:
+        return True
+    messages = transcript.messages if isinstance(transcript, Transcript) else list(transcript)
+    at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == anchor_id), None)
+    if at is None:
+        return True
+    before = removed_refs(messages[:at])
+    return not any(before.intersection(e.refs) for e in edits)
 
 
 def describe_usage(report: Any, usage: MeasuredUsage | None, transcript: Transcript | Sequence[Message]) -> None:
