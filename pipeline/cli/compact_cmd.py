@@ -275,8 +275,9 @@ def describe_sizes(sizes: dict[str, Any]) -> str:
     """One line with both units of a report's sizes, and which one the compaction acted on."""
     before, after, anchor = sizes["before"], sizes["after"], sizes.get("anchor")
     calibration = sizes.get("calibration")
-    source = (f"anchored on the usage measured at {anchor['message']} ({anchor['tokens']:,} tokens)"
-              if anchor else "no measured usage: text count only (--no-usage, or none recorded)")
+    source = (f"anchored on the usage measured at {anchor['message']} ({anchor['tokens']:,} tokens)" if anchor
+              else "no measured usage: text count only (--no-usage, none recorded, or none that describes "
+                   "the view: see the notices)")
     fit = (f"; fixed part {calibration['fixed']:,}, ratio {calibration['ratio']:.3f}"
            if calibration and anchor else "")
     return (f"size: counted {before['counted']:,} -> {after['counted']:,} tokens; as the provider measures "

@@ -71,16 +71,16 @@ def prepare_once(session: Session, transcript: Transcript | Sequence[Message], *
     (unless `use_usage` is off), refused measurements named in the notices with the file, and the
     anchor in `report.sizes`."""
     usage = transcript_usage(transcript, session.counter, use_usage)
-    stale = usage is not None and usage.anchor is not None and not _describes_view(session, transcript, usage.anchor[0])
-    prepared = session.prepare(transcript, usage=usage.anchor if usage and not stale else None, force=force,
-                               instructions=instructions)
+    anchor = usage.anchor if usage is not None else None
+    stale = anchor is not None and not _describes_view(session, transcript, anchor[0])
+    prepared = session.prepare(transcript, usage=None if stale else anchor, force=force, instructions=instructions)
     describe_usage(prepared.report, usage, transcript)
-    if stale and usage is not None and usage.anchor is not None:
+    if stale and anchor is not None:
         if prepared.report.sizes is not None:
             prepared.report.sizes["anchor"] = None
         prepared.report.notices.append(
-            f"the usage recorded at message {usage.anchor[0]} measured the transcript before the edits this session "
-            f"already holds ({session.store.location}: an earlier run's compaction); it is not used, sizes are counted")
+            f"the usage recorded at message {anchor[0]} measured the transcript before the edits this session "
+            f"already holds ({session.store.location}: an earlier run's); it is not used, sizes are counted")
     return prepared
 
 
