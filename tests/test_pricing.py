@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builders import Convo, words
 from worksurface.core.config import Config, PricingConfig
@@ -14,7 +16,7 @@ from worksurface.engine.pricing import (PRESETS, CallStats, SentCall, bill, comm
                                  price_model, stats_from_transcript, unsent_ids, worth_editing)
 from worksurface.engine.state import Artifact, StageContext
 from worksurface.stages import collapse, microcompact, snip
-from worksurface.core.tokens import TokenCounter
+from worksurface.core.tokens import TokenCounter, get_encoding
 
 
 class Sink:
@@ -100,6 +102,30 @@ def test_an_edit_in_the_middle_rebills_what_follows_it():
     billed = bill([SentCall(views[2], 0.0), SentCall(edited, 1.0)], PRESETS["anthropic"], counter)
     assert billed[1].cached == counter.message(views[2][0]) + common_prefix_tokens([views[2][1]], [edited[1]], counter)
     assert billed[1].cached < counter.message(views[2][0]) + 5
+
+
+_PIECES = st.sampled_from(["foo", "bar", " baz", "\n", "  ", "x=1;", "def ", "\u00fcn\u00ef", "123", "   \n", "\t"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(shared=st.lists(_PIECES, max_size=300), a=st.lists(_PIECES, max_size=40), b=st.lists(_PIECES, max_size=40))
+def test_a_differing_message_shares_the_tokens_its_whole_text_shares(shared, a, b):
+    # Two views that differ inside a message: only the common start and a margin are encoded, and
+    # the shared tokens are those of the two whole texts compared token by token.
+    start = "".join(shared)
+    left, right = start + "".join(a), start + "".join(b)
+    enc = get_encoding()
+    whole = 0
+    for x, y in zip(enc.encode_ordinary(left), enc.encode_ordinary(right)):
+        if x != y:
+            break
+        whole += 1
+    counter = TokenCounter()
+    previous = [Message("u1", "user", [Text("question")]), Message("t1", "user", [Text(left)])]
+    current = [previous[0], Message("t2", "user", [Text(right)])]
+    expected = counter.message(previous[0]) + (whole if left != right else 0)
+    assert common_prefix_tokens(previous, current, counter) == (
+        expected if left != right else counter.messages(current))
 
 
 def test_short_prompts_are_never_cached():

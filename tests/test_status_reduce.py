@@ -54,6 +54,25 @@ def test_incremental_reducer_matches_reduce_at_every_prefix():
         assert reducer.snapshot() == reduce(LOG[:i])
 
 
+@settings(max_examples=40, deadline=None)
+@given(cut=st.integers(0, len(LOG)), extra=st.lists(st.sampled_from(LOG + [Cleared("tools"), Cleared("task")]), max_size=6))
+def test_a_fork_takes_events_as_the_whole_log_would_and_leaves_its_origin_as_it_was(cut, extra):
+    # The session applies the harness's events to a fork on every call (instead of a deep copy):
+    # the fork must snapshot as the whole log does, and the reducer it came from must not change,
+    # tool events included (the tool log is shared until the fork changes it).
+    origin = StatusReducer()
+    for event in LOG[:cut]:
+        origin.apply(event)
+    before = origin.snapshot()
+    fork = origin.fork()
+    for event in extra:
+        fork.apply(event)
+    assert fork.snapshot() == reduce(LOG[:cut] + extra)
+    assert origin.snapshot() == before == reduce(LOG[:cut])
+    origin.apply(ToolStarted("c9", "Grep", kind="grep"))
+    assert origin.snapshot() == reduce(LOG[:cut] + [ToolStarted("c9", "Grep", kind="grep")])
+
+
 def test_snapshot_is_valid_and_round_trips_through_json():
     snap = reduce(LOG)
     assert validate(snap) == ()

@@ -144,13 +144,36 @@ def _common_prefix(previous: Sequence[Message], current: Sequence[Message], coun
 
 
 def _common_token_prefix(a: str, b: str) -> int:
+    """Tokens two texts share at their start. Only their common characters and a margin past them
+    are encoded: a token ends within a few characters of the first difference (a pre-token longer
+    than the margin, such as a long base64 run, may count a few tokens short)."""
+    shared = _common_char_prefix(a, b)
+    if shared == len(a) == len(b):
+        return len(get_encoding().encode_ordinary(a))
+    end = shared + _TOKEN_MATCH_MARGIN_CHARS
     enc = get_encoding()
     n = 0
-    for x, y in zip(enc.encode_ordinary(a), enc.encode_ordinary(b)):
+    for x, y in zip(enc.encode_ordinary(a[:end]), enc.encode_ordinary(b[:end])):
         if x != y:
             break
         n += 1
     return n
+
+
+# How far past the first differing character the texts are encoded to find their last shared token.
+_TOKEN_MATCH_MARGIN_CHARS = 256
+
+
+def _common_char_prefix(a: str, b: str) -> int:
+    """Length of the longest common start of two strings (slice comparisons run in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ baseline when a stage is already breaking the prompt cache.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any, Sequence
 
@@ -131,14 +130,14 @@ class StatusBar:
         if not emitted:
             return derived.reducer.snapshot()
         # Harness events come last; apply them to a copy so the derived state stays incremental.
-        reducer = copy.deepcopy(derived.reducer)
+        reducer = derived.reducer.fork()
         for data in emitted:
             reducer.apply(event_from_json(data))
         return reducer.snapshot()
 
     def _resized(self, emitted: Sequence[dict[str, Any]], tokens: int) -> Snapshot:
         """The snapshot as it will be once the view is `tokens` long (the baseline after a compaction)."""
-        reducer = copy.deepcopy(self.derived.reducer)
+        reducer = self.derived.reducer.fork()
         reducer.apply(ResourcesChanged(tokens_used=tokens, token_limit=self.config.window))
         for data in emitted:
             reducer.apply(event_from_json(data))

@@ -6,6 +6,7 @@ into a fresh reducer gives an equal snapshot.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -102,6 +103,23 @@ class StatusReducer:
     def __init__(self) -> None:
         self._fields: dict[str, dict[str, Field]] = {s: {} for s in SECTIONS}
         self._tools = _ToolStats()
+        self._tools_shared = False  # `_tools` belongs to the reducer this one was forked from
+
+    def fork(self) -> "StatusReducer":
+        """A copy to apply events to, leaving this one as it is. The fields are copied (a few per
+        section); the tool log, which grows with the session, is shared until an event changes it,
+        so a session applying the harness's events to a copy on every call does not copy the log.
+        For a snapshot taken right away: events applied to this reducer later show in a fork's
+        shared log."""
+        other = StatusReducer.__new__(StatusReducer)
+        other._fields = {section: dict(fields) for section, fields in self._fields.items()}
+        other._tools, other._tools_shared = self._tools, True
+        return other
+
+    def _own_tools(self) -> _ToolStats:
+        if self._tools_shared:
+            self._tools, self._tools_shared = copy.deepcopy(self._tools), False
+        return self._tools
 
     def _set(self, section: str, name: str, e: Event, value: Any) -> None:
         """Set a field; None leaves it as it is and an empty string removes it."""
@@ -114,9 +132,9 @@ class StatusReducer:
 
     def apply(self, e: Event) -> None:
         if isinstance(e, ToolStarted):
-            self._tools.started(e)
+            self._own_tools().started(e)
         elif isinstance(e, ToolFinished):
-            self._tools.finish(e)
+            self._own_tools().finish(e)
         elif isinstance(e, EnvironmentChanged):
             for n in ("cwd", "platform", "shell", "time"):
                 self._set("environment", n, e, getattr(e, n))
@@ -173,7 +191,7 @@ class StatusReducer:
 
     def _clear(self, e: Cleared) -> None:
         if e.section == "tools":  # counters only make sense together: the section resets whole
-            self._tools = _ToolStats()
+            self._tools, self._tools_shared = _ToolStats(), False
             self._fields["tools"].clear()
         elif not e.fields:
             self._fields[e.section].clear()
