@@ -190,6 +190,31 @@ def test_regression_a_measured_drop_never_sizes_the_compacted_view_negative() ->
     assert used is not None and not used.group(1).startswith("-")
 
 
+def test_regression_a_result_budgeted_away_is_sized_by_the_calibration_not_the_old_offset() -> None:
+    # The usage offset measured over a huge result (its text 20% under the count here) used to be
+    # carried to the view the budget left: a 200 MB result's view was reported measured at 0 tokens,
+    # and every later stage judged it so.
+    h = Harness(2_000, 0.8)
+    for _ in range(5):
+        h.turn(1_500)
+    call = {"usage": {"input_tokens": h.fixed + round(h.ratio * COUNTER.messages(h.messages)), "output_tokens": 5},
+            "api_message_id": "msg-call"}
+    h.messages.append(Message("a-call", "assistant", (ToolCall("c1", "Bash", {"command": "cat build.log"}),), meta=call))
+    h.messages.append(Message("u-res", "user", (ToolResult("c1", "\n".join(f"line {k}: {text(k, 12)}" for k in range(1_500))),)))
+    last = {"usage": {"input_tokens": h.fixed + round(h.ratio * COUNTER.messages(h.messages)), "output_tokens": 5},
+            "api_message_id": "msg-last"}
+    h.messages += [Message("a-last", "assistant", (Text("the log is long"),), meta=last),
+                   Message("u-last", "user", (Text("what failed?"),))]
+    with Session.open(None) as session:
+        prepared = prepare_once(session, Transcript(h.messages, "claude-code", "t.jsonl"))
+    sizes, budget = prepared.report.sizes, next(s for s in prepared.report.stages if s.name == "budget")
+    assert prepared.report.boundary is None and budget.skipped is None
+    assert sizes["after"]["counted"] * 2 < sizes["before"]["counted"]  # the budget took out most of the view
+    expected = h.fixed + h.ratio * sizes["after"]["counted"]
+    assert abs(sizes["after"]["measured"] - expected) < 0.02 * expected
+    assert abs(budget.tokens_after - expected) < 0.05 * expected  # what the later stages judged
+
+
 def test_the_floor_keeps_a_summary_when_the_fixed_part_fills_the_target() -> None:
     h = Harness(42_000, 1.3)  # FSM1-like: system prompt and tools alone are over the 40k target
     h.turn(30)

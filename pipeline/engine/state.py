@@ -212,15 +212,25 @@ def effective_target(ctx: StageContext) -> int:
     return max(target, measured_size(ctx, room.counted, compacted=True)) if room.floored else target
 
 
-def view_offset(ctx: StageContext, counted: int, compacted: bool) -> int:
+def view_offset(ctx: StageContext, counted: int, compacted: bool, measured_over: int | None = None) -> int:
     """Tokens to add to a view's counted size for its measured size: the call's offset, or after a
     compaction the calibrated one for the new, smaller view plus the planned status. The offset taken
     at the old context never carries over (it holds what the harness cleared there, or sent unseen),
-    and a size is never negative."""
+    and a size is never negative. `measured_over`: the counted size of the view the usage offset was
+    measured over, when the caller knows it; a view the stages cut to under half of it is sized as a
+    compacted one (`usage_outlived`)."""
     offset = ctx.token_offset
-    if compacted and ctx.calibration is not None:
+    if (compacted or usage_outlived(counted, measured_over)) and ctx.calibration is not None:
         offset = ctx.calibration.offset(counted) + (ctx.token_offset - ctx.usage_offset)
     return max(-counted, offset)
+
+
+def usage_outlived(counted: int, measured_over: int | None) -> bool:
+    """Whether the stages took out most of the view the usage offset was measured over (a huge tool
+    result budgeted): the offset, then mostly the tokenizers' difference over what is gone, no longer
+    describes what is left (a 200 MB result measured 8% under its count left a view measured at
+    minus millions)."""
+    return measured_over is not None and counted * 2 < measured_over
 
 
 def measured_size(ctx: StageContext, counted: int, compacted: bool) -> int:
@@ -257,6 +267,8 @@ class PipelineState(TypedDict):
     cache_edits: Annotated[list[str], operator.add]
     compacted: bool
     status_update: NotRequired[StatusUpdate | None]
+    # The counted size of the view the call's usage offset was measured over (see `view_offset`).
+    measured_over: NotRequired[int]
 
 
 class StageRun(Protocol[C_contra]):

@@ -47,7 +47,7 @@ def _applied(result: StageResult, state: PipelineState, ctx: StageContext) -> di
         view = apply_edits(state["view"], result.edits)
         compacted = state["compacted"] or any(isinstance(e, Compact) for e in result.edits)
         counted = ctx.counter.messages(view)
-        tokens = counted + view_offset(ctx, counted, compacted)
+        tokens = counted + view_offset(ctx, counted, compacted, state.get("measured_over"))
         result.report.tokens_after = tokens
         update.update(view=view, tokens=tokens, edits=result.edits, cache_edits=result.cache_edits,
                       compacted=compacted)

@@ -96,11 +96,13 @@ def overflowed(report: PrepareReport, size: int, config: Config) -> bool:
     return size > config.threshold and not breaker_open and config.autocompact.enabled
 
 
-def add_notices(report: PrepareReport, ctx: StageContext, config: Config, get_meta: Callable[..., Any]) -> None:
+def add_notices(report: PrepareReport, ctx: StageContext, config: Config, get_meta: Callable[..., Any],
+                counted_before: int) -> None:
     """Say what the harness must know in the report and the log, not only in the JSON details
-    (`get_meta`: the session store's, for the breaker's retry size)."""
+    (`get_meta`: the session store's, for the breaker's retry size; `counted_before`: the view's count
+    before the stages)."""
     auto = next(s for s in report.stages if s.name == "autocompact")
-    measured = measured_size(report.tokens_after, bool(report.boundary), ctx)
+    measured = measured_size(report.tokens_after, bool(report.boundary), ctx, counted_before)
     if auto.skipped and auto.skipped.startswith("stopped after") and measured > config.threshold:
         retry = get_meta("breaker_retry_tokens", 0)
         failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures

@@ -281,7 +281,7 @@ class Session:
             ctx = self._context(now, force, instructions, view, live, keep, transcript, status_inputs, offset,
                                 raw_tokens)
             ctx = dataclasses.replace(ctx, calibration=calibration, usage_offset=usage_offset)
-            final = self._run_graph(view, counted + offset, ctx)
+            final = self._run_graph(view, counted, offset, ctx)
             new_edits: list[Edit] = [*harness, *final["edits"]]
             out_view = final["view"]
             status_edits, new_status, status_report = self.status_bar.finish(
@@ -303,8 +303,8 @@ class Session:
             self._noted.update(mid for mid, _ in recovered.removed)
             for note in recovery:      # routine repairs (empty text, orphan thinking): the report has them
                 log.info("%s", note)
-            add_notices(report, ctx, self.config, self.store.get_meta)
-            size = measured_size(report.tokens_after, bool(report.boundary), ctx)
+            add_notices(report, ctx, self.config, self.store.get_meta, counted)
+            size = measured_size(report.tokens_after, bool(report.boundary), ctx, counted)
             over = overflowed(report, size, self.config)
             self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, over, size)
             prepared = Prepared(out_view, report, list(final["cache_edits"]))
@@ -452,9 +452,9 @@ class Session:
         self._calls_seen = (len(live), calls)
         return CallStats(calls, tokens / calls if calls else float(tokens))
 
-    def _run_graph(self, view: list[Message], tokens: int, ctx: StageContext) -> PipelineState:
-        start: PipelineState = {"view": view, "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
-                                "compacted": False}
+    def _run_graph(self, view: list[Message], counted: int, offset: int, ctx: StageContext) -> PipelineState:
+        start: PipelineState = {"view": view, "tokens": counted + offset, "edits": [], "reports": [], "cache_edits": [],
+                                "compacted": False, "measured_over": counted}
         # Most calls edit nothing: the graph's path is walked directly, compile-run only when a stage acts.
         return self._graph.run(start, ctx)
 

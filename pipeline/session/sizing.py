@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from ..core.model import Message
 from ..core.sizes import COUNTED, MEASURED, plausible
 from ..core.tokens import TokenCounter
-from ..engine.state import StageContext, view_offset
+from ..engine.state import StageContext, usage_outlived, view_offset
 
 
 def usage_offset(view: Sequence[Message], counted: int, usage: int | tuple[str, int] | None,
@@ -40,7 +40,7 @@ def view_sizes(ctx: StageContext, counted: int, tokens_after: int, compacted: bo
     """The view's sizes before and after, counted and as the provider measures them, and which of
     the two the stages acted on (`unit`)."""
     before = counted + ctx.usage_offset
-    if compacted and ctx.calibration is not None:
+    if (compacted or usage_outlived(tokens_after, counted)) and ctx.calibration is not None:
         after = ctx.calibration.size(tokens_after)  # the anchor no longer describes the view
     else:
         after = tokens_after + ctx.usage_offset
@@ -50,7 +50,7 @@ def view_sizes(ctx: StageContext, counted: int, tokens_after: int, compacted: bo
             "calibration": ctx.calibration.to_json() if ctx.calibration is not None else None}
 
 
-def measured_size(tokens_after: int, compacted: bool, ctx: StageContext) -> int:
+def measured_size(tokens_after: int, compacted: bool, ctx: StageContext, counted_before: int) -> int:
     """The view's size as the stages judged it: worksurface's count plus the provider's offset
-    (recalibrated for a view a compaction made smaller)."""
-    return tokens_after + view_offset(ctx, tokens_after, compacted=compacted)
+    (recalibrated for a view a compaction, or a reduction to under half of `counted_before`, made smaller)."""
+    return tokens_after + view_offset(ctx, tokens_after, compacted, counted_before)
