@@ -57,6 +57,19 @@ def test_facts_that_span_calls_are_the_same_however_the_folds_cut_the_transcript
     assert cut.tracker_updates() == whole.tracker_updates()
 
 
+@pytest.mark.parametrize("cuts", [[], [7], list(range(2, 40, 3))])
+def test_identifier_lists_are_capped_alike_however_the_folds_cut_the_transcript(cuts: list[int]) -> None:
+    # The first fold's lists went uncapped, so a ledger folded at once held more branches than one
+    # folded call by call (a field session: 14 test results against 12).
+    c = Convo().user("Try each feature branch in turn.")
+    for n in range(18):
+        c.tool("Bash", {"command": f"git checkout -b feature-{n}"}, f"Switched to a new branch 'feature-{n}'")
+    messages = c.messages
+    branches = _by_windows(messages, cuts).upto().identifiers().branches
+    assert branches == Ledger.over(messages).upto().identifiers().branches
+    assert len(branches) == 12 and branches[0] == "feature-17"  # the newest, capped
+
+
 def test_the_status_bar_shows_what_the_ledger_holds() -> None:
     messages = _spanning().messages
     with Session.open(None) as session:

@@ -322,18 +322,17 @@ class Ledger(LedgerStorage):
         return self._requests_read[1]
 
     def _merge_identifiers(self, new: Identifiers) -> None:
-        """Every list field keeps the newest values first (the extractor's order), capped."""
+        """Every list field keeps the newest values first (the extractor's order), capped: the first
+        window's too, so a ledger folded at once holds what one folded call by call holds."""
         old = self._records.identifiers
-        if old is None:
-            self._records.identifiers = new
-            return
         merged: dict[str, Any] = {}
         for f in dataclasses.fields(Identifiers):
-            ours, theirs = getattr(old, f.name), getattr(new, f.name)
+            theirs = getattr(new, f.name)
+            ours = getattr(old, f.name) if old is not None else None
             if not isinstance(theirs, tuple):
                 merged[f.name] = theirs or ours  # cwd: the newest known
                 continue
-            values = list(theirs) + [v for v in ours if v not in theirs]
+            values = list(theirs) + [v for v in ours or () if v not in theirs]
             merged[f.name] = tuple(values[: IDENTIFIER_CAPS.get(f.name, DEFAULT_IDENTIFIER_CAP)])
         result = Identifiers(**merged)
         if result != old:  # the same object when nothing moved: the save's mark, so it is not re-encoded
