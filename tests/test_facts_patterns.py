@@ -411,6 +411,21 @@ def test_an_issue_tool_and_a_task_file_the_user_named_are_where_task_text_comes_
     assert origins[2:] == [None, None]
 
 
+def test_what_the_user_named_before_a_point_is_found_once_per_needle_and_by_position() -> None:
+    # Asked for every result of a session; once answered by scanning all the user's words each time.
+    # Words come in any order (queued input is placed after the message it followed).
+    from worksurface.facts.provenance import UserNamed
+
+    said = [(-1, "see WEB-7 first"), (0, "fix the login"), (4, "then TASK.md"), (2, "queued: and WEB-9")]
+    named = UserNamed(iter(said))  # a generator: read once, then asked many times
+    expected = {("web-7", 0): True, ("web-9", 2): False, ("web-9", 3): True, ("task.md", 4): False,
+                ("task.md", 5): True, ("login", 1): True, ("web-1", 9): False}
+    for _ in range(2):
+        for (needle, before), found in expected.items():
+            assert named.at(before)(needle) is found, (needle, before)
+    assert named("TASK.md") and not named("runner.py")
+
+
 def test_a_line_count_at_the_end_of_head_is_not_a_file() -> None:
     c = Convo().user("look at the log")
     c.tool("Bash", {"command": "cat build.log | head -n 20"}, "line 1\nline 2")

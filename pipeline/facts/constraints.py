@@ -344,8 +344,7 @@ def standing_constraints(messages: Sequence[Message],
                 continue
             origin = task_spec_origin(rec, named.at(rec.index))
             path = call_path(rec.call) if rec.kind == "read" and rec.succeeded else None
-            cwd = message_cwd(m) or message_cwd(messages[rec.index])
-            rules = rules_source(path, cwd) if path else None
+            rules = rules_source(path, message_cwd(m) or message_cwd(messages[rec.index])) if path else None
             if rules or origin:
                 lines = numbered_lines(r.content) if rec.kind == "read" else None
                 body = "\n".join(lines[n] for n in sorted(lines)) if lines else r.content

@@ -68,6 +68,7 @@ class UserNamed:
         self._said: list[tuple[int, str]] | None = None
         self._before = before
         self._parent = parent
+        self._first: dict[str, int | None] = {}  # needle -> where the user first said it (root only)
 
     def at(self, index: int) -> "UserNamed":
         """The same words, only those said before message `index`."""
@@ -84,8 +85,16 @@ class UserNamed:
         n = needle.strip().casefold()
         if not n:
             return False
-        pattern = re.compile(r"(?<![\w.-])#?" + re.escape(n) + r"(?![\w-])")
-        return any(pattern.search(t) for i, t in self._words() if self._before is None or i < self._before)
+        first = (self._parent or self)._first_said(n)
+        return first is not None and (self._before is None or first < self._before)
+
+    def _first_said(self, needle: str) -> int | None:
+        """Where the user first said `needle`, looked for once per needle: every result of a long
+        session may ask, and each asking scanned all the user's words before."""
+        if needle not in self._first:
+            pattern = re.compile(r"(?<![\w.-])#?" + re.escape(needle) + r"(?![\w-])")
+            self._first[needle] = min((i for i, t in self._words() if pattern.search(t)), default=None)
+        return self._first[needle]
 
 
 def claude_record(message: Message) -> dict[str, Any] | None:
