@@ -129,6 +129,20 @@ def test_changed_tool_result_is_written_in_the_stored_shape() -> None:
 
 
 @needs_data
+def test_only_the_messages_the_reader_made_are_written_as_their_records_unread() -> None:
+    # The writer skips decoding a record again for a message the reader made from it; a transcript
+    # put together by hand has none, so each of its messages is compared with its record.
+    text, t = load(LONG[0])
+    assert len(t.as_read) == len(t.messages)
+    index = next(i for i, m in enumerate(t.messages) if m.tool_results)
+    edited = t.messages[index].with_blocks([ToolResult(t.messages[index].tool_results[0].call_id, "changed")])
+    by_hand = Transcript(t.messages[:index] + [edited] + t.messages[index + 1:], "claude-code", None, t.extras)
+    assert by_hand.as_read == ()
+    assert by_uuid(cc.write(by_hand))[edited.id]["toolUseResult"] == "changed"
+    assert records(cc.write(t)) == records(text)
+
+
+@needs_data
 def test_list_shaped_tool_result_stays_a_list() -> None:
     _, t = load("subagent.jsonl")
     index = next(i for i, m in enumerate(t.messages)

@@ -30,6 +30,9 @@ class Transcript:
     extras: list[tuple[str | None, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     queued_inputs: list[tuple[str | None, str]] = field(default_factory=list)
+    # The messages as the reader made them from their records: a writer writes the record of a
+    # message that is still one of these as it was read, without decoding it again to compare.
+    as_read: tuple[Message, ...] = field(default=(), repr=False, compare=False)
 
 
 class FormatAdapter(Protocol):

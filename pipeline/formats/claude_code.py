@@ -136,7 +136,9 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             raise FormatError(f"tool_result for tool_use id {call_id!r}, which never appears in the file",
                               path=path, line=number, record=uuid)
     # Calls without a result (the user interrupted, the session ended) are kept and flagged.
-    return Transcript(mark_unanswered(messages), NAME, path, extras, {}, queued)
+    marked = mark_unanswered(messages)
+    # What `keep` made of a message is not what its record says: only the messages themselves count.
+    return Transcript(marked, NAME, path, extras, {}, queued, as_read=tuple(marked) if keep is None else ())
 
 
 def _tool_use_ids(records: Iterable[dict[str, Any]]) -> set[str]:

@@ -94,8 +94,14 @@ def _history(transcript: Transcript, msgs: Sequence[Message]) -> Written:
     written = {_uuid_of(item) for item in plan}
     chain = _Chain(dropped={r["uuid"] for r in originals if "uuid" in r} - written,
                    context=_context(next((r for r in originals if "cwd" in r), {}), {}),
-                   session=_session_of(transcript))
+                   session=_session_of(transcript), as_read=_as_read(transcript))
     return [(chain.emit(item), item if isinstance(item, Message) else None) for item in plan]
+
+
+def _as_read(transcript: Transcript) -> frozenset[int]:
+    """The ids of the messages the reader made from their records: messages are immutable, so one of
+    these is still its record (the transcript holds them, so no other object takes their ids)."""
+    return frozenset(map(id, transcript.as_read))
 
 
 def _uuid_of(item: Message | dict[str, Any] | DamagedLine) -> Any:
@@ -116,7 +122,8 @@ def _chain(transcript: Transcript, msgs: Sequence[Message], stamp: str) -> Writt
     latest = max((r["timestamp"] for r in originals if isinstance(r.get("timestamp"), str)), default=stamp)
     chain = _Chain(dropped=set(), context=_context(next((r for r in reversed(originals) if "cwd" in r), {}), {}),
                    session=_session_of(transcript), last_uuid=last.get("uuid"),
-                   now=max(stamp, latest), epoch=msgs[0].meta.get("epoch"), fresh=True)
+                   now=max(stamp, latest), epoch=msgs[0].meta.get("epoch"), fresh=True,
+                   as_read=_as_read(transcript))
     return [(chain.emit(m), m) for m in msgs]
 
 
@@ -165,13 +172,19 @@ class _Chain:
     epoch: Any = None
     fresh: bool = False             # a new chain: kept messages are copied under new uuids
     renamed: dict[str, str] = field(default_factory=dict)
+    as_read: frozenset[int] = frozenset()  # ids of the messages as the reader made them (`_as_read`)
 
     def emit(self, item: Message | dict[str, Any] | DamagedLine) -> dict[str, Any] | DamagedLine:
         if isinstance(item, DamagedLine):
             return item
         if isinstance(item, Message):
             raw = _own_raw(item)
-            record = self._new(item) if raw is None else _kept(item, raw, harness_clears=not self.fresh)
+            if raw is None:
+                record: dict[str, Any] | None = self._new(item)
+            elif id(item) in self.as_read:
+                record = raw  # made from this very record, and messages are immutable
+            else:
+                record = _kept(item, raw, harness_clears=not self.fresh)
             if record is None:  # a boundary message that is no longer one text: write it afresh
                 record = self._new(item)
             elif raw is not None and self.fresh:
