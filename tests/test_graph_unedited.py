@@ -1,6 +1,6 @@
-"""The direct walk of the graph (`StagedGraph.run_unedited`) on calls where no stage edits gives exactly what
+"""The direct walk of the graph (`StagedGraph.walk`) on calls where no stage edits gives exactly what
 the compiled graph gives: same views, same stage reports, on every call of a replay that also has
-calls where stages fire (so the hand-off to the graph is exercised too)."""
+calls where stages fire (so the hand-off to the graph, at the stage that edits, is exercised too)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from builders import Convo, words
 from worksurface import Session
-from worksurface.graph.compose import StagedGraph
+from worksurface.graph.compose import Handoff, StagedGraph
 from worksurface.session.session import PrepareReport
 
 
@@ -36,7 +36,7 @@ def _summary(report: PrepareReport) -> list[tuple[Any, ...]]:
 
 def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list[str], list[tuple[Any, ...]], bool]]:
     if monkeypatch is not None:
-        monkeypatch.setattr(StagedGraph, "run_unedited", lambda self, state, ctx: None)
+        monkeypatch.setattr(StagedGraph, "walk", lambda self, state, ctx: Handoff(0, []))  # the graph alone
     out = []
     with Session.open(None, window=60_000) as session:
         for n in range(3, len(c.messages) + 1):
@@ -50,18 +50,20 @@ def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list
 
 def test_direct_walk_and_compiled_graph_agree_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
     c = _session_with_every_stage()
-    walks: list[bool] = []
-    walk = StagedGraph.run_unedited
+    handoffs: list[int | None] = []
+    walk = StagedGraph.walk
 
     def counting(self: StagedGraph, state: Any, ctx: Any) -> Any:
         final = walk(self, state, ctx)
-        walks.append(final is not None)
+        handoffs.append(final.index if isinstance(final, Handoff) else None)
         return final
 
-    monkeypatch.setattr(StagedGraph, "run_unedited", counting)
+    monkeypatch.setattr(StagedGraph, "walk", counting)
     walked = _replay(c, None)
     monkeypatch.undo()
-    assert any(walks) and not all(walks)  # walked directly on quiet calls, handed to the graph on others
+    # Walked directly on quiet calls, handed to the graph on others, and there past the first stage.
+    assert None in handoffs and any(i is not None for i in handoffs)
+    assert any(i for i in handoffs if i is not None)
     compiled = _replay(c, monkeypatch)
     assert len(walked) == len(compiled)
     for call, (a, b) in enumerate(zip(walked, compiled)):
@@ -77,16 +79,16 @@ def test_a_forced_call_is_left_to_the_graph(monkeypatch: pytest.MonkeyPatch) -> 
     with Session.open(None) as session:
         session.prepare(c.messages[:-1], now=10.0)
         calls = []
-        walk = StagedGraph.run_unedited
+        walk = StagedGraph.walk
 
         def spy(self: StagedGraph, state: Any, ctx: Any) -> Any:
             final = walk(self, state, ctx)
             calls.append((ctx.forced, final))
             return final
 
-        monkeypatch.setattr(StagedGraph, "run_unedited", spy)
+        monkeypatch.setattr(StagedGraph, "walk", spy)
         prepared = session.compact(c.messages, now=20.0)
-    assert calls == [(True, None)]
+    assert calls == [(True, Handoff(0, []))]
     assert prepared.report.boundary is not None
 
 
@@ -114,3 +116,28 @@ def test_the_status_reserves_what_its_baseline_takes_not_its_whole_cap() -> None
     room = config.post_compact_target - compacted
     assert budgets[0] < room - session.counter.message(base)  # the baseline's room is kept for it
     assert budgets[0] > room - config.reinject.status_tokens + 300  # ... but not the whole 600 cap
+
+
+def test_a_call_handed_to_the_graph_decides_each_stage_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The graph used to start again from the first stage, deciding every quiet stage before the one
+    # that edits a second time.
+    c = _session_with_every_stage(steps=40)
+    decided: list[str] = []
+    decide = StagedGraph._decide
+
+    def noting(self: StagedGraph, index: int, state: Any, ctx: Any) -> Any:
+        decided.append(self.names[index])
+        return decide(self, index, state, ctx)
+
+    monkeypatch.setattr(StagedGraph, "_decide", noting)
+    handed_late = 0
+    with Session.open(None, window=60_000) as session:
+        for n in range(3, len(c.messages) + 1):
+            if c.messages[n - 1].role != "assistant":
+                continue
+            decided.clear()
+            report = session.prepare(c.messages[:n], now=1000.0 + 10 * n).report
+            assert len(decided) == len(set(decided)), decided
+            edited = [s.name for s in report.stages if s.items and not s.skipped]
+            handed_late += bool(edited) and edited[0] != decided[0]
+    assert handed_late  # calls where a later stage edited, the earlier ones decided once, in the walk

@@ -269,6 +269,10 @@ class PipelineState(TypedDict):
     status_update: NotRequired[StatusUpdate | None]
     # The counted size of the view the call's usage offset was measured over (see `view_offset`).
     measured_over: NotRequired[int]
+    # The stage the compiled graph starts at (a walk handed the call over there; default the first).
+    start_at: NotRequired[str]
+    # That stage's decision, when the walk made it before handing over (applied, not decided again).
+    decided: NotRequired[StageResult | None]
 
 
 class StageRun(Protocol[C_contra]):

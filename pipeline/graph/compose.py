@@ -5,9 +5,10 @@ declarations (`engine.state.Stage`, `engine.state.Reinjector`) without naming an
 under the trigger of every remaining stage the reducing stages are skipped, and the reinjection node
 runs only when this call wrote a new compact boundary. Each node wraps one stage function: it applies
 the stage's edits to the view and recounts, so stages stay pure deciders. Most calls of a session
-edit nothing; `StagedGraph.run_unedited` walks the same nodes and edges directly for them and hands
-the call to the compiled graph as soon as a stage decides an edit (the framework's per-node cost is
-then paid only when something happens). Both follow one definition of the order: `_next_step`.
+edit nothing; `StagedGraph.walk` walks the same nodes and edges directly for them and hands the call
+to the compiled graph at the first stage that decides an edit (the framework's per-node cost is then
+paid only when something happens, and no stage before it decides twice). Both follow one definition
+of the order: `_next_step`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,17 @@ def _applied(result: StageResult, state: PipelineState, ctx: StageContext) -> di
         update.update(view=view, tokens=tokens, edits=result.edits, cache_edits=result.cache_edits,
                       compacted=compacted)
     return update
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """Where `StagedGraph.walk` hands a call to the compiled graph: the stage that edits (or that
+    must decide in full), the reports of the stages before it, which edited nothing, and that stage's
+    decision when the walk made it (the graph applies it instead of deciding again)."""
+
+    index: int
+    reports: list[StageReport]
+    decided: StageResult | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +140,7 @@ def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: St
 
 class StagedGraph:
     """The stages and reinjectors of one session, composed: the compiled LangGraph (`invoke`) and the
-    direct walk over the same order for calls on which no stage edits (`run_unedited`)."""
+    direct walk over the same order for calls on which no stage edits (`walk`)."""
 
     def __init__(self, stages: Sequence[Stage[Any]], reinjectors: Sequence[Reinjector]) -> None:
         names = [s.name for s in stages]
@@ -182,15 +194,16 @@ class StagedGraph:
             return END
         return self.names[index + 1]
 
-    def run_unedited(self, state: PipelineState, ctx: StageContext) -> PipelineState | None:
+    def walk(self, state: PipelineState, ctx: StageContext) -> "PipelineState | Handoff":
         """The graph's own path for a call on which no stage edits: the same stage functions and the
         same edges, walked directly, without the framework's per-node cost (most calls of a session are
-        such calls). None as soon as a stage decides an edit: the caller then runs the compiled graph,
-        which decides again from the start (stage decisions are pure; artifacts are content-addressed).
-        A stage that declares a `decline` is only asked that here (a summary may call a model), and a
-        forced call goes to the graph from the start."""
+        such calls). At the first stage that decides an edit, a `Handoff` to the compiled graph, which
+        starts at that stage with the reports of the ones before (stage decisions are pure: they would
+        decide the same again on the same state; artifacts are content-addressed). A stage that
+        declares a `decline` is only asked that here (a summary may call a model), and a forced call
+        goes to the graph from the start."""
         if ctx.forced:
-            return None
+            return Handoff(0, [])
         reports: list[StageReport] = []
         index = 0
         while True:
@@ -198,20 +211,25 @@ class StagedGraph:
             if stage.decline is not None:
                 declined = stage.decline(state, self._config_of(index, ctx.config), ctx)
                 if declined is None:
-                    return None
+                    return Handoff(index, reports)
                 result = declined
             else:
                 result = self._decide(index, state, ctx)
+            if result.edits:
+                return Handoff(index, reports, result)
             update = _applied(result, state, ctx)
-            if "view" in update:
-                return None
             reports += update["reports"]
             step = self._next_step(index, state, ctx)
             if step == END:
                 return {**state, "reports": list(state["reports"]) + reports}
-            if step == REINJECT:
-                return None
+            if step == REINJECT:  # only after an edit (a compaction): left to the graph, from the start
+                return Handoff(0, [])
             index += 1
+
+    def run_unedited(self, state: PipelineState, ctx: StageContext) -> PipelineState | None:
+        """`walk`'s final state on a call where no stage edits, else None."""
+        walked = self.walk(state, ctx)
+        return None if isinstance(walked, Handoff) else walked
 
     def invoke(self, state: PipelineState, ctx: StageContext) -> PipelineState:
         """The compiled graph on one call (each invocation passes its StageContext as the run context)."""
@@ -219,15 +237,30 @@ class StagedGraph:
         return final
 
     def run(self, state: PipelineState, ctx: StageContext) -> PipelineState:
-        """One call: walked directly when no stage edits, else the compiled graph."""
-        final = self.run_unedited(state, ctx)
-        return final if final is not None else self.invoke(state, ctx)
+        """One call: walked directly when no stage edits, else the compiled graph from the stage
+        that edits."""
+        walked = self.walk(state, ctx)
+        if not isinstance(walked, Handoff):
+            return walked
+        start: PipelineState = {**state, "reports": list(state["reports"]) + walked.reports,
+                                "start_at": self.names[walked.index]}
+        if walked.decided is not None:
+            start["decided"] = walked.decided
+        return self.invoke(start, ctx)
 
     def _node(self, index: int) -> _StageNode:
         def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+            decided = state.get("decided")
+            if decided is not None and state.get("start_at") == self.names[index]:
+                # The walk decided this stage on this very state before handing the call over.
+                return {**_applied(decided, state, runtime.context), "decided": None}
             return _applied(self._decide(index, state, runtime.context), state, runtime.context)
         node.__name__ = self.names[index]
         return node
+
+    def _entry(self, state: PipelineState) -> str:
+        """The first stage the compiled graph runs: the first of all, or where a walk handed off."""
+        return state.get("start_at") or self.names[0]
 
     def _route_after(self, index: int) -> Callable[[PipelineState, Runtime[StageContext]], str]:
         def route(state: PipelineState, runtime: Runtime[StageContext]) -> str:
@@ -242,7 +275,7 @@ class StagedGraph:
         for i, name in enumerate(self.names):
             graph.add_node(name, self._node(i))
         graph.add_node(REINJECT, self._reinject_node)
-        graph.add_edge(START, self.names[0])
+        graph.add_conditional_edges(START, self._entry, list(self.names))
         for i, name in enumerate(self.names):
             targets = [REINJECT, END] + list(self.names[i + 1:i + 2])
             graph.add_conditional_edges(name, self._route_after(i), targets)
