@@ -7,6 +7,7 @@ so scripts can rely on `worksurface inspect --json`.
 
 from __future__ import annotations
 
+import heapq
 import os
 from dataclasses import replace
 from typing import Any
@@ -104,6 +105,13 @@ def _sampled_strings(value: Any) -> Any:
     return None
 
 
+def _largest(tokens: int, result: ToolResult, message_id: str, call: ToolCall | None) -> dict[str, Any]:
+    """One of the largest results, described (only the few shown are: a target is parsed from its call)."""
+    return {"call_id": result.call_id, "message_id": message_id,
+            "tool": call.name if call is not None else UNKNOWN_TOOL,
+            "target": call_target(call) if call is not None else "", "tokens": tokens, "is_error": result.is_error}
+
+
 def inspect_file(path: str | os.PathLike[str], format: str = "auto", *, strict: bool = False) -> dict[str, Any]:
     """`inspect_transcript` of a transcript file, read line by line when it is JSON Lines (Claude
     Code, Codex) and counted with a BoundedCounter: huge texts are kept as samples as they are read,
@@ -149,7 +157,7 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
     by_role = {role: {"messages": 0, "tokens": 0} for role in ROLES}
     categories = {"stable_prefix": 0, "dialogue": 0, "tool_calls": 0, "observations": 0, "other": 0}
     by_tool: dict[str, dict[str, int]] = {}
-    results: list[dict[str, Any]] = []
+    results: list[tuple[int, ToolResult, str, ToolCall | None]] = []  # (tokens, result, message id, call)
     for index, message in enumerate(messages):
         tokens = counter.message(message)
         by_role[message.role]["messages"] += 1
@@ -172,9 +180,7 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
                 name = call.name if call is not None else UNKNOWN_TOOL
                 _tool(by_tool, name)["results"] += 1
                 _tool(by_tool, name)["result_tokens"] += n
-                results.append({"call_id": block.call_id, "message_id": message.id, "tool": name,
-                                "target": call_target(call) if call is not None else "", "tokens": n,
-                                "is_error": block.is_error})
+                results.append((n, block, message.id, call))
             else:
                 categories["other"] += n
     total = sum(v["tokens"] for v in by_role.values())
@@ -189,7 +195,7 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
         "by_category": categories,
         "by_tool": dict(sorted(by_tool.items(), key=lambda kv: (-(kv[1]["call_tokens"] + kv[1]["result_tokens"]),
                                                                 kv[0]))),
-        "largest_results": sorted(results, key=lambda r: -r["tokens"])[:LARGEST_RESULTS],
+        "largest_results": [_largest(*r) for r in heapq.nlargest(LARGEST_RESULTS, results, key=lambda r: r[0])],
         "compaction": _compaction(messages, counter, transcript.format),
         "live": {"from_message": live[0].id if live and len(live) < len(messages) else None,
                  "messages": len(live), "tokens": counter.messages(live)},
