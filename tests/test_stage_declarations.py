@@ -21,7 +21,7 @@ from worksurface.core.tokens import TokenCounter
 from worksurface.engine.state import (CONTEXT_FIELDS, Artifact, PipelineState, Reinjector, Stage, StageContext,
                                       StageReport, StageResult, section_name)
 from worksurface.engine.reinject import MESSAGE_READS
-from worksurface.graph.compose import StagedGraph
+from worksurface.graph.compose import Handoff, StagedGraph
 from worksurface.graph.registry import REINJECTORS, STAGES
 import worksurface.graph.registry as registry_module
 
@@ -199,11 +199,11 @@ def _walks(stages: Callable[[list[str]], list[Stage[Any]]], tokens: int, **ctx: 
         context = StageContext(config=Config(), counter=TokenCounter(), artifacts=_Sink(), now=0.0, **ctx)
         state: PipelineState = {"view": [], "tokens": tokens, "edits": [], "reports": [], "cache_edits": [],
                                 "compacted": False}
-        final = graph.run_unedited(state, context) if walk else graph.invoke(state, context)
+        final = graph.walk(state, context) if walk else graph.invoke(state, context)
         if walk and ctx.get("forced"):
-            assert final is None  # a forced call is the compiled graph's
+            assert final == Handoff(0, [])  # a forced call is the compiled graph's, from the start
             final = graph.invoke(state, context)
-        assert final is not None
+        assert not isinstance(final, Handoff)
         assert [r.name for r in final["reports"]] == visits
         out.append(visits)
     return out[0], out[1]
@@ -243,9 +243,10 @@ def test_a_stage_with_a_decline_is_only_asked_that_on_a_quiet_call() -> None:
     graph = StagedGraph([Stage("summary", BudgetConfig, costly, reads=frozenset(), decline=decline)], ())
     context = StageContext(config=Config(), counter=TokenCounter(), artifacts=_Sink(), now=0.0)
     state: PipelineState = {"view": [], "tokens": 100, "edits": [], "reports": [], "cache_edits": [], "compacted": False}
-    final = graph.run_unedited(state, context)
-    assert final is not None and [r.skipped for r in final["reports"]] == ["small"]
-    assert graph.run_unedited({**state, "tokens": 9_000}, context) is None  # an edit is the graph's to make
+    final = graph.walk(state, context)
+    assert not isinstance(final, Handoff) and [r.skipped for r in final["reports"]] == ["small"]
+    # A decline that cannot answer hands the stage to the graph, to decide in full there.
+    assert graph.walk({**state, "tokens": 9_000}, context) == Handoff(0, [])
     assert runs == ["decline", "decline"]
 
 

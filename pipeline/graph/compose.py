@@ -226,11 +226,6 @@ class StagedGraph:
                 return Handoff(0, [])
             index += 1
 
-    def run_unedited(self, state: PipelineState, ctx: StageContext) -> PipelineState | None:
-        """`walk`'s final state on a call where no stage edits, else None."""
-        walked = self.walk(state, ctx)
-        return None if isinstance(walked, Handoff) else walked
-
     def invoke(self, state: PipelineState, ctx: StageContext) -> PipelineState:
         """The compiled graph on one call (each invocation passes its StageContext as the run context)."""
         final: PipelineState = self._compiled.invoke(state, context=ctx)
