@@ -139,7 +139,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     prefix_tokens = counter.messages(view[:floor])
     # Standing context after the prefix is carried whole (see below): it takes its room first.
     carried_tokens = counter.messages(standing_context(view[floor:]))
-    room = text_room(ctx, prefix_tokens + carried_tokens + OVERHEAD_TOKENS)
+    room = text_room(ctx, prefix_tokens + carried_tokens + OVERHEAD_TOKENS, cap=tokens)
     available = room.counted
     tail_share, summary_share = _shares(available)
     tail_budget = min(config.keep_tail_tokens, int(available * tail_share))

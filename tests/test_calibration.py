@@ -261,5 +261,8 @@ def test_any_usage_sequence_compacts_with_non_negative_sizes_and_the_floor(steps
     for part in ("before", "after"):
         assert report.sizes[part]["counted"] >= 0 and report.sizes[part]["measured"] >= 0
     if report.boundary is not None:
-        floor = int(0.25 * 40_000 / (report.sizes["calibration"] or {"ratio": 1.0})["ratio"])
-        assert report.boundary["text_budget"] >= floor
+        # The floor is a share of the target, which a view already under it caps (a compaction never grows it).
+        auto = next(s for s in report.stages if s.name == "autocompact")
+        target = min(40_000, auto.tokens_before)
+        floor = int(0.25 * target / (report.sizes["calibration"] or {"ratio": 1.0})["ratio"])
+        assert report.boundary["text_budget"] >= floor - 1  # the report's ratio is rounded

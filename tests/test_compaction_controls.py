@@ -91,3 +91,23 @@ def test_the_cli_takes_pins_from_text_and_files(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "cannot read /no/such/file" in missing.output
     help_text = CliRunner().invoke(app, ["replay", "--help"], env={"COLUMNS": "200"}).output
     assert "--pin" in help_text and "--threshold" in help_text and "--no-autocompact" in help_text
+
+
+
+@pytest.mark.parametrize("target", [10_000, 30_000, 60_000])
+def test_a_compaction_asked_of_a_view_under_its_target_never_grows_it(tmp_path: Path, target: int) -> None:
+    # With the target above the view, the kept tail, the summary and the rebuilt surface were sized
+    # for the target: a manual compaction of a 16,866-token view (a generated session with usage)
+    # came back at 29,489 tokens under a 60,000 target.
+    from fixturegen import write_session
+    from worksurface.formats import read_transcript
+    from worksurface.offline.sizing import prepare_once
+
+    transcript = read_transcript(write_session(tmp_path / "session.jsonl", 40_000, seed=5))
+    with Session.open(None, config=Config(post_compact_target_tokens=target)) as session:
+        prepared = prepare_once(session, transcript, force=True)
+    auto = next(s for s in prepared.report.stages if s.name == "autocompact")
+    assert prepared.report.boundary is not None and auto.skipped is None
+    assert prepared.report.tokens_after < auto.tokens_before
+    if target < auto.tokens_before:  # a target that binds is what the compaction aims under
+        assert prepared.report.sizes["after"]["measured"] <= target

@@ -59,8 +59,8 @@ def test_a_plan_the_summary_quotes_whole_is_restored_as_its_state_only():
     c.user("Plan the renderer change first.")
     plan = "# Plan: Enrich the renderer\n\n- Step one: add render/2.\n- Step two: keep render/1."
     c.tool("ExitPlanMode", {"plan": plan}, "User has approved your plan. You can now start coding.")
-    for n in range(6):
-        c.tool("Bash", {"command": f"mix test t{n}.exs"}, f"{n} tests, 0 failures " + "z " * 100)
+    for n in range(6):  # output enough that the compaction frees room for the plan's state (it never grows the view)
+        c.tool("Bash", {"command": f"mix test t{n}.exs"}, f"{n} tests, 0 failures " + "z " * 1_000)
     prepared = compact(c.messages, force=True, post_compact_target_tokens=12_000)
     summary = next(message_text(m) for m in prepared.messages if m.origin.value == "summary")
     assert "- Step two: keep render/1." in summary

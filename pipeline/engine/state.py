@@ -192,11 +192,18 @@ class TextRoom:
         return self.room < self.floor
 
 
-def text_room(ctx: StageContext, reserved: int = 0) -> TextRoom:
-    """The post-compact target in counted tokens (`reserved` counted tokens of it already taken, e.g.
-    by the system prefix the view keeps): the measured target less what the harness sends beyond the
-    messages, over the tokenizer ratio, and never under the floor."""
+def compaction_target(ctx: StageContext, cap: int | None = None) -> int:
+    """The post-compact target as the provider measures it, never above `cap`: the size of the view
+    being compacted (a compaction asked of a view already under the target must not grow it)."""
     target = ctx.config.post_compact_target
+    return target if cap is None else max(0, min(target, cap))
+
+
+def text_room(ctx: StageContext, reserved: int = 0, cap: int | None = None) -> TextRoom:
+    """The post-compact target in counted tokens (`reserved` counted tokens of it already taken, e.g.
+    by the system prefix the view keeps; `cap` as in `compaction_target`): the measured target less
+    what the harness sends beyond the messages, over the tokenizer ratio, and never under the floor."""
+    target = compaction_target(ctx, cap)
     ratio = tokenizer_ratio(ctx)
     floor = int(ctx.config.autocompact.text_floor * target / ratio)
     if ctx.calibration is None:
@@ -204,11 +211,11 @@ def text_room(ctx: StageContext, reserved: int = 0) -> TextRoom:
     return TextRoom(max(0, ctx.calibration.counted_for(target) - reserved), floor, ctx.calibration.fixed)
 
 
-def effective_target(ctx: StageContext) -> int:
-    """The post-compact target as the provider measures it, raised to the size of a view that holds
-    the text floor when the fixed part leaves less: what reinjection may fill up to."""
-    room = text_room(ctx)
-    target = ctx.config.post_compact_target
+def effective_target(ctx: StageContext, cap: int | None = None) -> int:
+    """The post-compact target as the provider measures it (`compaction_target`), raised to the size
+    of a view that holds the text floor when the fixed part leaves less: what reinjection may fill up to."""
+    room = text_room(ctx, cap=cap)
+    target = compaction_target(ctx, cap)
     return max(target, measured_size(ctx, room.counted, compacted=True)) if room.floored else target
 
 

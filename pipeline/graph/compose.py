@@ -124,8 +124,10 @@ def run_reinjectors(reinjectors: Sequence[Reinjector], view: list[Message], budg
 def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: StageContext) -> dict[str, Any]:
     """The reinjection node's body: the reinjectors within what the post-compact target leaves."""
     view, tokens = state["view"], state["tokens"]
-    # The floor of text a compaction keeps covers what reinjection restores (the working state).
-    rebuilt = run_reinjectors(reinjectors, view, effective_target(ctx) - tokens, ctx)
+    # The floor of text a compaction keeps covers what reinjection restores (the working state); the
+    # view the compaction started from (the stage that compacted ran last) caps it, as it capped the room.
+    before = state["reports"][-1].tokens_before if state["reports"] else None
+    rebuilt = run_reinjectors(reinjectors, view, effective_target(ctx, cap=before) - tokens, ctx)
     if not rebuilt.messages:
         return {"reports": rebuilt.reports, "status_update": rebuilt.status}
     # After the view's last message, unless its last turn still waits for a tool result: then before
