@@ -227,3 +227,18 @@ def test_a_window_said_not_to_change_tasks_changes_none(path: Path) -> None:
                 skipped += 1
                 assert fold(known, w, lambda _i: 10**9) == known, (path.name, m.id)
     assert skipped > 0
+
+
+ALL_SESSIONS = sorted(p for p in TRANSCRIPTS.rglob("*.jsonl") if "subagents" not in p.parts) if TRANSCRIPTS.exists() else []
+
+
+@needs_shared()
+@pytest.mark.parametrize("path", ALL_SESSIONS, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+def test_a_session_that_can_launch_no_task_is_not_folded_and_one_that_can_is(path: Path) -> None:
+    # `subagent_tasks` skips the fold when no message can launch or update a task; the fold itself
+    # finds the same tasks on every shared session, with and without tasks.
+    from worksurface.facts.subagents import fold
+
+    messages = read_transcript(path).messages
+    folded = sorted(fold({}, messages, lambda i: i).values(), key=lambda t: t.index)
+    assert subagent_tasks(messages) == folded

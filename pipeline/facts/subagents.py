@@ -288,6 +288,8 @@ def fold(known: Mapping[str, SubagentTask], messages: Sequence[Message], at: Cal
 def subagent_tasks(messages: Sequence[Message],
                    queued: Sequence[tuple[str | None, str]] = ()) -> list[SubagentTask]:
     """Every task the parent launched in `messages`, with its latest reported state, in call order."""
+    if not queued and not may_change_tasks(messages):
+        return []  # most sessions launch none: one look at each message, not the whole fold
     folded = fold({}, messages, lambda i: i, queued)
     return sorted(folded.values(), key=lambda t: t.index)
 
