@@ -143,25 +143,25 @@ def _common_prefix(previous: Sequence[Message], current: Sequence[Message], coun
     return total, False
 
 
+# How far past the first differing character the texts are encoded to find their last shared token.
+_TOKEN_MATCH_MARGIN_CHARS = 256
+
+
 def _common_token_prefix(a: str, b: str) -> int:
     """Tokens two texts share at their start. Only their common characters and a margin past them
     are encoded: a token ends within a few characters of the first difference (a pre-token longer
     than the margin, such as a long base64 run, may count a few tokens short)."""
+    enc = get_encoding()
     shared = _common_char_prefix(a, b)
     if shared == len(a) == len(b):
-        return len(get_encoding().encode_ordinary(a))
+        return len(enc.encode_ordinary(a))
     end = shared + _TOKEN_MATCH_MARGIN_CHARS
-    enc = get_encoding()
     n = 0
     for x, y in zip(enc.encode_ordinary(a[:end]), enc.encode_ordinary(b[:end])):
         if x != y:
             break
         n += 1
     return n
-
-
-# How far past the first differing character the texts are encoded to find their last shared token.
-_TOKEN_MATCH_MARGIN_CHARS = 256
 
 
 def _common_char_prefix(a: str, b: str) -> int:

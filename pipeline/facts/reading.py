@@ -180,7 +180,7 @@ class ProgressReader:
     def _read_tasks(self, message: Message, index: int,
                     queued: Sequence[tuple[str | None, str]]) -> Mapping[str, SubagentTask] | None:
         """The tasks once `message` is folded with the held messages whose calls it answers (None: it
-        changed none). Most messages can change none, and are not folded (`may_change_tasks`)."""
+        changed none). Most messages can change none, and `fold` only looks at them (`may_change_tasks`)."""
         held = {id(m): (m, i) for m, i in (self._task_calls.pop(r.call_id) for r in message.tool_results
                                             if r.call_id in self._task_calls)}
         window = sorted(held.values(), key=lambda p: p[1]) + [(message, index)]
@@ -188,8 +188,6 @@ class ProgressReader:
             for c in message.tool_calls:
                 self._task_calls[c.id] = (message, index)
         messages = [m for m, _ in window]
-        if not queued and not subagent_facts.may_change_tasks(messages):
-            return None
         positions = [i for _, i in window]
         tasks = subagent_facts.fold(self.tasks, messages,
                                     lambda j: positions[j] if 0 <= j < len(positions) else j, queued)

@@ -254,7 +254,7 @@ def apply_updates(tasks: Mapping[str, SubagentTask], updates: Sequence[TaskUpdat
 def may_change_tasks(messages: Sequence[Message]) -> bool:
     """Whether `fold` over `messages` (with no queued inputs) can launch or update a task: a sub-agent
     call, a background task's read or kill, a result the harness recorded as a background task, or a
-    harness notification. False is certain; the progress reader asks it of every message before folding."""
+    harness notification. False is certain; `fold` asks it before folding."""
     for m in messages:
         for c in m.tool_calls:
             if c.name in OUTPUT_TOOLS or c.name in KILL_TOOLS or tool_kind(c) == "agent":
@@ -272,7 +272,10 @@ def may_change_tasks(messages: Sequence[Message]) -> bool:
 def fold(known: Mapping[str, SubagentTask], messages: Sequence[Message], at: Callable[[int], int],
          queued: Sequence[tuple[str | None, str]] = ()) -> dict[str, SubagentTask]:
     """Merge the tasks and updates of `messages` (a window; `at` maps its indices to transcript
-    indices) into `known`, keyed by call id: what the ledger does with each new window."""
+    indices) into `known`, keyed by call id: what the ledger does with each new window. Most windows
+    (and most sessions) hold nothing that can launch or update a task: they are looked at, not folded."""
+    if not queued and not may_change_tasks(messages):
+        return dict(known)
     records = tool_calls(messages)
     out = dict(known)
     for t in launched(messages, records):
@@ -288,8 +291,6 @@ def fold(known: Mapping[str, SubagentTask], messages: Sequence[Message], at: Cal
 def subagent_tasks(messages: Sequence[Message],
                    queued: Sequence[tuple[str | None, str]] = ()) -> list[SubagentTask]:
     """Every task the parent launched in `messages`, with its latest reported state, in call order."""
-    if not queued and not may_change_tasks(messages):
-        return []  # most sessions launch none: one look at each message, not the whole fold
     folded = fold({}, messages, lambda i: i, queued)
     return sorted(folded.values(), key=lambda t: t.index)
 

@@ -47,12 +47,13 @@ def write_session(transcript: Transcript, messages: Sequence[Message] | None = N
     stamp = now or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     sources = [m for m in transcript.messages if _own_raw(m) is not None]
     split = _new_boundary(msgs)
+    as_read = _as_read(transcript)
     if split is not None and sources:
-        live = _history(transcript, transcript.messages) + _chain(transcript, msgs[split:], stamp)
+        live = _history(transcript, transcript.messages, as_read) + _chain(transcript, msgs[split:], stamp, as_read)
     else:
         shown = {m.id for m in msgs}
         history = [m for m in transcript.messages[:_live_start(transcript.messages)] if m.id not in shown]
-        live = _history(transcript, history + msgs)
+        live = _history(transcript, history + msgs, as_read)
     records = fit_usage(transcript, live)
     if session_id is not None:
         records = [{**r, "sessionId": session_id} if isinstance(r, dict) and "sessionId" in r else r
@@ -79,7 +80,7 @@ def _live_start(messages: Sequence[Message]) -> int:
     return 0
 
 
-def _history(transcript: Transcript, msgs: Sequence[Message]) -> Written:
+def _history(transcript: Transcript, msgs: Sequence[Message], as_read: frozenset[int]) -> Written:
     """`msgs` with the transcript's extras after the messages they followed (extras of a message
     that is not written are dropped with it), each record as it was unless its message changed."""
     anchored: dict[str | None, list[dict[str, Any] | DamagedLine]] = defaultdict(list)
@@ -94,7 +95,7 @@ def _history(transcript: Transcript, msgs: Sequence[Message]) -> Written:
     written = {_uuid_of(item) for item in plan}
     chain = _Chain(dropped={r["uuid"] for r in originals if "uuid" in r} - written,
                    context=_context(next((r for r in originals if "cwd" in r), {}), {}),
-                   session=_session_of(transcript), as_read=_as_read(transcript))
+                   session=_session_of(transcript), as_read=as_read)
     return [(chain.emit(item), item if isinstance(item, Message) else None) for item in plan]
 
 
@@ -113,7 +114,7 @@ def _uuid_of(item: Message | dict[str, Any] | DamagedLine) -> Any:
     return raw["uuid"] if raw is not None else item.id
 
 
-def _chain(transcript: Transcript, msgs: Sequence[Message], stamp: str) -> Written:
+def _chain(transcript: Transcript, msgs: Sequence[Message], stamp: str, as_read: frozenset[int]) -> Written:
     """The chain a worksurface compaction starts: every message a new record after the file's last
     one, kept messages copied under uuids of this epoch (the originals stay in the history)."""
     originals = [r for r in (_own_raw(m) for m in transcript.messages) if r is not None]
@@ -122,8 +123,7 @@ def _chain(transcript: Transcript, msgs: Sequence[Message], stamp: str) -> Writt
     latest = max((r["timestamp"] for r in originals if isinstance(r.get("timestamp"), str)), default=stamp)
     chain = _Chain(dropped=set(), context=_context(next((r for r in reversed(originals) if "cwd" in r), {}), {}),
                    session=_session_of(transcript), last_uuid=last.get("uuid"),
-                   now=max(stamp, latest), epoch=msgs[0].meta.get("epoch"), fresh=True,
-                   as_read=_as_read(transcript))
+                   now=max(stamp, latest), epoch=msgs[0].meta.get("epoch"), fresh=True, as_read=as_read)
     return [(chain.emit(m), m) for m in msgs]
 
 
