@@ -10,7 +10,9 @@ same way, `plan.field_repeats` times each, and every session is judged on its ow
 above the RSS before it. (d), timed on every call: a recount of only the messages new since the
 previous call, the least any counting harness pays; a session whose new outputs grow as it goes has a
 growth even there, so the growth beyond (d) (worksurface's time minus (d), call by call) is reported
-beside the raw growth.
+beside the raw growth, and so is the growth at equal new content: the slope on view tokens of a fit
+that also has the new tokens as a regressor (what per-call work grows by with the session when what is
+new is the same size).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from worksurface.core.view import live_slice
 from . import floors, memory, replay
 from .plan import Plan
 from .report import table
-from .stats import median, ratio, slope, summary
+from .stats import median, partial_slope, ratio, slope, summary
 
 NAME = "overhead"
 # The issue's targets for calls where no stage fires.
@@ -48,6 +50,7 @@ class _CallRecord:
     ms: list[float] = field(default_factory=list)  # worksurface, one per replay
     base: dict[str, list[float]] = field(default_factory=dict)
     new_content_ms: float | None = None  # (d): a recount of the messages new since the previous call
+    new_tokens: int = 0  # what (d) counted
 
 
 def run(plan: Plan) -> dict[str, Any]:
@@ -58,6 +61,7 @@ def run(plan: Plan) -> dict[str, Any]:
         row, records = _replay(source, repeats, plan, notes)
         row["meets_targets"] = _meets(row)
         row["meets_targets_beyond_new_content"] = _meets(row, "beyond_new_content")
+        row["meets_targets_at_equal_new_content"] = _meets(row, "at_equal_new_content")
         rows.append(row)
         every += records
     pooled = _aggregate("all transcripts", every)
@@ -68,6 +72,7 @@ def run(plan: Plan) -> dict[str, Any]:
         "within_target_vs_empty_graph": bool(pooled["ratios"]["empty_graph"] <= TARGET_VS_GRAPH),
         "sessions_meeting_targets": sum(r["meets_targets"] for r in rows), "sessions": len(rows),
         "sessions_meeting_targets_beyond_new_content": sum(r["meets_targets_beyond_new_content"] for r in rows),
+        "sessions_meeting_targets_at_equal_new_content": sum(r["meets_targets_at_equal_new_content"] for r in rows),
     }
     return {"transcripts": rows, "pooled": pooled, "targets": targets, "notes": _dedupe(notes),
             "repeats": plan.repeats, "field_repeats": plan.field_repeats, "baseline_stride": plan.baseline_stride,
@@ -102,7 +107,7 @@ def _replay(source: replay.Source, repeats: int, plan: Plan,
                 if rep == 0:
                     new = messages[starts[call.index]:call.size]
                     started = time.perf_counter()
-                    floors.recount(new)
+                    rec.new_tokens = floors.recount(new)
                     rec.new_content_ms = (time.perf_counter() - started) * 1000
                     report = prepared.report
                     rec.tokens = report.view_tokens_before
@@ -169,7 +174,9 @@ def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
         "recount": _growth(sampled, lambda r: median(r.base["recount"]) if "recount" in r.base else None),
         "new_content": _growth(quiet, lambda r: r.new_content_ms),
         "beyond_new_content": _growth(quiet, lambda r: None if r.new_content_ms is None
-                                      else ws[id(r)] - r.new_content_ms)}
+                                      else ws[id(r)] - r.new_content_ms),
+        "at_equal_new_content": _round(partial_slope([r.tokens for r in quiet], [r.new_tokens for r in quiet],
+                                                     [ws[id(r)] for r in quiet]) * GROWTH_UNIT_TOKENS)}
     ws_sampled = out["worksurface"]["no_fire_paired"]["median"]
     for b in BASELINES:
         values = [median(r.base[b]) for r in sampled if b in r.base]
@@ -191,7 +198,10 @@ def _paired_ms(record: _CallRecord) -> float:
 def _growth(records: list[_CallRecord], ms_of) -> float:
     """How much a call's time grows per GROWTH_UNIT_TOKENS of view (least-squares slope)."""
     pairs = [(r.tokens, ms) for r in records if (ms := ms_of(r)) is not None]
-    value = slope([t for t, _ in pairs], [m for _, m in pairs]) * GROWTH_UNIT_TOKENS
+    return _round(slope([t for t, _ in pairs], [m for _, m in pairs]) * GROWTH_UNIT_TOKENS)
+
+
+def _round(value: float) -> float:
     return round(value, 3) if value == value else value
 
 
@@ -212,8 +222,10 @@ def render(result: dict[str, Any], caption: str) -> str:
                      _x(r["ratios"]["recount"]), _x(r["ratios"]["trim"]), _x(r["ratios"]["empty_graph"]),
                      r["growth_ms_per_100k"]["worksurface"], r["growth_ms_per_100k"]["recount"],
                      r["growth_ms_per_100k"].get("new_content"), r["growth_ms_per_100k"].get("beyond_new_content"),
+                     r["growth_ms_per_100k"].get("at_equal_new_content"),
                      r.get("max_tokens"), r.get("peak_rss_growth_mb"), _verdict(r.get("meets_targets")),
-                     _verdict(r.get("meets_targets_beyond_new_content"))])
+                     _verdict(r.get("meets_targets_beyond_new_content")),
+                     _verdict(r.get("meets_targets_at_equal_new_content"))])
     t = result["targets"]
     verdict = (f"Target on calls where no stage fires: below {t['recount_ratio_target']}x of (a) — "
                f"{'reached' if t['below_target_vs_recount'] else 'not reached'}; within "
@@ -222,12 +234,13 @@ def render(result: dict[str, Any], caption: str) -> str:
                f"session (at most {t['recount_ratio_target']}x of (a) and growth under "
                f"{t['growth_target_ms_per_100k']} ms per 100k tokens): {t['sessions_meeting_targets']} of "
                f"{t['sessions']} sessions; with the growth beyond (d): "
-               f"{t.get('sessions_meeting_targets_beyond_new_content', 'n/a')} of {t['sessions']}.")
+               f"{t.get('sessions_meeting_targets_beyond_new_content', 'n/a')} of {t['sessions']}; with the growth at "
+               f"equal new content: {t.get('sessions_meeting_targets_at_equal_new_content', 'n/a')} of {t['sessions']}.")
     headers = ["transcript", "calls", "no-fire calls", "ws median ms", "ws p95 ms", "ws no-fire median",
                "ws no-fire p95", "ws fired median", "(a) recount ms", "(b) trim ms", "(c) empty graph ms",
                "ws/(a)", "ws/(b)", "ws/(c)", "ws growth ms/100k tok", "(a) growth ms/100k tok", "(d) new-content growth ms/100k tok",
-               "ws growth beyond (d) ms/100k tok", "max view tokens", "peak RSS growth MB",
-               "per-session target", "target, growth beyond (d)"]
+               "ws growth beyond (d) ms/100k tok", "ws growth at equal new content ms/100k tok", "max view tokens", "peak RSS growth MB",
+               "per-session target", "target, growth beyond (d)", "target, growth at equal new content"]
     parts = ["## Per-call overhead", caption,
              "One `prepare` per model call (prefix ending right before each assistant message that answers "
              "a user or tool message). ws = worksurface `Session.prepare` (memory-only session, default "
@@ -240,7 +253,9 @@ def render(result: dict[str, Any], caption: str) -> str:
              "against its view tokens (no-fire calls), in ms per 100k tokens of view: a harness that only "
              "pays for new content has a slope near 0. (d) recounts only the messages new since the previous "
              "call (timed on every call): a session whose new outputs grow as it goes has a growth there too, "
-             "and the growth beyond (d) is the slope of worksurface's time minus (d). `field` rows are other users' sessions "
+             "and the growth beyond (d) is the slope of worksurface's time minus (d); the growth at equal new "
+             "content is the slope on view tokens of a least-squares fit that also has (d)'s token count as a "
+             "regressor. `field` rows are other users' sessions "
              f"(`../shared/transcripts/field/`), replayed {result.get('field_repeats', 1)} time(s) each. Peak RSS "
              "growth: the replay's RSS high-water mark above the RSS before it (the transcript is read before; "
              "the baselines' per-call work is included).",

@@ -43,3 +43,22 @@ def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     if not sxx:
         return math.nan
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+
+
+def partial_slope(xs: Sequence[float], zs: Sequence[float], ys: Sequence[float]) -> float:
+    """The coefficient of x in the least-squares fit y = a + b*x + c*z: how y grows with x at equal z.
+    NaN with fewer than three points or when x and z are collinear."""
+    n = len(xs)
+    if n < 3:
+        return math.nan
+    mx, mz, my = sum(xs) / n, sum(zs) / n, sum(ys) / n
+    dx = [x - mx for x in xs]
+    dz = [z - mz for z in zs]
+    dy = [y - my for y in ys]
+    sxx, szz = sum(d * d for d in dx), sum(d * d for d in dz)
+    sxz = sum(a * b for a, b in zip(dx, dz))
+    sxy, szy = sum(a * b for a, b in zip(dx, dy)), sum(a * b for a, b in zip(dz, dy))
+    det = sxx * szz - sxz * sxz
+    if not det or det <= 1e-12 * sxx * szz:
+        return math.nan
+    return (szz * sxy - sxz * szy) / det

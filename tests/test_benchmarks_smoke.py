@@ -15,7 +15,7 @@ from benchmarks import __main__ as entry  # noqa: E402
 from benchmarks import cache, overhead, plot, prefix, replay, retention, scale  # noqa: E402
 from benchmarks.plan import Plan  # noqa: E402
 from benchmarks.report import dumps  # noqa: E402
-from benchmarks.stats import percentile  # noqa: E402
+from benchmarks.stats import partial_slope, percentile, slope  # noqa: E402
 from fixturegen import write_session  # noqa: E402
 from worksurface.core.model import Message, Text  # noqa: E402
 from worksurface.core.tokens import TokenCounter  # noqa: E402
@@ -45,11 +45,13 @@ def test_overhead_times_every_call_and_the_baselines_on_the_sampled_ones(plan, r
     for name in overhead.BASELINES:
         assert row["baselines"][name]["median"] > 0
         assert row["ratios"][name] > 0
-    assert set(row["growth_ms_per_100k"]) == {"worksurface", "recount", "new_content", "beyond_new_content"}
+    assert set(row["growth_ms_per_100k"]) == {"worksurface", "recount", "new_content", "beyond_new_content",
+                                              "at_equal_new_content"}
     growth = row["growth_ms_per_100k"]
     # (d) is timed on every call, so both of its figures are numbers (a NaN slope: no calls timed).
     assert growth["new_content"] == growth["new_content"] and growth["beyond_new_content"] == growth["beyond_new_content"]
     assert isinstance(row["meets_targets_beyond_new_content"], bool)
+    assert isinstance(row["meets_targets_at_equal_new_content"], bool)
     assert set(r["targets"]) >= {"below_target_vs_recount", "within_target_vs_empty_graph"}
 
 
@@ -122,6 +124,17 @@ def test_common_prefix_counts_whole_equal_messages_then_tokens_of_the_first_diff
     assert common == counter.message(a) + 2
     assert prefix.common_prefix_tokens([a, b], [a, b], counter) == counter.messages([a, b])
     assert prefix.common_prefix_tokens([b], [a], counter) == 0
+
+
+def test_partial_slope_separates_growth_with_the_view_from_growth_with_new_content():
+    # Time = 1 + 0.5 per view unit + 2 per new unit, new content larger on bigger views: the plain slope
+    # on the view mixes both, the fit with the new content as a second regressor finds 0.5 again.
+    views = [10, 20, 30, 40, 50, 60]
+    new = [1, 5, 2, 9, 4, 12]
+    times = [1 + 0.5 * v + 2 * n for v, n in zip(views, new)]
+    assert abs(partial_slope(views, new, times) - 0.5) < 1e-9
+    assert slope(views, times) > 0.8
+    assert partial_slope(views, [2 * v for v in views], times) != partial_slope(views, [2 * v for v in views], times)
 
 
 def test_percentile_interpolates():

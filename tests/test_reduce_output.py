@@ -169,6 +169,64 @@ def test_important_lines(line):
     assert is_important(line)
 
 
+# What an important line was defined as: the one pattern, searched in every line.
+_IMPORTANT_PATTERN = re.compile(
+    r"error|\bERR!|fail|exception|traceback|warning|warn\b|fatal|panic|assert|denied|refused|not found|"
+    r"no such|cannot|can't|could not|unable|undefined|segfault|killed|timed? ?out|exit code|abort|"
+    r"[✗✘×]|^E\s|^\s*\d+\)\s|^\s*at \S+ \(|^\s*File \"|[\w./-]+\.\w{1,5}:\d+", re.IGNORECASE)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(["ERROR", "Fail", "warn", "warned", "ERR!", "xERR!", "timed out", "time",
+                                           "Exit Code", "e", "E ", "  12) ", "at f (", 'File "', "a.py:3", ".x:",
+                                           "\u0130", "\u0131", "\u017f", "\u212a", "ſegfault", "faıl", "✗", "é",
+                                           "Ünable", " ", "\t", ":", "."]),
+                          st.text(alphabet="abcdefgilnorstuwxyzABEFIKLNORSTW0123456789 .:()!'\"", max_size=12)),
+                max_size=12).map("".join))
+def test_important_lines_are_the_one_patterns_verdict(line) -> None:
+    # The substring tests that decide first never change a verdict, on ASCII and other lines alike
+    # (the four non-ASCII letters IGNORECASE folds to ASCII ones included).
+    assert is_important(line) == bool(_IMPORTANT_PATTERN.search(line))
+
+
+@needs_shared(SESSION_8463)
+def test_important_lines_of_real_outputs_are_the_one_patterns_verdict() -> None:
+    lines = [line for path in sorted(TRANSCRIPTS.rglob("*.jsonl"))[:40]
+             for content in _results(path).values() for line in content.split("\n")]
+    assert len(lines) > 10_000
+    assert [is_important(line) for line in lines] == [bool(_IMPORTANT_PATTERN.search(line)) for line in lines]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "a", "", "50% done", "⠋ x", "b", "error 50%"]), max_size=20),
+       st.integers(2, 4))
+def test_the_whole_text_checks_skip_only_what_the_line_loops_would_keep(lines, min_run) -> None:
+    # Without a progress mark anywhere, or without two equal neighbours, the per-line loops change nothing.
+    assert collapse_progress(lines) == _collapse_progress_by_lines(lines)
+    assert collapse_repeats(lines, min_run) == _collapse_repeats_by_lines(lines, min_run)
+
+
+def _collapse_progress_by_lines(lines: list[str]) -> list[str]:
+    flags = [is_progress(line) for line in lines]
+    return [line for i, line in enumerate(lines)
+            if not (flags[i] and i + 1 < len(lines) and flags[i + 1] and not is_important(line))]
+
+
+def _collapse_repeats_by_lines(lines: list[str], min_run: int) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
+            j += 1
+        if j - i + 1 >= min_run and lines[i].strip():
+            out += [lines[i], f"[previous line repeated {j - i} more times]"]
+        else:
+            out += lines[i:j + 1]
+        i = j + 1
+    return out
+
+
 # The progress patterns as one regex (`bar.*percent`), which is_progress answers in linear steps:
 # the same verdict on every line, without the cubic backtracking on a long rule of '='.
 _ONE_PATTERN = re.compile(

@@ -12,6 +12,7 @@ summaries, markers) are skipped: the bar never feeds on itself.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import posixpath
 import re
 from typing import Any, Iterable, Mapping, Sequence
@@ -59,9 +60,8 @@ def short_hash(text: str) -> str:
 
 def result_fingerprints(output: str) -> tuple[str, ...]:
     """Hashes of a search output's result lines, for `ToolFinished.result_hashes`."""
-    items = [line.strip() for line in output.splitlines()
-             if line.strip() and not _NOT_A_RESULT.match(line.strip())]
-    return tuple(short_hash(i) for i in dict.fromkeys(items))[:MAX_RESULT_ITEMS]
+    items = dict.fromkeys(s for line in output.splitlines() if (s := line.strip()) and not _NOT_A_RESULT.match(s))
+    return tuple(short_hash(i) for i in itertools.islice(items, MAX_RESULT_ITEMS))
 
 
 def _todos(items: tuple[TodoItem, ...] | None) -> tuple[TodoItem, ...] | None:
@@ -225,7 +225,7 @@ class EventDeriver:
         kind = effective_kind(call) if call else "other"
         ok = not result.is_error
         self._emit(ToolFinished, call_id=result.call_id, name=call.name if call else "unknown", kind=kind,
-                   ok=ok, output_hash=short_hash(result.content) if result.content.strip() else None,
+                   ok=ok, output_hash=short_hash(result.content) if result.content and not result.content.isspace() else None,
                    result_hashes=result_fingerprints(result.content) if kind in SEARCH_KINDS else None)
         if call is None:
             return
