@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from shared import TRANSCRIPTS, needs_shared
 from worksurface.core.config import IngestConfig
 from worksurface.formats import read_transcript
-from worksurface.engine.reduce_output import (collapse_progress, collapse_repeats, elide_log, is_important,
+from worksurface.engine.reduce_output import (_collapse_runs, collapse_progress, collapse_repeats, elide_log, is_important,
                                        is_progress, lost_important_lines, reduce_output, replace_blobs, resolve_redraws,
                                        shorten_json, strip_ansi)
 
@@ -203,7 +203,7 @@ def test_important_lines_of_real_outputs_are_the_one_patterns_verdict() -> None:
 def test_the_whole_text_checks_skip_only_what_the_line_loops_would_keep(lines, min_run) -> None:
     # Without a progress mark anywhere, or without two equal neighbours, the per-line loops change nothing.
     assert collapse_progress(lines) == _collapse_progress_by_lines(lines)
-    assert collapse_repeats(lines, min_run) == _collapse_repeats_by_lines(lines, min_run)
+    assert collapse_repeats(lines, min_run) == _collapse_runs(lines, min_run)
 
 
 def _collapse_progress_by_lines(lines: list[str]) -> list[str]:
@@ -211,20 +211,6 @@ def _collapse_progress_by_lines(lines: list[str]) -> list[str]:
     return [line for i, line in enumerate(lines)
             if not (flags[i] and i + 1 < len(lines) and flags[i + 1] and not is_important(line))]
 
-
-def _collapse_repeats_by_lines(lines: list[str], min_run: int) -> list[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        j = i
-        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
-            j += 1
-        if j - i + 1 >= min_run and lines[i].strip():
-            out += [lines[i], f"[previous line repeated {j - i} more times]"]
-        else:
-            out += lines[i:j + 1]
-        i = j + 1
-    return out
 
 
 # The progress patterns as one regex (`bar.*percent`), which is_progress answers in linear steps:

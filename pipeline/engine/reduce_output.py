@@ -148,7 +148,11 @@ def collapse_progress(lines: list[str]) -> list[str]:
 def collapse_repeats(lines: list[str], min_run: int) -> list[str]:
     """A run of at least `min_run` identical non-blank lines becomes the line and a count."""
     if min_run > 1 and not any(map(operator.eq, lines, lines[1:])):
-        return lines  # no two neighbours alike: no run (a C-speed pass instead of the loop below)
+        return lines  # no two neighbours alike: no run (a C-speed pass instead of the loop)
+    return _collapse_runs(lines, min_run)
+
+
+def _collapse_runs(lines: list[str], min_run: int) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(lines):
