@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 
 from worksurface.cli import app
 from worksurface.core.errors import FormatError
+from worksurface.core.model import Text
 from worksurface.formats import claude_code as cc
 from worksurface.formats import loads, read_transcript
 from worksurface.formats.claude_code_projects import project_dir_name
@@ -209,4 +211,25 @@ def test_record_types_of_newer_claude_code_are_kept_verbatim() -> None:
     text = "\n".join([user("u1", "hi"), *newer, assistant("a1", [{"type": "text", "text": "ok"}])])
     t = cc.read(text, "s.jsonl")
     assert [m.id for m in t.messages] == ["u1", "a1"] and len(t.extras) == 3
-    assert cc.write(t) == "".join(json.dumps(json.loads(x), separators=(",", ":")) + "\n" for x in text.split("\n"))
+    assert cc.write(t) == text + "\n"  # every record unchanged: each line as it was read
+
+
+def test_an_unchanged_record_is_written_as_its_line_and_a_changed_one_encoded_again() -> None:
+    """Spacing, key order and escapes of an untouched line survive byte for byte; an edited message's
+    record is encoded again (compact), and a line too long to hold twice is encoded again too."""
+    from worksurface.formats.claude_code import MAX_VERBATIM_LINE
+
+    spaced = '{"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s1", "message": ' \
+             '{"role": "user", "content": "caf\\u00e9 \\/ ok"}}'
+    long_text = "x" * (MAX_VERBATIM_LINE + 10)
+    text = "\n".join([spaced, assistant("a1", [{"type": "text", "text": "fine"}]), user("u2", long_text)])
+    t = cc.read(text, "s.jsonl")
+    out = cc.write(t).split("\n")
+    assert out[0] == spaced
+    assert out[2] != text.split("\n")[2] and '": ' not in out[2]  # encoded again (compact), not held
+    assert json.loads(out[2]) == json.loads(text.split("\n")[2])
+    edited = [t.messages[0], replace(t.messages[1], blocks=(Text("changed"),)), t.messages[2]]
+    lines_out = cc.write(t, edited).split("\n")
+    assert lines_out[0] == spaced
+    assert json.loads(lines_out[1])["message"]["content"][0]["text"] == "changed"
+    assert '": ' not in lines_out[1]  # encoded again, compact

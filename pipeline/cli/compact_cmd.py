@@ -88,11 +88,11 @@ def compact(
     home: Path | str | None = None  # a session directory, or a database URL (with session_id)
     created = False
     try:
+        settle_input()  # before reading: re-enabled after the read, the collector would scan all it made
         text = read_text(path, "transcript")
         read_hash = content_hash(text)  # what was compacted: a session file must still be this when replaced
         transcript = loads(text, format.value, display_name(path), strict=strict)
         del text  # the transcript holds what it needs of it
-        settle_input()
         if at is not None:
             before = cut_transcript(transcript, cut(transcript.messages, at).before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out

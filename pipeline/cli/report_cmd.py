@@ -69,8 +69,8 @@ def report_command(
         destination = Path(STDOUT) if to_stdout else out or Path.cwd() / f"{path.stem}.report.html"
         if out is None:
             output_file(destination, inputs=inputs)  # refused before any work, as every output path is
+        settle_input()  # before reading: re-enabled after the read, the collector would scan all it made
         transcript = read_transcript(path, format.value, strict=strict)
-        settle_input()
         probe_set = ProbeSet.load(probes) if probes is not None else None
         flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
         data = build_report(transcript, source=path.name, at=at, config=flags.config(transcript), force=force,

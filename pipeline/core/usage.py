@@ -83,11 +83,15 @@ def message_usage(message: Message) -> Usage | None:
     if found is not None:
         return found
     raw = message.meta.get("raw")
+    if raw is None:
+        return None
     for path in RAW_USAGE_PATHS:
         value: Any = raw
         for key in path:
             value = value.get(key) if _is_mapping(value) else None
-        found = parse_usage(value)
+            if value is None:
+                break
+        found = parse_usage(value) if value is not None else None
         if found is not None:
             return found
     return None

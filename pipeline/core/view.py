@@ -354,27 +354,29 @@ class IncrementalRecovery:
         apis = _api_ids(window)
         if not self._open.isdisjoint(results) or not self._api.isdisjoint(apis):
             self._reset(self.start)
-            window = live
+        # What can no longer change is fixed first, so only the part after it is recovered here: each
+        # message is recovered once, not once in the window and again when it is fixed.
+        fixed = self._advance(live)
+        window = live[self._stable:]
         done = clean_recovered(close_interrupted(window))
-        self.recomputed = len(window)
-        out = Recovered(self._out + done.messages, tuple(self._removed) + done.removed, self._gone | done.gone)
-        self._advance(live)
-        return out
+        self.recomputed = fixed + len(window)
+        return Recovered(self._out + done.messages, tuple(self._removed) + done.removed, self._gone | done.gone)
 
-    def _advance(self, live: Sequence[Message]) -> None:
-        """Fix the output up to the start of the last assistant turn, when nothing after it can change it."""
+    def _advance(self, live: Sequence[Message]) -> int:
+        """Fix the output up to the start of the last assistant turn, when nothing after it can change
+        it; returns how many messages that read."""
         stable = turn_start(live, len(live))
         if stable <= self._stable:
-            return
+            return 0
         segment = live[self._stable:stable]
         later = live[stable:]
         calls = {c.id for m in segment for c in m.tool_calls}
         answered = {r.call_id for m in segment for r in m.tool_results}
         apis = _api_ids(segment)
         if not (calls - answered).isdisjoint(r.call_id for m in later for r in m.tool_results):
-            return
+            return 0
         if not apis.isdisjoint(_api_ids(later)):
-            return
+            return 0
         fixed = clean_recovered(close_interrupted(segment))
         self._out += fixed.messages
         self._removed += fixed.removed
@@ -382,3 +384,4 @@ class IncrementalRecovery:
         self._open = (self._open | calls) - answered
         self._api |= apis
         self._stable = stable
+        return len(segment)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Sequence
 
+from ..core.memo import forgotten_with_the_others
 from ..core.model import Message
 from ..core.toolkinds import call_path, tool_kind
 from .calls import CallRecord, is_sibling_error, tool_calls, tool_label
@@ -29,6 +30,9 @@ from .text import one_line, trim
 RESOLUTION_WINDOW = 60
 # Outputs whose classification is remembered: enough for the error window (two per call of it).
 CLASSIFY_CACHE_SIZE = 4 * RESOLUTION_WINDOW
+# Commands' verdicts remembered: a first fold of a long session reads every call twice (its errors,
+# and the approaches they exclude), tens of thousands apart; the cache holds strings the messages hold.
+VERDICT_CACHE_SIZE = 1 << 16
 # An error line longer than this is cut: the cause is at its start.
 MAX_ERROR_LINE = 300
 # Kinds that change nothing, so they cannot be what fixed an error.
@@ -145,7 +149,7 @@ def printed_error(rec: CallRecord) -> bool:
     return _printed_failure(rec.command, rec.output)
 
 
-@lru_cache(maxsize=CLASSIFY_CACHE_SIZE)
+@lru_cache(maxsize=VERDICT_CACHE_SIZE)
 def _printed_failure(command: str, output: str) -> bool:
     programs = [sc.program for sc in simple_commands(command) if sc.program not in ("cd", "export")]
     if not programs or programs[0] in SHOW_ONLY:
@@ -154,6 +158,9 @@ def _printed_failure(command: str, output: str) -> bool:
     if summary is not None:
         return summary.failed > 0
     return bool(PRINTED_ERROR_RE.search(TAG_RE.sub("", output)))
+
+
+forgotten_with_the_others(_printed_failure.cache_clear)  # it holds outputs: freed with the transcript
 
 
 def is_transient(output: str) -> bool:

@@ -33,6 +33,10 @@ class Transcript:
     # The messages as the reader made them from their records: a writer writes the record of a
     # message that is still one of these as it was read, without decoding it again to compare.
     as_read: tuple[Message, ...] = field(default=(), repr=False, compare=False)
+    # The line each record was read from, by id of the record object (held with it, so no other
+    # object takes that id): a writer writes a record it did not change as that line, byte for byte,
+    # instead of encoding it again.
+    lines: dict[int, tuple[Any, str]] = field(default_factory=dict, repr=False, compare=False)
 
 
 class FormatAdapter(Protocol):

@@ -58,6 +58,9 @@ def sniff(text: str, path: str | None) -> bool:
 
 # ------------------------------------------------------------------------------------------ read
 
+# Lines longer than this (a huge tool result) are encoded again when written rather than held twice.
+MAX_VERBATIM_LINE = 1 << 20
+
 
 def read(text: str, path: str | None = None) -> Transcript:
     return read_records(parsed_lines(lines(text)), path)
@@ -78,20 +81,22 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
     last_id: str | None = None
     count = 0
     damaged: list[DamagedLine] = []
-    readable_calls: set[str] = set()
+    readable_calls: set[str] = set()  # tool_use ids of the readable assistant records so far
+    lines: dict[int, tuple[Any, str]] = {}
     for number, line, record in parsed:
         count += 1
         if isinstance(record, DamagedLine):
             damaged.append(record)
             extras.append((last_id, record))  # skipped, and written back as it was
             continue
-        readable_calls |= _tool_use_ids((record,))
         lost = _lost_call(record, readable_calls, damaged) if damaged else None
         if lost is not None:
             # Its call is on a damaged line: shown, it would answer nothing. Kept in the file as read.
             extras.append((last_id, DamagedLine(number, line, f"answers tool call {lost[0]!r}, whose record "
                                                               f"(line {lost[1].line}) is damaged")))
             continue
+        if keep is None and _verbatim(line):
+            lines[id(record)] = (record, line)
         try:
             _check_uuid(record, uuids, number)
             if is_message_record(record):
@@ -110,6 +115,8 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
                                                f"{segment_calls[block.id]}): a call id must be unique")
                         segment_calls[block.id] = number
                         call_ids.add(block.id)
+                        if record["type"] == "assistant":  # where harnesses write calls: what a result may answer
+                            readable_calls.add(block.id)
             elif isinstance(record.get("type"), str):
                 # Not a message: progress, snapshots, queue operations, and the record types every
                 # Claude Code release adds (attachment, cost-state, api-request, ...), kept verbatim.
@@ -138,19 +145,14 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
     # Calls without a result (the user interrupted, the session ended) are kept and flagged.
     marked = mark_unanswered(messages)
     # What `keep` made of a message is not what its record says: only the messages themselves count.
-    return Transcript(marked, NAME, path, extras, {}, queued, as_read=tuple(marked) if keep is None else ())
+    return Transcript(marked, NAME, path, extras, {}, queued, as_read=tuple(marked) if keep is None else (),
+                      lines=lines)
 
 
-def _tool_use_ids(records: Iterable[dict[str, Any]]) -> set[str]:
-    """The tool_use ids of these records (read before the messages, when some lines are damaged)."""
-    ids: set[str] = set()
-    for record in records:
-        body = record.get("message")
-        content = body.get("content") if isinstance(body, dict) else None
-        if record.get("type") == "assistant" and isinstance(content, list):
-            ids.update(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
-                       and isinstance(b.get("id"), str))
-    return ids
+def _verbatim(line: str) -> bool:
+    """Whether a record's line is written back as read when the record is unchanged: a plain object
+    line (nothing around the braces), short enough that holding it beside its record costs little."""
+    return len(line) <= MAX_VERBATIM_LINE and line[:1] == "{" and line[-1:] == "}"
 
 
 def _lost_call(record: dict[str, Any], readable: set[str], damaged: Sequence[DamagedLine]) -> tuple[str, DamagedLine] | None:

@@ -58,7 +58,8 @@ def write_session(transcript: Transcript, messages: Sequence[Message] | None = N
     if session_id is not None:
         records = [{**r, "sessionId": session_id} if isinstance(r, dict) and "sessionId" in r else r
                    for r in records]
-    return "".join(_dump(r) for r in records)
+    lines = transcript.lines
+    return "".join(_dump(r, lines) for r in records)
 
 
 # Each line written: a record, or a damaged line of the source kept as it was read, and its message.
@@ -135,9 +136,12 @@ def _session_of(transcript: Transcript) -> str:
     return transcript.path or ""
 
 
-def _dump(record: dict[str, Any] | DamagedLine) -> str:
+def _dump(record: dict[str, Any] | DamagedLine, lines: dict[int, tuple[Any, str]]) -> str:
     if isinstance(record, DamagedLine):
         return record.text + "\n"  # as read; the newline lets the records after it start a line
+    read = lines.get(id(record))
+    if read is not None and read[0] is record:  # a record the write did not change: its line as read
+        return read[1] + "\n"
     return encode_line(record) + "\n"
 
 

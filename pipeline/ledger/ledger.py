@@ -161,11 +161,11 @@ class Ledger(LedgerStorage):
             self._positions.setdefault(transcript[i].id, i)
         self._fold_extras(extras)
         start = min(self.carry_from, self.folded)
-        self._fold(transcript[start:], start, queued, self.folded)
+        folded = self._fold(transcript[start:], start, queued, self.folded)
         # Every new message is read; of the older ones, only back to the oldest error still open
         # (bounded), so a first fold of a whole transcript misses no error.
         reread_from = max(min(self.errors_from, start), n - MAX_ERROR_WINDOW_MESSAGES)
-        self._fold_errors(transcript, min(start, reread_from), n)
+        self._fold_errors(transcript, min(start, reread_from), n, folded if reread_from >= start else None)
         self.folded, self.last_digest = n, transcript[-1].digest
         self.carry_from = _open_call_start(transcript, start, n)
         self.dirty = True
@@ -222,12 +222,16 @@ class Ledger(LedgerStorage):
         self.extras_seen = len(extras)
         self.dirty = True
 
-    def _fold_errors(self, transcript: Sequence[Message], start: int, end: int) -> None:
+    def _fold_errors(self, transcript: Sequence[Message], start: int, end: int,
+                     window: tuple[list[int], list[Message]] | None = None) -> None:
         """Errors and their resolutions over the window from the oldest unresolved error: a fix or a
-        retry that comes many calls later resolves it exactly as a one-shot reading would."""
-        window = [(i, m) for i, m in enumerate(transcript[start:end], start) if m.origin is Origin.CONVERSATION]
-        index = [i for i, _ in window]
-        messages = [m for _, m in window]
+        retry that comes many calls later resolves it exactly as a one-shot reading would. `window`:
+        the fold's conversation messages and their indices, when the window is the fold's (its calls
+        are then read once)."""
+        if window is None:
+            kept = [(i, m) for i, m in enumerate(transcript[start:end], start) if m.origin is Origin.CONVERSATION]
+            window = [i for i, _ in kept], [m for _, m in kept]
+        index, messages = window
         called_at = {rec.call.id: index[rec.index] for rec in facts.tool_calls(messages)}
         errors = self._records.kind("errors")
         for e in self._error_reader.read(messages):
@@ -241,14 +245,16 @@ class Ledger(LedgerStorage):
         self.errors_from = min(unresolved, default=end)
 
     def _fold(self, window: Sequence[Message], base: int, queued: Sequence[tuple[str | None, str]],
-              new_from: int) -> None:
+              new_from: int) -> tuple[list[int], list[Message]]:
+        """Merge the records of `window` (from transcript index `base`); returns its conversation
+        messages and their indices."""
         r = self._records
         self._fold_summaries(window, base)
         keep = [(base + i, m) for i, m in enumerate(window) if m.origin is Origin.CONVERSATION]
-        if not keep:
-            return
         index = [g for g, _ in keep]
         messages = [m for _, m in keep]
+        if not keep:
+            return index, messages
 
         def at(i: int) -> int:
             return index[i] if 0 <= i < len(index) else i
@@ -275,6 +281,7 @@ class Ledger(LedgerStorage):
         self._count(messages, index, new_from)
         self._fold_singletons(messages, index, progress)
         self._merge_identifiers(facts.identifiers(messages, runs=[f.test for f in progress if f.test is not None]))
+        return index, messages
 
     def _fold_summaries(self, window: Sequence[Message], base: int) -> None:
         """Earlier summaries the window holds: worksurface's own standing for history this transcript

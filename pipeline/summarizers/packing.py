@@ -153,6 +153,8 @@ class _Packer:
         self.said = ""
         self.redundant: set[int] = set()
         self.allow_filler = False
+        # Each section's items in rank order and where its next round starts (see `offer`).
+        self.ranked: dict[int, tuple[list[Item], int]] = {}
 
     def cost(self, section: Section, item: Item) -> int:
         n = self.counter.text(item.text) + ITEM_OVERHEAD
@@ -208,6 +210,7 @@ class _Packer:
                 cut = shrink(item, room - overhead - 2)
                 if cut is not None:
                     section.items[section.items.index(item)] = cut
+                    self.ranked.pop(id(section), None)
                     self.take(section, cut, self.cost(section, cut))
                     continue
             if cost <= min(limit, section.cap if section.cap is not None else limit, self.budget):
@@ -218,8 +221,15 @@ class _Packer:
         stay within `step` tokens, each only whole and only if it fits what is left. False once the
         section has nothing left that fits (the final pass may still cut an item to fit)."""
         took = 0
-        for item in sorted(section.items, key=lambda it: it.rank):
-            if item in self.chosen[id(section)] or self.repeats(section, item):
+        ranked, start = self.ranked.get(id(section)) or (sorted(section.items, key=lambda it: it.rank), 0)
+        chosen = self.chosen[id(section)]
+        # The items before the first one neither chosen nor a repeat stay so (chosen items and what
+        # they say only grow while the rounds run): each round starts after them, not at the top.
+        while start < len(ranked) and (ranked[start] in chosen or self.repeats(section, ranked[start])):
+            start += 1
+        self.ranked[id(section)] = (ranked, start)
+        for item in ranked[start:]:
+            if item in chosen or self.repeats(section, item):
                 continue
             if item.filler and not self.allow_filler:
                 return False
