@@ -46,6 +46,13 @@ SHOWN_PROBE_CHARS = 300
 
 def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
     before = ctx.counter.messages(view)
+    # A compaction never leaves the view larger than a share of what it was before it; the room is
+    # at most that, the budget and the configured share (what the summary replaced cuts it further).
+    pre = next((int(m.meta.get("pre_tokens", 0)) for m in view if m.origin is Origin.BOUNDARY), 0)
+    ceiling = int(pre * MAX_SHARE_OF_PRE) - before if pre else budget
+    frame = ctx.counter.text(f"{HEADER}\n{FOOTER}") + 8
+    if min(budget, config.results_tokens, ceiling) - frame < MIN_BUDGET:  # the room below can only be smaller
+        return Reinjection([], report(NAME, before, 0, [], [], [], f"no room left in the post-compact target ({budget} tokens)"))
     summarized, tail = summarized_span(ctx, view)
     # Results the summary replaced, and results of the kept tail an earlier stage cleared (the tail
     # shows their marker; the transcript still has their content).
@@ -57,11 +64,8 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     # compacted by hand does not grow back to its old size).
     replaced = ctx.counter.messages(summarized) + sum(ctx.counter.text(rec.full_output) for rec in candidates
                                                       if rec.call.id in cleared)
-    # ... and never leaves the view larger than a share of what it was before the compaction.
-    pre = next((int(m.meta.get("pre_tokens", 0)) for m in view if m.origin is Origin.BOUNDARY), 0)
-    ceiling = int(pre * MAX_SHARE_OF_PRE) - before if pre else budget
     limit = min(budget, config.results_tokens, int(replaced * SHARE_OF_SUMMARIZED), ceiling)
-    room = limit - ctx.counter.text(f"{HEADER}\n{FOOTER}") - 8
+    room = limit - frame
     if room < MIN_BUDGET:
         return Reinjection([], report(NAME, before, 0, [], [], [], f"no room left in the post-compact target ({budget} tokens)"))
     shown = shown_text(view)

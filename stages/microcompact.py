@@ -18,7 +18,7 @@ from typing import Sequence
 
 from worksurface.core.config import MicrocompactConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
-from worksurface.core.model import Message, Origin, ToolCall, ToolResult, begins_with
+from worksurface.core.model import Message, Origin, ToolCall, ToolResult, begins_with, shared_length
 from worksurface.core.tokens import TokenCounter
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
@@ -96,24 +96,40 @@ class _Tail:
     config: MicrocompactConfig
     prefix: list[Message] = field(default_factory=list)
     results: list[tuple[int, Message, ToolCall, ToolResult, int]] = field(default_factory=list)
-    calls: dict[str, ToolCall] = field(default_factory=dict)
+    calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # id -> (view index, call)
+    cleared_at: int = -1   # the message whose cleared result last emptied `results`
+    reused_id: bool = False  # a call id seen twice: the calls cannot be taken back to a point
 
     def read(self, view: Sequence[Message], counter: TokenCounter) -> None:
+        calls = self.calls
         for i in range(len(self.prefix), len(view)):
             m = view[i]
-            self.calls.update((c.id, c) for c in m.tool_calls)
+            for c in m.tool_calls:
+                self.reused_id |= c.id in calls
+                calls[c.id] = (i, c)
             if not m.tool_results:
                 continue
             # Parallel results share a message: one of them cleared, the others may have been kept.
             if any(edited_stage(m, r.call_id) == NAME for r in m.tool_results):
                 self.results.clear()
+                self.cleared_at = i
             if m.origin is not Origin.CONVERSATION:
                 continue
             for r in m.tool_results:
-                call = self.calls.get(r.call_id)
-                if call is not None and edited_stage(m, r.call_id) is None and _compactable(call, self.config):
-                    self.results.append((i, m, call, r, counter.block(r)))
+                found = calls.get(r.call_id)
+                if found is not None and edited_stage(m, r.call_id) is None and _compactable(found[1], self.config):
+                    self.results.append((i, m, found[1], r, counter.block(r)))
         self.prefix = list(view)
+
+    def rewind(self, n: int) -> bool:
+        """Forget what was read from view index `n` on, as if only `prefix[:n]` had been read (after an
+        edit there, a call reads from `n`, not from the start); False when that cannot be undone."""
+        if self.cleared_at >= n or self.reused_id:
+            return False
+        del self.prefix[n:]
+        self.results = [entry for entry in self.results if entry[0] < n]
+        self.calls = {cid: at for cid, at in self.calls.items() if at[0] < n}
+        return True
 
 
 class MicrocompactMemory:
@@ -130,7 +146,9 @@ def _tail(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext
     """The walk over `view`, continued from the previous call's when the view still starts with it."""
     memory = ctx.inputs.get(MicrocompactMemory)
     tail = memory.tail if memory is not None else None
-    if not isinstance(tail, _Tail) or tail.config is not config or not begins_with(view, tail.prefix):
+    if not isinstance(tail, _Tail) or tail.config is not config:
+        tail = _Tail(config)
+    elif not begins_with(view, tail.prefix) and not tail.rewind(shared_length(view, tail.prefix)):
         tail = _Tail(config)
     tail.read(view, ctx.counter)
     if memory is not None:

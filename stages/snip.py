@@ -18,7 +18,7 @@ from rapidfuzz import fuzz
 
 from worksurface.core.config import SnipConfig
 from worksurface.core.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
-from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, begins_with
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, begins_with, shared_length
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.tokens import TokenCounter
@@ -139,6 +139,37 @@ class _Index:
     member_of: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     reads: dict[str, tuple[str, int]] = field(default_factory=dict)  # superseded reads
     copies: dict[str, tuple[str, int]] = field(default_factory=dict)  # exact and near duplicates
+    call_at: dict[str, int] = field(default_factory=dict)  # call id -> view index of its message
+    status_at: list[int] = field(default_factory=list)  # view index of each status message
+    reused_id: bool = False  # a call or result id seen twice: the reading cannot be taken back to a point
+
+    def rewind(self, n: int, config: SnipConfig) -> bool:
+        """Forget what was read from view index `n` on, as if only `prefix[:n]` had been read (after an
+        edit there, a call reads from `n`, not from the start): the results from there leave their
+        groups, and the results left in those groups are decided again. False when that cannot be
+        undone."""
+        if self.reused_id:
+            return False
+        gone = [c for c, (i, _) in self.results.items() if i >= n]
+        touched: set[tuple[str, ...]] = set()
+        for call_id in gone:
+            del self.results[call_id], self.ordinal[call_id]
+            self.reads.pop(call_id, None)
+            self.copies.pop(call_id, None)
+            for key in self.member_of.pop(call_id, ()):
+                self.groups[key].remove(call_id)
+                touched.add(key)
+        left = [c for key in touched for c in self.groups[key]]
+        for key in touched:
+            if not self.groups[key]:
+                del self.groups[key]
+        for call_id in [c for c, i in self.call_at.items() if i >= n]:
+            del self.calls[call_id], self.call_at[call_id]
+        keep = sum(1 for i in self.status_at if i < n)
+        del self.status[keep:], self.status_at[keep:]
+        del self.prefix[n:]
+        _redecide(self, left, config)
+        return True
 
 
 def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageContext) -> _Reading | None:
@@ -149,15 +180,21 @@ def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageC
         return None
     frontier = next((i + 1 for i in range(len(view) - 1, -1, -1) if view[i].role == "assistant"), 0)
     index = memory.index
-    if (not isinstance(index, _Index) or index.config is not config or len(index.prefix) > frontier
-            or not begins_with(view, index.prefix)):
+    if not isinstance(index, _Index) or index.config is not config:
         index = _Index(config)
+    elif len(index.prefix) > frontier or not begins_with(view, index.prefix):
+        if not index.rewind(min(frontier, shared_length(view, index.prefix)), config):
+            index = _Index(config)
     new: list[str] = []
     for i in range(len(index.prefix), frontier):
         m = view[i]
-        index.calls.update((c.id, c) for c in m.tool_calls)
+        for c in m.tool_calls:
+            index.reused_id |= c.id in index.calls
+            index.calls[c.id] = c
+            index.call_at[c.id] = i
         if m.origin is Origin.STATUS:
             index.status.append(m)
+            index.status_at.append(i)
         if m.origin is not Origin.CONVERSATION or not m.tool_results:
             continue
         if m.id in ctx.protected:
@@ -165,6 +202,7 @@ def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageC
             return None
         for r in m.tool_results:
             if edited_stage(m, r.call_id) is None and not r.is_error:
+                index.reused_id |= r.call_id in index.results
                 index.results[r.call_id] = (i, r)
                 index.ordinal[r.call_id] = len(index.ordinal)
                 new.append(r.call_id)

@@ -4,6 +4,7 @@ exact and near duplicates, status messages, rewinds and compactions."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,50 @@ def test_real_transcripts_decide_like_the_whole_view(path: Path, checked: list[b
         pytest.skip(f"{path} is not available")
     _replay(read_transcript(path).messages, window=40_000)
     assert sum(checked) > 5
+
+
+@pytest.mark.parametrize("path", [REPO / "fixtures" / "long.jsonl",
+                                  TRANSCRIPTS / "field" / "EntityProcess-agentv" / "0b" / "9f2ac6f3aa" / "3" / "full.jsonl"],
+                         ids=lambda p: p.parent.name if p.name == "full.jsonl" else p.name)
+def test_after_an_edit_the_index_goes_on_from_the_changed_message(path: Path, checked: list[bool],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Default settings: other stages' edits change the view several times in each session; the index
+    is taken back to where the view changed, and still decides like the whole view."""
+    if not path.is_file():
+        pytest.skip(f"{path} is not available")
+    rewound: list[bool] = []
+    rewind = snip._Index.rewind
+
+    def recorded(self: Any, n: int, config: Any) -> bool:
+        rewound.append(rewind(self, n, config))
+        return rewound[-1]
+
+    monkeypatch.setattr(snip._Index, "rewind", recorded)
+    _replay(read_transcript(path).messages)
+    assert sum(checked) > 50 and sum(rewound) >= 3
+
+
+def test_a_result_gone_after_the_rewind_point_no_longer_supersedes_an_earlier_one() -> None:
+    """The later of two full reads of a file supersedes the earlier; once the later one's message
+    changes so that it is no result to decide (here: it failed), the earlier read is decided again."""
+    from types import SimpleNamespace
+
+    from worksurface.core.config import Config
+    from worksurface.core.model import ToolResult
+
+    c = Convo().system("s").user("go")
+    c.tool("Read", {"file_path": "/r/a.py"}, words(900, seed=1))
+    c.say("read it")
+    c.tool("Read", {"file_path": "/r/a.py"}, words(900, seed=2))
+    c.say("again")
+    first = c.messages
+    config = Config().snip
+    memory = snip.SnipMemory()
+    ctx = SimpleNamespace(inputs={snip.SnipMemory: memory}, protected=frozenset())
+    found = snip._read_incrementally(first, config, ctx)  # type: ignore[arg-type]
+    assert found is not None and found[1]  # the earlier read is superseded
+    failed = replace(first[6], blocks=(ToolResult(first[6].tool_results[0].call_id, "no such file", True),))
+    second = first[:6] + [failed] + first[7:]
+    again = snip._read_incrementally(second, config, ctx)  # type: ignore[arg-type]
+    whole = snip._read_whole_view(second, config, ctx)  # type: ignore[arg-type]
+    assert again is not None and list(again[1].items()) == list(whole[1].items()) == []

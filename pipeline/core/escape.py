@@ -101,12 +101,20 @@ def _patterns(tags: tuple[str, ...]) -> _Patterns:
                      re.compile(r"\s*/?\s*(?:%s)(?![\w-])" % names))
 
 
+@lru_cache(maxsize=16)
+def _folded_headings(headings: tuple[str, ...]) -> frozenset[str]:
+    """The headings as `escape_headings` compares them (a document has a few fixed sets)."""
+    return frozenset(" ".join(fold(h).split()) for h in headings if h.strip())
+
+
 def escape_headings(text: str, headings: Iterable[str]) -> str:
     """`text` with every line that a reader would take for one of `headings` (a markdown heading,
     any level, in any spelling `fold` unifies) started with a backslash, so quoted text cannot open
     a section of the document that quotes it."""
-    wanted = {" ".join(fold(h).split()) for h in headings if h.strip()}
-    if not wanted or "#" not in text and "\uff03" not in text and "\ufe5f" not in text:
+    if "#" not in text and "\uff03" not in text and "\ufe5f" not in text:
+        return text  # no line can be a heading: most quoted texts, found at C speed
+    wanted = _folded_headings(tuple(headings))
+    if not wanted:
         return text
     lines = text.split("\n")
     for n, line in enumerate(lines):

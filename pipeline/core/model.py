@@ -231,6 +231,16 @@ def result_index(messages: Sequence[Message]) -> dict[str, int]:
     return {r.call_id: i for i, m in enumerate(messages) for r in m.tool_results}
 
 
+def shared_length(messages: Sequence[Message], prefix: Sequence[Message]) -> int:
+    """How many leading message objects `messages` shares with `prefix` (identity): where a view a
+    stage read before was first changed (by an edit that fired, a rewind), so its reading can go on
+    from there instead of from the start."""
+    n = min(len(messages), len(prefix))
+    if all(map(operator.is_, prefix[:n], messages[:n])):
+        return n
+    return next(i for i, (a, b) in enumerate(zip(prefix, messages)) if a is not b)
+
+
 def begins_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
     """`messages` starts with the very message objects of `prefix`: a view that only grew since
     `prefix` was read (an identity check per message at C speed, no digest)."""

@@ -19,14 +19,16 @@ def meta_field(message: Message, *keys: str) -> Any:
     """The first of `keys` found in the message's meta or in its kept source record."""
     meta = message.meta
     for key in keys:
-        if meta.get(key) not in (None, ""):
-            return meta[key]
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, str) and not value):
+            return value
     for rk in RECORD_KEYS:
         record = meta.get(rk)
         if isinstance(record, dict):
             for key in keys:
-                if record.get(key) not in (None, ""):
-                    return record[key]
+                value = record.get(key)
+                if value is not None and not (isinstance(value, str) and not value):
+                    return value
     return None
 
 

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from ..core.edits import Edit, Insert, ReplaceMessages
 from ..core.errors import WorksurfaceError
-from ..core.model import Message, Origin, begins_with, orphans
+from ..core.model import Message, Origin, begins_with, orphans, shared_length
 from ..core.view import check_no_duplicates, check_pairing
 from .statusbar import STAGE as STATUS_STAGE
 
@@ -45,8 +45,13 @@ class OutputChecks:
 
     def _ids_unique(self, view: list[Message]) -> bool:
         known = self._ids
-        if known is not None and begins_with(view, known[0]):
-            ids, new = known[1], view[len(known[0]):]
+        if known is not None:
+            # The view checked before had each id once: without the ids of its messages from where this
+            # view first differs (the status bar's own message, mostly), the set holds those before it.
+            checked, ids = known
+            n = shared_length(view, checked)
+            ids.difference_update(m.id for m in checked[n:])
+            new = view[n:]
         else:
             ids, new = set(), view
         for m in new:
