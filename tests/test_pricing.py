@@ -281,3 +281,44 @@ def test_input_cost_prices_totals_by_the_model_provider():
     assert preset_for_model("models/gemini-2.5-pro") is PRESETS["gemini"]
     assert preset_for_model("deepseek-chat") is PRESETS["deepseek"]
     assert preset_for_model(None) is PRESETS["anthropic"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["extend", "edit", "rewind", "again"]), st.integers(0, 400)),
+                min_size=1, max_size=14))
+def test_the_cache_bills_the_longest_prefix_any_cached_view_shares(steps: list[tuple[str, int]]) -> None:
+    """However views extend, edit, rewind or repeat one another, and entries expire, each call is billed
+    the longest prefix it shares with a view still in cache: what comparing every cached view gives
+    (the cache checks one and lets it vouch for those it extends)."""
+    from worksurface.engine.pricing import MAX_CACHE_ENTRIES, PRESETS
+
+    counter = TokenCounter()
+    prices = PRESETS["anthropic"]
+    pool = [Message(f"p{i}", "user" if i % 2 else "assistant", (Text(words(120, seed=i)),)) for i in range(60)]
+    view: list[Message] = pool[:6]
+    calls, at, fresh = [], 0.0, 0
+    for kind, gap in steps:
+        if kind == "extend":
+            view = view + pool[len(view) % 60: len(view) % 60 + 3]
+        elif kind == "edit" and len(view) > 2:
+            fresh += 1
+            view = view[:1] + [Message(f"e{fresh}", "user", (Text(words(100, seed=900 + fresh)),))] + view[2:]
+        elif kind == "rewind":
+            view = view[:max(1, len(view) // 2)]
+        at += gap * 2.0  # gaps up to 800 s: some calls find the cache expired
+        calls.append(SentCall(list(view), at))
+    billed = bill(calls, prices, counter)
+    cached_views: list[tuple[list[Message], float]] = []
+    for call, got in zip(calls, billed):
+        live = [(v, used) for v, used in cached_views if call.at - used <= prices.cache_ttl_seconds]
+        best, hit = 0, None
+        for n, (v, _) in enumerate(live):
+            common = common_prefix_tokens(v, call.messages, counter)
+            if common > best:
+                best, hit = common, n
+        if best < prices.min_cache_tokens:
+            best, hit = 0, None
+        assert got.cached == best
+        if hit is not None:
+            live[hit] = (live[hit][0], call.at)
+        cached_views = (live + [(list(call.messages), call.at)])[-MAX_CACHE_ENTRIES:]

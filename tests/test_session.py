@@ -164,3 +164,20 @@ def test_the_check_after_status_only_edits_still_catches_a_duplicate_id():
     again = Message("m1", "user", (Text("hi again"),))
     with pytest.raises(InvariantError, match="appears twice"):
         OutputChecks().check([m], [m, again, status], [edit], False)  # a fresh check reads the whole view
+
+
+def test_a_harness_appending_to_the_view_it_got_does_not_change_the_next_view():
+    """The view `prepare` returns is the caller's list: appending the model's reply to it and sending
+    the transcript with that reply gives the reply once, as a fresh session would show it."""
+    c = Convo().system("s").user("hello")
+    c.say("hi")
+    c.user("do it")
+    reply = Message("x1", "assistant", (Text("on it"),))
+    with Session.open(None) as session:
+        got = session.prepare(c.messages).messages
+        got.append(reply)
+        after = [m.id for m in session.prepare(c.messages + [reply]).messages]
+    with Session.open(None) as fresh:
+        fresh.prepare(c.messages)
+        expected = [m.id for m in fresh.prepare(c.messages + [reply]).messages]
+    assert after == expected and after.count("x1") == 1

@@ -214,10 +214,14 @@ class _Entry:
     # (a view this entry was compared with, the tokens they share) when the match ended at a differing
     # message: every later view that extends it shares as much, so it is not compared again.
     compared: tuple[list[Message], int] | None = None
+    # The cached entry whose view this one's began with when it was sent (None: none, or it left the
+    # cache): a view that begins with this one's begins with that one's too, unchecked.
+    base: "_Entry | None" = None
 
-    def common_tokens(self, view: Sequence[Message], counter: TokenCounter) -> int:
-        """Tokens at the start of `view` equal to this entry's view."""
-        if begins_with(view, self.view):
+    def common_tokens(self, view: Sequence[Message], counter: TokenCounter, extends: bool | None = None) -> int:
+        """Tokens at the start of `view` equal to this entry's view (`extends`: whether `view` begins
+        with it, when the caller knows)."""
+        if extends if extends is not None else begins_with(view, self.view):
             return self.tokens  # the same messages, extended: C-speed check, no recount
         known = self.compared
         if known is not None and begins_with(view, known[0]):
@@ -248,9 +252,23 @@ class PromptCache:
         live = [e for e in self._entries if not self._expired(e, at)]
         cold = bool(self._entries) and not live
         tokens = self.counter.messages(view) if tokens is None else tokens
+        # Newest first, so that a view extending a newer entry vouches for the entries it extends
+        # (one identity check per call instead of one per cached view).
+        commons: dict[int, int] = {}
+        vouched: set[int] = set()
+        extended: _Entry | None = None
+        for entry in reversed(live):
+            extends = id(entry) in vouched or begins_with(view, entry.view)
+            commons[id(entry)] = entry.common_tokens(view, self.counter, extends)
+            if extends:
+                extended = extended or entry
+                base = entry.base
+                while base is not None:
+                    vouched.add(id(base))
+                    base = base.base
         cached, hit = 0, None
         for entry in live:
-            common = entry.common_tokens(view, self.counter)
+            common = commons[id(entry)]
             if common > cached:
                 cached, hit = common, entry
         if cached < self.prices.min_cache_tokens:
@@ -261,7 +279,12 @@ class PromptCache:
         self.total += cost
         if hit is not None:
             hit.last_used = at
-        self._entries = (live + [_Entry(list(view), at, tokens)])[-MAX_CACHE_ENTRIES:]
+        entries = (live + [_Entry(list(view), at, tokens, base=extended)])[-MAX_CACHE_ENTRIES:]
+        kept = {id(e) for e in entries}
+        for e in entries:  # an entry that left the cache vouches for nothing (and is freed)
+            if e.base is not None and id(e.base) not in kept:
+                e.base = None
+        self._entries = entries
         self._last_at = at
         billed = BilledCall(self.calls, tokens, cached, written, uncached, cold, cost, self.total)
         self.calls += 1

@@ -307,7 +307,9 @@ class Session:
             size = measured_size(report.tokens_after, bool(report.boundary), ctx, counted)
             over = overflowed(report, size, self.config)
             self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, over, size)
-            prepared = Prepared(out_view, report, list(final["cache_edits"]))
+            # The caller's own list: a harness that appends to the view it got must not change the one
+            # the session goes on from (the next call would show the appended messages twice).
+            prepared = Prepared(list(out_view), report, list(final["cache_edits"]))
             if over:
                 raise ContextOverflowError("compaction could not bring the view under the threshold",
                                            tokens=size, threshold=self.config.threshold, prepared=prepared)
@@ -459,12 +461,17 @@ class Session:
         return self._graph.run(start, ctx)
 
     def _known_tokens(self, view: list[Message]) -> int:
-        """Tokens of a view: from the running total when it starts with the view this call counted
-        (the same message objects: nothing fired, or only messages were added at its end)."""
+        """Tokens of a view: from the running total when it starts with the view counted last in this
+        call (the same message objects: nothing fired, or only messages were added at its end). The
+        view becomes the one counted last: the graph's output, the view sent with its status and the
+        view committed are mostly one another's extensions, each checked once."""
         base, tokens = self._counted
         if begins_with(view, base):
-            return tokens + self.counter.messages(view[len(base):])
-        return self.counter.messages(view)
+            tokens += self.counter.messages(view[len(base):])
+        else:
+            tokens = self.counter.messages(view)
+        self._counted = (view, tokens)
+        return tokens
 
     def _commit(self, live: list[Message], keep: int, new_edits: list[Edit], view: list[Message],
                 now: float, report: PrepareReport, status: PublisherState,
