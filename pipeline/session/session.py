@@ -98,7 +98,7 @@ class Session:
         # the log's first i messages; _view_tokens is (the cached view object, its tokens).
         self._log_tokens: list[int] = list(itertools.accumulate(map(self.counter.message, self._log), initial=0))
         self._view_tokens: tuple[list[Message], int] | None = None
-        self._counted: tuple[list[Message], int] = ([], 0)  # the view this call counted, and its tokens
+        self._counted: tuple[list[Message], int] = ([], 0)  # the view counted last in this call, and its tokens
         self._checks = OutputChecks()  # the output views' invariants and digest
         self._edits: list[Edit] = store.edits()
         self._recovery = IncrementalRecovery()
