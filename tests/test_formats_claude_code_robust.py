@@ -217,7 +217,7 @@ def test_record_types_of_newer_claude_code_are_kept_verbatim() -> None:
 def test_an_unchanged_record_is_written_as_its_line_and_a_changed_one_encoded_again() -> None:
     """Spacing, key order and escapes of an untouched line survive byte for byte; an edited message's
     record is encoded again (compact), and a line too long to hold twice is encoded again too."""
-    from worksurface.formats.claude_code import MAX_VERBATIM_LINE
+    from worksurface.formats.base import MAX_VERBATIM_LINE
 
     spaced = '{"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s1", "message": ' \
              '{"role": "user", "content": "caf\\u00e9 \\/ ok"}}'

@@ -320,3 +320,20 @@ def test_unchanged_messages_keep_their_raw_payload_under_replace() -> None:
     text, t = load(SESSION)
     touched = [replace(m, meta={**m.meta, "note": 1}) for m in t.messages]
     assert dumps(t, touched) == text
+
+
+def test_an_unchanged_record_is_written_as_its_line_and_an_edited_one_encoded_again() -> None:
+    """Spacing, key order and escapes of an untouched line survive byte for byte; the record of an
+    edited message is encoded again."""
+    spaced = json.dumps({"timestamp": "2026-01-01T00:00:01.000Z", "type": "response_item",
+                         "payload": {"type": "message", "role": "user",
+                                     "content": [{"type": "input_text", "text": "caf\u00e9 first"}]}})
+    answer = line("response_item", {"type": "message", "role": "assistant",
+                                    "content": [{"type": "output_text", "text": "fine"}]})
+    text = "\n".join([META, spaced, answer]) + "\n"
+    t = loads(text, "codex", "r.jsonl")
+    assert dumps(t) == text
+    edited = [t.messages[0], replace(t.messages[1], blocks=(Text("changed"),))]
+    out = codex.write(t, edited).split("\n")
+    assert out[1] == spaced  # "\u00e9" escaped and ", " spacing as read
+    assert json.loads(out[2])["payload"]["content"][0]["text"] == "changed" and '": ' not in out[2]

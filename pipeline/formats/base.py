@@ -39,6 +39,23 @@ class Transcript:
     lines: dict[int, tuple[Any, str]] = field(default_factory=dict, repr=False, compare=False)
 
 
+# Lines longer than this (a huge tool result) are encoded again when written rather than held twice.
+MAX_VERBATIM_LINE = 1 << 20
+
+
+def keeps_line(line: str) -> bool:
+    """Whether a reader keeps a record's line (`Transcript.lines`), to write it back as read while the
+    record is unchanged: a plain object line (nothing around the braces), short enough that holding
+    it beside its record costs little."""
+    return len(line) <= MAX_VERBATIM_LINE and line[:1] == "{" and line[-1:] == "}"
+
+
+def line_of(lines: dict[int, tuple[Any, str]], record: Any) -> str | None:
+    """The line `record` was read from, when it is that very record (unchanged); else None."""
+    read = lines.get(id(record))
+    return read[1] if read is not None and read[0] is record else None
+
+
 class FormatAdapter(Protocol):
     NAME: str
     WRITABLE: bool

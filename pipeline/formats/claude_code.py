@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 from ..core.clearing import CLEARED_TEXT, HARNESS_CLEARING, clearing_of
 from ..core.errors import FormatError
 from ..core.model import Message, ToolCall, ToolResult
-from .base import Keep, Transcript
+from .base import Keep, Transcript, keeps_line
 from .claude_code_blocks import BlockError
 from .claude_code_records import (BOUNDARY_SUBTYPE, CLEARED_RESULT, CLEARING_SUBTYPE, ID_FIELD, META_FIELD,
                                   NAME, QUEUE_ENQUEUE, RECORD_TYPES, SAVED_META, SNIFF_KEYS, UUID_NAMESPACE,
@@ -57,9 +57,6 @@ def sniff(text: str, path: str | None) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ read
-
-# Lines longer than this (a huge tool result) are encoded again when written rather than held twice.
-MAX_VERBATIM_LINE = 1 << 20
 
 
 def read(text: str, path: str | None = None) -> Transcript:
@@ -95,7 +92,7 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             extras.append((last_id, DamagedLine(number, line, f"answers tool call {lost[0]!r}, whose record "
                                                               f"(line {lost[1].line}) is damaged")))
             continue
-        if keep is None and _verbatim(line):
+        if keep is None and keeps_line(line):
             lines[id(record)] = (record, line)
         try:
             _check_uuid(record, uuids, number)
@@ -147,12 +144,6 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
     # What `keep` made of a message is not what its record says: only the messages themselves count.
     return Transcript(marked, NAME, path, extras, {}, queued, as_read=tuple(marked) if keep is None else (),
                       lines=lines)
-
-
-def _verbatim(line: str) -> bool:
-    """Whether a record's line is written back as read when the record is unchanged: a plain object
-    line (nothing around the braces), short enough that holding it beside its record costs little."""
-    return len(line) <= MAX_VERBATIM_LINE and line[:1] == "{" and line[-1:] == "}"
 
 
 def _lost_call(record: dict[str, Any], readable: set[str], damaged: Sequence[DamagedLine]) -> tuple[str, DamagedLine] | None:

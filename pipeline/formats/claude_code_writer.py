@@ -17,7 +17,7 @@ from ..core.jsontext import encode_line
 from ..core.model import Block, Message, Origin, Text, ToolResult
 from ..core.tokens import TokenCounter
 from ..core.view import live_slice
-from .base import Transcript
+from .base import Transcript, line_of
 from .claude_code_blocks import encode_content
 from .claude_code_records import (API_ID_PREFIX, BOUNDARY_SUBTYPE, CONTEXT_KEYS, DEFAULT_PRE_TOKENS, DEFAULT_TRIGGER,
                                   ID_FIELD, INJECTED, META_FIELD, ORIGIN_FIELD, ROLE_FIELD, SAVED_META, TRIGGERS,
@@ -139,10 +139,8 @@ def _session_of(transcript: Transcript) -> str:
 def _dump(record: dict[str, Any] | DamagedLine, lines: dict[int, tuple[Any, str]]) -> str:
     if isinstance(record, DamagedLine):
         return record.text + "\n"  # as read; the newline lets the records after it start a line
-    read = lines.get(id(record))
-    if read is not None and read[0] is record:  # a record the write did not change: its line as read
-        return read[1] + "\n"
-    return encode_line(record) + "\n"
+    line = line_of(lines, record)  # a record the write did not change: its line as read
+    return (line if line is not None else encode_line(record)) + "\n"
 
 
 def _own_raw(message: Message) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from ...core import strictjson
 from ...core.errors import FormatError
 from ...core.model import ROLES, Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult, canonical_json
 from ...core.view import STANDING
-from ..base import Keep, Transcript
+from ..base import Keep, Transcript, keeps_line
 from ..damaged import DamagedLine, ParsedLine, first_record, lines, orphaned_by, parsed_lines
 from ..validate import mark_unanswered
 
@@ -416,11 +416,14 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
     reader = _Reader(path, keep=keep)
     damaged: list[DamagedLine] = []
     readable_calls: set[str] = set()
+    kept_lines: dict[int, tuple[Any, str]] = {}
     for number, line, record in parsed:
         if isinstance(record, DamagedLine):
             damaged.append(record)
             reader.extras.append((reader.last_id, record))  # skipped, and written back as it was
             continue
+        if keep is None and keeps_line(line):
+            kept_lines[id(record)] = (record, line)
         call = _call_id_of(record, CALL_TYPES)
         if call:
             readable_calls.add(call)
@@ -443,7 +446,7 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             raise FormatError(f"tool output for call id {call_id!r}, which never appears in the file",
                               path=path, line=number, record=mid)
     messages = group_responses(reader.messages, reader.measured)
-    return Transcript(mark_unanswered(messages), NAME, path, reader.extras, reader.meta)
+    return Transcript(mark_unanswered(messages), NAME, path, reader.extras, reader.meta, lines=kept_lines)
 
 
 def group_responses(messages: Sequence[Message], ends: set[int] | frozenset[int] = frozenset()) -> list[Message]:

@@ -11,7 +11,7 @@ from ...core.jsontext import encode_line
 from ...core.model import Block, Image, Message, Opaque, Origin, Text, Thinking, ToolCall, ToolResult
 from ...core.tokens import TokenCounter
 from ...core.calibration import Calibration, calibrate
-from ..base import Transcript
+from ..base import Transcript, line_of
 from ..damaged import DamagedLine
 from .reader import (BOUNDARY_FIGURES, CALL_TYPES, LOCAL_SHELL, MADE_BY_WORKSURFACE, MARK, NEW_ORDINAL, OUTPUT_TYPES,
                      _RecordError, _natural_id, item_parts)
@@ -31,7 +31,7 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
     for anchor, record in transcript.extras:
         if new is None or not _is_token_count(record):
             anchored[anchor].append(record)
-    writer = _Writer(_uses_ordinals(transcript))
+    writer = _Writer(_uses_ordinals(transcript), transcript.lines)
     for record in anchored.pop(None, []):
         writer.emit(record)
     i = 0
@@ -122,6 +122,7 @@ def _view_usage(transcript: Transcript, sent: Sequence[Message], timestamp: str 
 @dataclass
 class _Writer:
     ordinals: bool
+    read: dict[int, tuple[Any, str]] = field(default_factory=dict)  # the lines records were read from
     lines: list[str] = field(default_factory=list)
     last_timestamp: str | None = None
     names: "_Names" = field(default_factory=lambda: _Names())
@@ -137,7 +138,8 @@ class _Writer:
             record = {k: v for k, v in record.items() if k != "ordinal"}
         if isinstance(record.get("timestamp"), str):
             self.last_timestamp = record["timestamp"]
-        self.lines.append(encode_line(record) + "\n")
+        line = line_of(self.read, record)  # a record the write did not change: its line as read
+        self.lines.append((line if line is not None else encode_line(record)) + "\n")
 
 
 def _uses_ordinals(transcript: Transcript) -> bool:
