@@ -141,3 +141,23 @@ def test_a_call_handed_to_the_graph_decides_each_stage_once(monkeypatch: pytest.
             edited = [s.name for s in report.stages if s.items and not s.skipped]
             handed_late += bool(edited) and edited[0] != decided[0]
     assert handed_late  # calls where a later stage edited, the earlier ones decided once, in the walk
+
+
+def test_calls_no_stage_edits_never_import_langgraph() -> None:
+    """The direct walk needs no LangGraph: a process whose calls edit nothing never imports it (over
+    half a second of a short command's start); the first call a stage edits compiles the graph."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from worksurface import Session\n"
+        "from worksurface.core.model import Message, Text\n"
+        "msgs = [Message('u1', 'user', (Text('hello'),)), Message('a1', 'assistant', (Text('hi'),))]\n"
+        "with Session.open(None) as s:\n"
+        "    s.prepare(msgs)\n"
+        "    before = 'langgraph' in sys.modules\n"
+        "    s.compact(msgs + [Message('u2', 'user', (Text('go on'),))])\n"
+        "print(before, 'langgraph' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["False", "True"]

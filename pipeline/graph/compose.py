@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
-
-from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from ..core.config import Config
 from ..core.edits import Compact, Insert, apply_edits
@@ -29,6 +26,19 @@ from ..engine.state import (PipelineState, Reinjection, Reinjector, Stage, Stage
                             StatusUpdate, cache_is_cold, effective_target, own_section, part_config,
                             tokenizer_ratio, view_offset)
 
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
+
+    RunContext = Runtime[StageContext]
+else:
+    # LangGraph resolves its nodes' annotations when it compiles them, and passes `runtime` by name
+    # whatever its type: at run time the alias needs no import of LangGraph.
+    RunContext = Any
+
+# LangGraph's names of the graph's entry and exit (langgraph.constants), spelled here: the direct walk,
+# which most calls take, never imports LangGraph (over half a second), only the first call a stage edits.
+START, END = "__start__", "__end__"
+
 REINJECT = "reinject"
 # A part that reports the rebuilt view's size (the status baseline) quotes figures that can grow by a
 # few tokens between its dry run and the real one.
@@ -38,7 +48,7 @@ RESERVE_SIZE_MARGIN = 16
 class _StageNode(Protocol):
     """A stage as a LangGraph node. A Protocol, not a Callable: LangGraph passes `runtime` by name."""
 
-    def __call__(self, state: PipelineState, *, runtime: Runtime[StageContext]) -> dict[str, Any]: ...
+    def __call__(self, state: PipelineState, *, runtime: RunContext) -> dict[str, Any]: ...
 
 
 def _applied(result: StageResult, state: PipelineState, ctx: StageContext) -> dict[str, Any]:
@@ -146,8 +156,9 @@ class StagedGraph:
 
     def __init__(self, stages: Sequence[Stage[Any]], reinjectors: Sequence[Reinjector]) -> None:
         names = [s.name for s in stages]
-        if not stages or len(set(names)) != len(names) or REINJECT in names:
-            raise ConfigError(f"the graph needs stages with distinct names other than {REINJECT!r}: {names}")
+        if not stages or len(set(names)) != len(names) or {REINJECT, START, END} & set(names):
+            raise ConfigError(f"the graph needs stages with distinct names other than {REINJECT!r}, {START!r} "
+                              f"and {END!r}: {names}")
         self.stages: tuple[Stage[Any], ...] = tuple(stages)
         self.reinjectors: tuple[Reinjector, ...] = tuple(reinjectors)
         self.names: tuple[str, ...] = tuple(names)
@@ -157,7 +168,7 @@ class StagedGraph:
         self._plugin_configs: tuple[Config, dict[int, Any]] | None = None
         self._cold_after = tuple(any(s.fires_when_cold for s in self.stages[i + 1:]) for i in range(len(self.stages)))
         self._triggers: tuple[Config, tuple[int, ...]] | None = None
-        self._compiled = self._compile()
+        self._compiled: Any = None  # compiled on the first call a stage edits (see `invoke`)
 
     def _lowest_trigger_after(self, config: Config) -> tuple[int, ...]:
         """For each stage, the lowest trigger among the stages after it (kept per Config: it is frozen,
@@ -230,6 +241,8 @@ class StagedGraph:
 
     def invoke(self, state: PipelineState, ctx: StageContext) -> PipelineState:
         """The compiled graph on one call (each invocation passes its StageContext as the run context)."""
+        if self._compiled is None:
+            self._compiled = self._compile()
         final: PipelineState = self._compiled.invoke(state, context=ctx)
         return final
 
@@ -246,7 +259,7 @@ class StagedGraph:
         return self.invoke(start, ctx)
 
     def _node(self, index: int) -> _StageNode:
-        def node(state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+        def node(state: PipelineState, runtime: RunContext) -> dict[str, Any]:
             decided = state.get("decided")
             if decided is not None and state.get("start_at") == self.names[index]:
                 # The walk decided this stage on this very state before handing the call over.
@@ -259,15 +272,19 @@ class StagedGraph:
         """The first stage the compiled graph runs: the first of all, or where a walk handed off."""
         return state.get("start_at") or self.names[0]
 
-    def _route_after(self, index: int) -> Callable[[PipelineState, Runtime[StageContext]], str]:
-        def route(state: PipelineState, runtime: Runtime[StageContext]) -> str:
+    def _route_after(self, index: int) -> Callable[[PipelineState, RunContext], str]:
+        def route(state: PipelineState, runtime: RunContext) -> str:
             return self._next_step(index, state, runtime.context)
         return route
 
-    def _reinject_node(self, state: PipelineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    def _reinject_node(self, state: PipelineState, runtime: RunContext) -> dict[str, Any]:
         return _reinjected(self.reinjectors, state, runtime.context)
 
     def _compile(self) -> Any:
+        from langgraph.graph import END as GRAPH_END, START as GRAPH_START, StateGraph
+
+        if (GRAPH_START, GRAPH_END) != (START, END):  # the walk's routes must name the graph's own ends
+            raise RuntimeError(f"LangGraph's START/END are {(GRAPH_START, GRAPH_END)!r}, not {(START, END)!r}")
         graph = StateGraph(PipelineState, context_schema=StageContext)
         for i, name in enumerate(self.names):
             graph.add_node(name, self._node(i))
