@@ -30,6 +30,7 @@ from ..core.edits import apply_edits
 from ..core.errors import FormatError
 from ..core.tokens import get_encoding
 from ..core.view import live_slice
+from ..graph.compose import load_langgraph
 from . import relay, sse
 from .anthropic import AnthropicMessages
 from .apis import FETCH_TOOL, Api, Usage, dumps
@@ -390,6 +391,7 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await gateway.workers.run(get_encoding)     # loaded once here, not in a first request's time
+        await gateway.workers.run(load_langgraph)   # so is the graph a session's first compaction runs
         yield
         await gateway.close()
 

@@ -39,6 +39,14 @@ else:
 # which most calls take, never imports LangGraph (over half a second), only the first call a stage edits.
 START, END = "__start__", "__end__"
 
+
+
+def load_langgraph() -> None:
+    """Import LangGraph now: a server calls this at its start, so no request pays for the import when
+    a stage of its session first edits."""
+    import langgraph.graph  # noqa: F401
+
+
 REINJECT = "reinject"
 # A part that reports the rebuilt view's size (the status baseline) quotes figures that can grow by a
 # few tokens between its dry run and the real one.
