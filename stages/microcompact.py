@@ -18,7 +18,7 @@ from typing import Sequence
 
 from worksurface.core.config import MicrocompactConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
-from worksurface.core.model import Message, Origin, ToolCall, ToolResult, begins_with, shared_length
+from worksurface.core.model import Message, Origin, ToolCall, ToolResult, shared_length
 from worksurface.core.tokens import TokenCounter
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
@@ -148,7 +148,7 @@ def _tail(view: Sequence[Message], config: MicrocompactConfig, ctx: StageContext
     tail = memory.tail if memory is not None else None
     if not isinstance(tail, _Tail) or tail.config is not config:
         tail = _Tail(config)
-    elif not begins_with(view, tail.prefix) and not tail.rewind(shared_length(view, tail.prefix)):
+    elif (kept := shared_length(view, tail.prefix)) < len(tail.prefix) and not tail.rewind(kept):
         tail = _Tail(config)
     tail.read(view, ctx.counter)
     if memory is not None:

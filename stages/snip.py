@@ -18,7 +18,7 @@ from rapidfuzz import fuzz
 
 from worksurface.core.config import SnipConfig
 from worksurface.core.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
-from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, begins_with, shared_length
+from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, shared_length
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
 from worksurface.core.tokens import TokenCounter
@@ -182,8 +182,8 @@ def _read_incrementally(view: Sequence[Message], config: SnipConfig, ctx: StageC
     index = memory.index
     if not isinstance(index, _Index) or index.config is not config:
         index = _Index(config)
-    elif len(index.prefix) > frontier or not begins_with(view, index.prefix):
-        if not index.rewind(min(frontier, shared_length(view, index.prefix)), config):
+    elif (kept := min(frontier, shared_length(view, index.prefix))) < len(index.prefix):
+        if not index.rewind(kept, config):
             index = _Index(config)
     new: list[str] = []
     for i in range(len(index.prefix), frontier):

@@ -235,9 +235,8 @@ def shared_length(messages: Sequence[Message], prefix: Sequence[Message]) -> int
     """How many leading message objects `messages` shares with `prefix` (identity): where a view a
     stage read before was first changed (by an edit that fired, a rewind), so its reading can go on
     from there instead of from the start."""
-    n = min(len(messages), len(prefix))
-    if all(map(operator.is_, prefix[:n], messages[:n])):
-        return n
+    if all(map(operator.is_, prefix, messages)):  # map stops at the shorter one: no copies
+        return min(len(messages), len(prefix))
     return next(i for i, (a, b) in enumerate(zip(prefix, messages)) if a is not b)
 
 

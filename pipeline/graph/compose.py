@@ -40,7 +40,6 @@ else:
 START, END = "__start__", "__end__"
 
 
-
 def load_langgraph() -> None:
     """Import LangGraph now: a server calls this at its start, so no request pays for the import when
     a stage of its session first edits."""

@@ -422,8 +422,6 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             damaged.append(record)
             reader.extras.append((reader.last_id, record))  # skipped, and written back as it was
             continue
-        if keep is None and keeps_line(line):
-            kept_lines[id(record)] = (record, line)
         call = _call_id_of(record, CALL_TYPES)
         if call:
             readable_calls.add(call)
@@ -434,6 +432,8 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             reader.extras.append((reader.last_id, DamagedLine(
                 number, line, f"answers tool call {answered!r}, whose record (line {lost.line}) is damaged")))
             continue
+        if keep is None and keeps_line(line):
+            kept_lines[id(record)] = (record, line)
         try:
             reader.record(record, number)
         except _RecordError as exc:
