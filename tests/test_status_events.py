@@ -91,3 +91,67 @@ def test_round_trip_holds_for_arbitrary_values(call_id, name, ok, hashes, passed
     for event in (ToolFinished(call_id, name, ok=ok, result_hashes=hashes),
                   VerificationFinished("go", passed=passed, failing=failing, command=name)):
         assert event_from_json(json.loads(json.dumps(event_to_json(event)))) == event
+
+
+# Values of every JSON-ish shape a harness or a damaged record could put in a field.
+_any_value = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
+                       st.just(""), _text, st.lists(_text, max_size=2), st.tuples(_text),
+                       st.tuples(st.integers()), st.just(("a", 1)))
+
+
+def _str(v):
+    return isinstance(v, str)
+
+
+def _opt_str(v):
+    return v is None or isinstance(v, str)
+
+
+def _opt_count(v):
+    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+
+
+def _opt_amount(v):
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0)
+
+
+def _opt_strs(v):
+    return v is None or (isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v))
+
+
+# The field rules the common events are checked against (their well-formed case is one expression, the
+# named checks run only when it fails: both must accept exactly what these rules accept).
+_RULES = {
+    ToolStarted: {"call_id": _str, "name": _str, "kind": _str, "target": _str},
+    ToolFinished: {"call_id": _str, "name": _str, "kind": _str, "ok": lambda v: isinstance(v, bool),
+                   "artifact": _opt_str, "output_hash": _opt_str, "result_hashes": _opt_strs},
+    ResourcesChanged: {"tokens_used": _opt_count, "token_limit": _opt_count, "tool_call_limit": _opt_count,
+                       "cost_usd": _opt_amount, "cost_limit_usd": _opt_amount},
+    TaskUpdated: {"goal": _opt_str, "request": _opt_str, "stage": _opt_str, "next_action": _opt_str},
+}
+_COMMON = {"source": lambda v: v in ("harness", "transcript"), "freshness": lambda v: v in ("current", "session_start"),
+           "message_id": _opt_str, "at": _opt_amount}
+
+
+@settings(max_examples=300, deadline=None)
+@given(cls=st.sampled_from(sorted(_RULES, key=lambda c: c.type)), data=st.data())
+def test_an_event_is_made_exactly_when_every_field_follows_its_rule(cls, data):
+    rules = {**_COMMON, **_RULES[cls]}
+    # Every field well formed but one or two drawn from any shape (a valid value for the rest would
+    # rarely be drawn at random, and a check skipped on the fast path shows only when the rest pass).
+    values = {name: {"source": "transcript", "freshness": "current", "ok": True}.get(name, "x" if rule("x") else None)
+              for name, rule in rules.items()}
+    assert all(rule(values[name]) for name, rule in rules.items())
+    for name in data.draw(st.lists(st.sampled_from(sorted(rules)), min_size=1, max_size=2, unique=True)):
+        values[name] = data.draw(_any_value, label=name)
+    if cls is ToolFinished and isinstance(values["result_hashes"], (list, tuple)):
+        values["result_hashes"] = type(values["result_hashes"])(values["result_hashes"])
+    valid = all(rule(values[name]) for name, rule in rules.items())
+    try:
+        event = cls(**values)
+    except StatusEventError:
+        assert not valid
+    else:
+        assert valid
+        if cls is ToolFinished and values["result_hashes"] is not None:
+            assert event.result_hashes == tuple(values["result_hashes"])  # a list is kept as a tuple

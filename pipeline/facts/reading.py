@@ -188,6 +188,8 @@ class ProgressReader:
             for c in message.tool_calls:
                 self._task_calls[c.id] = (message, index)
         messages = [m for m, _ in window]
+        if not queued and not subagent_facts.may_change_tasks(messages):
+            return None  # `fold` would copy the tasks only to find them unchanged
         positions = [i for _, i in window]
         tasks = subagent_facts.fold(self.tasks, messages,
                                     lambda j: positions[j] if 0 <= j < len(positions) else j, queued)

@@ -45,15 +45,16 @@ def write_session(transcript: Transcript, messages: Sequence[Message] | None = N
     """
     msgs = list(transcript.messages if messages is None else messages)
     stamp = now or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    sources = [m for m in transcript.messages if _own_raw(m) is not None]
+    originals = [r for r in map(_own_raw, transcript.messages) if r is not None]  # the file's message records
     split = _new_boundary(msgs)
     as_read = _as_read(transcript)
-    if split is not None and sources:
-        live = _history(transcript, transcript.messages, as_read) + _chain(transcript, msgs[split:], stamp, as_read)
+    if split is not None and originals:
+        live = (_history(transcript, transcript.messages, originals, as_read)
+                + _chain(transcript, msgs[split:], originals, stamp, as_read))
     else:
         shown = {m.id for m in msgs}
         history = [m for m in transcript.messages[:_live_start(transcript.messages)] if m.id not in shown]
-        live = _history(transcript, history + msgs, as_read)
+        live = _history(transcript, history + msgs, originals, as_read)
     records = fit_usage(transcript, live)
     if session_id is not None:
         records = [{**r, "sessionId": session_id} if isinstance(r, dict) and "sessionId" in r else r
@@ -81,7 +82,8 @@ def _live_start(messages: Sequence[Message]) -> int:
     return 0
 
 
-def _history(transcript: Transcript, msgs: Sequence[Message], as_read: frozenset[int]) -> Written:
+def _history(transcript: Transcript, msgs: Sequence[Message], originals: Sequence[dict[str, Any]],
+             as_read: frozenset[int]) -> Written:
     """`msgs` with the transcript's extras after the messages they followed (extras of a message
     that is not written are dropped with it), each record as it was unless its message changed."""
     anchored: dict[str | None, list[dict[str, Any] | DamagedLine]] = defaultdict(list)
@@ -91,8 +93,7 @@ def _history(transcript: Transcript, msgs: Sequence[Message], as_read: frozenset
     for message in msgs:
         plan.append(message)
         plan.extend(anchored.pop(message.id, []))
-    originals = [r for r in (_own_raw(m) for m in transcript.messages) if r is not None]
-    originals += [r for _, r in transcript.extras if isinstance(r, dict)]
+    originals = [*originals, *(r for _, r in transcript.extras if isinstance(r, dict))]
     written = {_uuid_of(item) for item in plan}
     chain = _Chain(dropped={r["uuid"] for r in originals if "uuid" in r} - written,
                    context=_context(next((r for r in originals if "cwd" in r), {}), {}),
@@ -115,10 +116,10 @@ def _uuid_of(item: Message | dict[str, Any] | DamagedLine) -> Any:
     return raw["uuid"] if raw is not None else item.id
 
 
-def _chain(transcript: Transcript, msgs: Sequence[Message], stamp: str, as_read: frozenset[int]) -> Written:
+def _chain(transcript: Transcript, msgs: Sequence[Message], originals: Sequence[dict[str, Any]], stamp: str,
+           as_read: frozenset[int]) -> Written:
     """The chain a worksurface compaction starts: every message a new record after the file's last
     one, kept messages copied under uuids of this epoch (the originals stay in the history)."""
-    originals = [r for r in (_own_raw(m) for m in transcript.messages) if r is not None]
     last: dict[str, Any] = next((r for r in reversed(originals) if r.get("type") in ("user", "assistant", "system")),
                                 {})
     latest = max((r["timestamp"] for r in originals if isinstance(r.get("timestamp"), str)), default=stamp)

@@ -255,8 +255,8 @@ class Store(ABC):
             for m in messages:
                 self._put_deferred(f"logmsg:{n}", functools.partial(_dumps_message, m))
                 calls = [c.id for c in m.tool_calls] + [r.call_id for r in m.tool_results]
-                self._save(f"log:{n}", {"id": m.id, "digest": m.digest, "calls": calls},
-                           f"message {m.id!r}")
+                self._put_deferred(f"log:{n}", functools.partial(
+                    _dumps, {"id": m.id, "digest": m.digest, "calls": calls}, f"message {m.id!r}"))
                 n += 1
             self._save("log:len", n, "log length")
 

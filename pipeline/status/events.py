@@ -40,18 +40,33 @@ def _check(ok: bool, event: str, problem: str) -> None:
         raise StatusEventError(f"{event}: {problem}")
 
 
+def _is_opt_str(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_opt_count(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+def _is_opt_amount(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0)
+
+
+def _is_opt_str_tuple(value: Any) -> bool:
+    """Already a tuple of strings (or None): nothing to check or coerce."""
+    return value is None or (type(value) is tuple and all(isinstance(v, str) for v in value))
+
+
 def _opt_str(name: str, value: Any, event: str) -> None:
-    _check(value is None or isinstance(value, str), event, f"{name} must be a string or None")
+    _check(_is_opt_str(value), event, f"{name} must be a string or None")
 
 
 def _opt_count(name: str, value: Any, event: str) -> None:
-    _check(value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0),
-           event, f"{name} must be a non-negative integer or None, not {value!r}")
+    _check(_is_opt_count(value), event, f"{name} must be a non-negative integer or None, not {value!r}")
 
 
 def _opt_amount(name: str, value: Any, event: str) -> None:
-    _check(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                             and value >= 0), event, f"{name} must be a non-negative number or None")
+    _check(_is_opt_amount(value), event, f"{name} must be a non-negative number or None")
 
 
 def _str_tuple(obj: Any, name: str, event: str, *, optional: bool = True) -> None:
@@ -75,6 +90,11 @@ class _Event:
     freshness: str = "current"
 
     def __post_init__(self) -> None:
+        # Events are made for every message a transcript holds: the well-formed case is one expression,
+        # and the checks that name the problem run only when it is false.
+        if (self.source in SOURCES and self.freshness in FRESHNESS and _is_opt_str(self.message_id)
+                and _is_opt_amount(self.at)):
+            return
         _check(self.source in SOURCES, self.type, f"source must be one of {SOURCES}")
         _check(self.freshness in FRESHNESS, self.type, f"freshness must be one of {FRESHNESS}")
         _opt_str("message_id", self.message_id, self.type)
@@ -91,6 +111,9 @@ class ToolStarted(_Event):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if isinstance(self.call_id, str) and isinstance(self.name, str) and isinstance(self.kind, str) \
+                and isinstance(self.target, str):
+            return
         for n in ("call_id", "name", "kind", "target"):
             _check(isinstance(getattr(self, n), str), self.type, f"{n} must be a string")
 
@@ -111,6 +134,10 @@ class ToolFinished(_Event):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if (isinstance(self.call_id, str) and isinstance(self.name, str) and isinstance(self.kind, str)
+                and isinstance(self.ok, bool) and _is_opt_str(self.artifact) and _is_opt_str(self.output_hash)
+                and _is_opt_str_tuple(self.result_hashes)):
+            return
         for n in ("call_id", "name", "kind"):
             _check(isinstance(getattr(self, n), str), self.type, f"{n} must be a string")
         _check(isinstance(self.ok, bool), self.type, "ok must be a boolean")
@@ -206,6 +233,9 @@ class TaskUpdated(_Event):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.todos is None and _is_opt_str(self.goal) and _is_opt_str(self.request) and _is_opt_str(self.stage) \
+                and _is_opt_str(self.next_action):
+            return
         for n in ("goal", "request", "stage", "next_action"):
             _opt_str(n, getattr(self, n), self.type)
         if self.todos is not None:
@@ -231,6 +261,9 @@ class ResourcesChanged(_Event):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if (_is_opt_count(self.tokens_used) and _is_opt_count(self.token_limit) and _is_opt_count(self.tool_call_limit)
+                and _is_opt_amount(self.cost_usd) and _is_opt_amount(self.cost_limit_usd)):
+            return
         for n in ("tokens_used", "token_limit", "tool_call_limit"):
             _opt_count(n, getattr(self, n), self.type)
         for n in ("cost_usd", "cost_limit_usd"):
