@@ -175,6 +175,14 @@ class Message:
     def tool_results(self) -> tuple[ToolResult, ...]:
         return tuple(b for b in self.blocks if isinstance(b, ToolResult))
 
+    @cached  # asked of every message by the requests, constraints, approaches and the status bar
+    def user_turn(self) -> bool:
+        """A real user message (see `is_user_turn`)."""
+        return (self.role == "user" and self.origin is Origin.CONVERSATION
+                and not self.tool_results and not _blank(self.text)
+                and not self.meta.get("is_meta") and not self.meta.get("is_compact_summary")
+                and self.meta.get("kind") != "tool_output")  # aider's harness notices
+
     @property
     def is_worksurface(self) -> bool:
         return self.origin is not Origin.CONVERSATION
@@ -214,11 +222,9 @@ def _blank(text: str) -> bool:
 
 
 def is_user_turn(message: Message) -> bool:
-    """A real user message: role user, conversation origin, with text and no tool results."""
-    return (message.role == "user" and message.origin is Origin.CONVERSATION
-            and not message.tool_results and not _blank(message.text)
-            and not message.meta.get("is_meta") and not message.meta.get("is_compact_summary")
-            and message.meta.get("kind") != "tool_output")  # aider's harness notices
+    """A real user message: role user, conversation origin, with text and no tool results (worked out
+    once per message: messages are immutable)."""
+    return message.user_turn
 
 
 def call_index(messages: Sequence[Message]) -> dict[str, int]:

@@ -6,6 +6,7 @@ follows provenance, as for constraints: only the harness's own records and the c
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -157,9 +158,13 @@ def excluded_approaches(messages: Sequence[Message],
 def _done_instead(records: list[CallRecord], at: int, said: str) -> str:
     """What the agent did right after saying an approach failed: the next command it ran, or the
     lines of its next change that share the most words with what it said (the rewrite it announced),
-    as " -> then: ..." (empty when nothing follows within a few messages)."""
-    for rec in records:
-        if rec.index < at or rec.index > at + FOLLOW_UP_MESSAGES or not rec.succeeded:
+    as " -> then: ..." (empty when nothing follows within a few messages). `records` are in call order,
+    so only the calls of the few messages that follow are looked at (a session says so often)."""
+    for j in range(bisect.bisect_left(records, at, key=_index), len(records)):
+        rec = records[j]
+        if rec.index > at + FOLLOW_UP_MESSAGES:
+            break
+        if not rec.succeeded:
             continue
         if rec.command and tool_kind(rec.call) == "shell":
             return f" -> then ran `{one_line(first_line(rec.command), MAX_FOLLOW_UP_CHARS)}`"
@@ -173,6 +178,10 @@ def _done_instead(records: list[CallRecord], at: int, said: str) -> str:
     return ""
 
 
+def _index(rec: CallRecord) -> int:
+    return rec.index
+
+
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", text.lower())}
 
@@ -181,7 +190,7 @@ def _interrupted_work(records: list[CallRecord], messages: Sequence[Message], at
     """What the agent was doing when the user interrupted at `at`: its latest tool call since the
     previous user turn, else its latest words then; None when it had only just started."""
     start = next((j for j in range(at - 1, -1, -1) if is_user_message(messages[j])), -1)
-    calls = [r for r in records if start < r.index < at]
+    calls = records[bisect.bisect_right(records, start, key=_index):bisect.bisect_left(records, at, key=_index)]
     if calls:
         # Stopping a question to the user is answering it another way, not excluding an approach.
         return None if tool_kind(calls[-1].call) == "ask" else f"the agent's {tool_label(calls[-1])}"
