@@ -36,6 +36,8 @@ REPLACE_LOCK_TIMEOUT = 10.0
 STDIN_NAME = "<stdin>"
 # A byte order mark some editors put before UTF-8 text: not part of any format, so it is skipped.
 BOM = "\ufeff"
+# `atomic_write_chunks` encodes and writes its chunks in batches of about this many characters.
+WRITE_BATCH_CHARS = 1 << 20
 # Opening with O_NONBLOCK makes open() of a FIFO return at once instead of waiting for a writer,
 # so the descriptor can be checked (and refused) instead of hanging.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -58,6 +60,24 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | No
     """
     with atomic_writer(path, mode, inputs=inputs) as fh:
         fh.write(_encoded(data))
+
+
+def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[str], mode: int | None = None, *,
+                        inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """`atomic_write` of the text `chunks` join to, encoded and written a batch at a time as they are
+    made: a large output is never held whole (nor widened to its widest character) beside its bytes.
+    The bytes are those `atomic_write` of the joined text writes (UTF-8 encodes character by character)."""
+    with atomic_writer(path, mode, inputs=inputs) as fh:
+        batch: list[str] = []
+        size = 0
+        for chunk in chunks:
+            batch.append(chunk)
+            size += len(chunk)
+            if size >= WRITE_BATCH_CHARS:
+                fh.write(_encoded("".join(batch)))
+                batch, size = [], 0
+        if batch:
+            fh.write(_encoded("".join(batch)))
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ..core.collector import collection_paused
 from ..core.errors import FormatError, UnknownFormatError
-from ..core.fileio import BOM, STDIN, atomic_write, display_name, read_text, text_lines
+from ..core.fileio import BOM, STDIN, atomic_write_chunks, display_name, read_text, text_lines
 from ..core.model import Message
 from . import (aider, anthropic_messages, claude_code, codex, mini_swe_agent, openai_chat, openai_responses, openhands,
                swe_agent)
@@ -21,7 +21,7 @@ from .damaged import (SNIFF_LINES, DamagedLine, StrictError, damaged_lines, firs
                       strict_error)
 from .diagnose import unrecognised
 from .jsondoc import MAX_DEPTH
-from .convert import Dropped, convert
+from .convert import Conversion, Dropped, convert
 
 log = logging.getLogger("worksurface")
 
@@ -157,13 +157,20 @@ def dumps_report(transcript: Transcript, messages: Sequence[Message] | None = No
                  format: str | None = None) -> tuple[str, Dropped]:
     """Like `dumps`, and what the target format could not carry (see convert.py): a write to
     another format converts every message and drops the source's own records first."""
+    adapter, fitted = _converted(transcript, messages, format)
+    return adapter.write(fitted.transcript, fitted.messages), fitted.dropped
+
+
+def _converted(transcript: Transcript, messages: Sequence[Message] | None,
+               format: str | None) -> tuple[FormatAdapter, Conversion]:
+    """The adapter that writes `format` (default: the transcript's own), and the transcript and messages
+    converted to it."""
     name = format or transcript.format
     adapter = get_adapter(name)
     if not adapter.WRITABLE:
         raise FormatError(f"format {name!r} is read-only; write one of: {', '.join(WRITABLE_FORMATS)}",
                           path=transcript.path)
-    fitted = convert(transcript, name, messages)
-    return adapter.write(fitted.transcript, fitted.messages), fitted.dropped
+    return adapter, convert(transcript, name, messages)
 
 
 def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
@@ -171,9 +178,13 @@ def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
                      inputs: Sequence[str | os.PathLike[str]] = ()) -> Dropped:
     """Serialize and write atomically (temp file in the same directory, then rename), no more readable
     than `inputs` (the files it was made from); returns what the target format could not carry."""
-    text, dropped = dumps_report(transcript, messages, format)
-    atomic_write(path, text, inputs=inputs)
-    return dropped
+    adapter, fitted = _converted(transcript, messages, format)
+    # The JSONL formats give their lines as they make them: a large file is written as it goes.
+    write_chunks = getattr(adapter, "write_chunks", None)
+    chunks = (write_chunks(fitted.transcript, fitted.messages) if write_chunks is not None
+              else [adapter.write(fitted.transcript, fitted.messages)])
+    atomic_write_chunks(path, chunks, inputs=inputs)
+    return fitted.dropped
 
 
 __all__ = ["ADAPTERS", "DamagedLine", "FORMAT_NAMES", "StrictError", "WRITABLE_FORMATS", "Dropped", "Transcript",

@@ -68,4 +68,5 @@ class FormatAdapter(Protocol):
 
     def write(self, transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
         """Serialize `messages` (default: transcript.messages) using `transcript` for what is not a
-        message; `read(write(t))` gives back equal messages."""
+        message; `read(write(t))` gives back equal messages. A JSONL adapter also has `write_chunks`, the
+        same text as the lines it joins (`write_transcript` writes them as they are made)."""

@@ -32,12 +32,13 @@ from .claude_code_blocks import BlockError
 from .claude_code_records import (BOUNDARY_SUBTYPE, CLEARED_RESULT, CLEARING_SUBTYPE, ID_FIELD, META_FIELD,
                                   NAME, QUEUE_ENQUEUE, RECORD_TYPES, SAVED_META, SNIFF_KEYS, UUID_NAMESPACE,
                                   WRITABLE, RecordError, is_message_record, message_parts, record_id)
-from .claude_code_writer import fit_usage, record_uuid, write, write_session
+from .claude_code_writer import fit_usage, record_uuid, session_lines, write, write_chunks, write_session
 from .damaged import DamagedLine, ParsedLine, first_record, lines, orphaned_by, parsed_lines
 from .validate import mark_unanswered
 
 __all__ = ["BOUNDARY_SUBTYPE", "CLEARED_RESULT", "NAME", "RECORD_TYPES", "UUID_NAMESPACE", "WRITABLE",
-           "fit_usage", "read", "read_records", "record_id", "record_uuid", "sniff", "write", "write_session"]
+           "fit_usage", "read", "read_records", "record_id", "record_uuid", "session_lines", "sniff", "write",
+           "write_chunks", "write_session"]
 
 
 

@@ -9,7 +9,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..core.calibration import Calibration, calibrate
 from ..core.clearing import cleared_only, harness_view
@@ -29,9 +29,20 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
     return write_session(transcript, messages)
 
 
+def write_chunks(transcript: Transcript, messages: Sequence[Message] | None = None) -> Iterator[str]:
+    """`write` as the lines it joins, made as they are consumed (a large file is written as it goes)."""
+    return session_lines(transcript, messages)
+
+
 def write_session(transcript: Transcript, messages: Sequence[Message] | None = None, *,
                   session_id: str | None = None, now: str | None = None) -> str:
-    """The session file Claude Code continues from, for the view `messages`.
+    """The session file Claude Code continues from, for the view `messages` (`session_lines` joined)."""
+    return "".join(session_lines(transcript, messages, session_id=session_id, now=now))
+
+
+def session_lines(transcript: Transcript, messages: Sequence[Message] | None = None, *,
+                  session_id: str | None = None, now: str | None = None) -> Iterator[str]:
+    """The lines of the session file Claude Code continues from, for the view `messages`.
 
     A view with a compaction of worksurface's (a boundary not read from the file) is written as Claude
     Code writes its own: the file as it was (Claude Code's history and rewind read it), then a new
@@ -60,7 +71,7 @@ def write_session(transcript: Transcript, messages: Sequence[Message] | None = N
         records = [{**r, "sessionId": session_id} if isinstance(r, dict) and "sessionId" in r else r
                    for r in records]
     lines = transcript.lines
-    return "".join(_dump(r, lines) for r in records)
+    return (_dump(r, lines) for r in records)
 
 
 # Each line written: a record, or a damaged line of the source kept as it was read, and its message.

@@ -28,7 +28,7 @@ origins) rides in a record-level `worksurface` key that Codex ignores.
 
 from .reader import (NAME, RESPONSE_META, SNIFF_TYPES, WRITABLE, group_responses, item_parts, read, read_records,
                      sniff)
-from .writer import encode_block, encode_message, kept_payload, write
+from .writer import encode_block, encode_message, kept_payload, write, write_chunks
 
 __all__ = ["NAME", "RESPONSE_META", "SNIFF_TYPES", "WRITABLE", "encode_block", "encode_message", "group_responses",
-           "item_parts", "kept_payload", "read", "read_records", "sniff", "write"]
+           "item_parts", "kept_payload", "read", "read_records", "sniff", "write", "write_chunks"]

@@ -17,7 +17,12 @@ from .reader import (BOUNDARY_FIGURES, CALL_TYPES, LOCAL_SHELL, MADE_BY_WORKSURF
                      _RecordError, _natural_id, item_parts)
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
-    """JSONL for `messages` (default: the transcript's), with the transcript's extras after the
+    """JSONL for `messages` (default: the transcript's); see `write_chunks`."""
+    return "".join(write_chunks(transcript, messages))
+
+
+def write_chunks(transcript: Transcript, messages: Sequence[Message] | None = None) -> list[str]:
+    """The lines of the JSONL for `messages` (default: the transcript's), with the transcript's extras after the
     messages they followed; extras whose message is not written are dropped with it.
 
     A view with a compaction of worksurface's is written as Codex writes its own: its `compacted`
@@ -66,7 +71,7 @@ def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> 
         measured = _view_usage(transcript, _restated(msgs[:new]) + msgs[new:], writer.last_timestamp)
         if measured is not None:
             writer.emit(measured)
-    return "".join(writer.lines)
+    return writer.lines
 
 
 def _is_token_count(record: Any) -> bool:
