@@ -1,5 +1,5 @@
-"""Large synthetic Claude Code sessions for the large-input benchmark: many small messages, or one
-huge tool result. Same arguments and seed, same bytes; written line by line, never held whole.
+"""Large Claude Code sessions for the large-input benchmark: many small messages, one huge tool result
+(synthetic), or real sessions repeated as one. Same arguments and seed, same bytes; written line by line.
 """
 
 from __future__ import annotations
@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import uuid
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Sequence
 
 from .records import Call, RecordWriter
 
@@ -57,4 +59,45 @@ def write_huge_result(path: str | os.PathLike[str], megabytes: int, seed: int = 
         writer.respond("The job finished: every batch reported ok.")
         writer.user("thanks, commit the log summary")
         _flush(writer, out)
+    return Path(path)
+
+
+# Records a repeated session drops: what splits a file into epochs (it is to be one long live chain),
+# and sub-agents' records (their chains are apart from the main one).
+_EPOCH_RECORDS = ("compact_boundary",)
+_ID_PREFIXES = re.compile(r"\b(toolu_|msg_|srvtoolu_)([A-Za-z0-9]{8,})")
+_RENAMED = uuid.UUID("6f1c3a52-9e0b-4d7c-8a41-2b5e9d0c7f13")
+
+
+def write_repeated_sessions(path: str | os.PathLike[str], sources: Sequence[str | os.PathLike[str]],
+                            copies: int) -> Path:
+    """One long live Claude Code session made of real ones: the records of `sources` (their compaction
+    boundaries and summaries and their sub-agent records left out), `copies` times over, as one
+    `parentUuid` chain, every record uuid, tool-use id and API message id renamed per copy so no two
+    records share one. Real content at a length no shared session has; same inputs, same bytes."""
+    records: list[dict[str, Any]] = []
+    for source in sources:
+        with open(source, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a damaged line of the source: not part of the repeated session
+                if (isinstance(record, dict) and record.get("subtype") not in _EPOCH_RECORDS
+                        and not record.get("isCompactSummary") and not record.get("isSidechain")):
+                    records.append(record)
+    session = next((r["sessionId"] for r in records if isinstance(r.get("sessionId"), str)), str(_RENAMED))
+    parent: str | None = None
+    with open(path, "w", encoding="utf-8") as out:
+        for copy in range(copies):
+            for n, record in enumerate(records):
+                text = _ID_PREFIXES.sub(lambda m: f"{m.group(1)}{m.group(2)}c{copy}", json.dumps(record, ensure_ascii=False))
+                renamed = json.loads(text)
+                if "sessionId" in renamed:
+                    renamed["sessionId"] = session
+                if "uuid" in renamed:
+                    renamed["uuid"] = str(uuid.uuid5(_RENAMED, f"{copy}/{n}"))
+                    if renamed.get("type") in ("user", "assistant", "system"):
+                        renamed["parentUuid"], parent = parent, renamed["uuid"]
+                out.write(json.dumps(renamed, ensure_ascii=False) + "\n")
     return Path(path)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixturegen import MIN_TOKENS, generate_jsonl, generate_records
+from shared import TRANSCRIPTS, needs_shared
 from worksurface.formats import loads
 from worksurface.core.model import Message, Text, Thinking, ToolCall, ToolResult
 from worksurface.core.tokens import TokenCounter
@@ -139,3 +140,26 @@ def test_cli_writes_the_same_bytes(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("name,tokens,seed", [("small", 8_000, 1), ("long", 230_000, 2)])
 def test_checked_in_fixtures_are_reproducible(name, tokens, seed):
     assert (REPO / "fixtures" / f"{name}.jsonl").read_text(encoding="utf-8") == _jsonl(tokens, seed)
+
+
+SHORT_CC = TRANSCRIPTS / "claude-code" / "tool_heavy.jsonl"
+
+
+@needs_shared(SHORT_CC)
+def test_real_sessions_repeated_read_as_one_live_chain_k_times_as_long(tmp_path):
+    from fixturegen.large import write_repeated_sessions
+    from worksurface.formats import read_transcript
+
+    once = read_transcript(write_repeated_sessions(tmp_path / "once.jsonl", [SHORT_CC], 1))
+    path = write_repeated_sessions(tmp_path / "thrice.jsonl", [SHORT_CC], 3)
+    thrice = read_transcript(path)
+    assert len(thrice.messages) == 3 * len(once.messages)
+    assert [m.text for m in thrice.messages] == [m.text for m in once.messages] * 3
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    uuids = [r["uuid"] for r in records if "uuid" in r]
+    assert len(set(uuids)) == len(uuids)
+    chained = [r for r in records if r.get("type") in ("user", "assistant", "system") and "uuid" in r]
+    assert all(b["parentUuid"] == a["uuid"] for a, b in zip(chained, chained[1:]))  # one chain, in order
+    calls = [c.id for m in thrice.messages for c in m.tool_calls]
+    assert calls and len(set(calls)) == len(calls)  # every copy's tool calls have their own ids
+    assert write_repeated_sessions(tmp_path / "again.jsonl", [SHORT_CC], 3).read_bytes() == path.read_bytes()
