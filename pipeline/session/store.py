@@ -7,8 +7,8 @@ Backends: `DiskStore` (`diskstore.py`: a directory, diskcache over SQLite, the e
 and `MemoryStore` (`memstore.py`: the one-shot `compact()`). Every value is JSON text, so the backends behave
 identically, a transaction rolls back any of them, and a session moves between them record by record
 (`records` / `restore`: fork, export, import). Every read is checked (`integrity.py`). The memory
-store encodes a logged message or an artifact when it is first read (`_put_deferred`): the text is
-the same, and a one-shot compaction that never reads them does not pay for it.
+store encodes a logged message, its index entry or an artifact when it is first read (`_put_deferred`):
+the text is the same, and a one-shot compaction that never reads them does not pay for it.
 """
 
 from __future__ import annotations
