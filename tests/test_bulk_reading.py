@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from worksurface.cli import app
-from worksurface.core import memo
+from worksurface.core import memo, strictjson
 from worksurface.core.calibration import MeasurementLog, measurements
 from worksurface.core.collector import collection_paused
 from worksurface.core.model import Message, Text
@@ -23,6 +23,31 @@ from worksurface.formats import read_transcript
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 runner = CliRunner()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON, st.lists(st.tuples(st.text(max_size=4), _JSON), max_size=4))
+def test_a_record_reads_as_json_reads_it_keys_in_order_and_a_repeated_key_its_last_value(value, pairs) -> None:
+    text = json.dumps(value)
+    assert strictjson.loads(text) == json.loads(text)
+    # Written by hand, keys may repeat: json keeps the first key's place and the last value.
+    duplicated = "{" + ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in pairs) + "}"
+    read, expected = strictjson.loads(duplicated), json.loads(duplicated)
+    assert read == expected and list(read) == list(expected)
+
+
+def test_records_read_one_by_one_share_their_key_strings() -> None:
+    # json makes new key strings for every line; a session repeats the same keys on each of them.
+    first, second = (strictjson.loads(json.dumps({"parentUuid": str(i), "message": {"content": "x"}}))
+                     for i in range(2))
+    assert [id(k) for k in first] == [id(k) for k in second]
+    assert [id(k) for k in first["message"]] == [id(k) for k in second["message"]]
 
 
 def test_the_collector_is_paused_inside_the_block_and_comes_back_as_it_was() -> None:
