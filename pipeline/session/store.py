@@ -57,6 +57,12 @@ def _dumps_message(message: Message) -> str:
     return _dumps(message_to_json(message), f"message {message.id!r}")
 
 
+def _dumps_log_entry(message: Message) -> str:
+    """A log index entry: the message's id and digest, and the tool-call ids it makes or answers."""
+    calls = [c.id for c in message.tool_calls] + [r.call_id for r in message.tool_results]
+    return _dumps({"id": message.id, "digest": message.digest, "calls": calls}, f"message {message.id!r}")
+
+
 def content_digest(content: str) -> str:
     """The full blake2b hex digest an artifact is addressed by."""
     return hashlib.blake2b(content.encode("utf-8", "surrogatepass")).hexdigest()
@@ -254,9 +260,7 @@ class Store(ABC):
             n = self.log_length()
             for m in messages:
                 self._put_deferred(f"logmsg:{n}", functools.partial(_dumps_message, m))
-                calls = [c.id for c in m.tool_calls] + [r.call_id for r in m.tool_results]
-                self._put_deferred(f"log:{n}", functools.partial(
-                    _dumps, {"id": m.id, "digest": m.digest, "calls": calls}, f"message {m.id!r}"))
+                self._put_deferred(f"log:{n}", functools.partial(_dumps_log_entry, m))
                 n += 1
             self._save("log:len", n, "log length")
 
