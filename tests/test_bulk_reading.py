@@ -1,7 +1,7 @@
-"""Reading a whole transcript at the speed of reading it (issue 28): the cyclic collector paused while
-reading builds objects without cycles, a one-shot command leaving the process's collector and memos
-as it found them, and one offline command measuring a transcript's usage once for its sizes and its
-session's calibration."""
+"""Reading a whole transcript at the speed of reading it (issue 28): records read as json reads them,
+with their key strings shared; the cyclic collector paused while reading builds objects without
+cycles; a one-shot command leaving the process's collector and memos as it found them; and one
+offline command measuring a transcript's usage once for its sizes and its session's calibration."""
 
 from __future__ import annotations
 

@@ -60,9 +60,9 @@ _intern = sys.intern
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object whose keys are the process's one copy of each key string (`sys.intern`). A session's
     records repeat the same few dozen keys on every line, and `json` makes new key strings for each
-    line it decodes: on a file of 100k small records they were a third of the records' memory, and
-    allocating them took longer than this callback does. Same dict, same order, a repeated key's last
-    value, as `json` builds it."""
+    line it decodes: on a file of 100k small records they were a third of the records' memory (431 ->
+    274 MB), for about a microsecond per record. Same dict, same order, a repeated key's last value,
+    as `json` builds it."""
     return {_intern(k): v for k, v in pairs}
 
 
