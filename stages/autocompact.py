@@ -113,7 +113,8 @@ def _floor_text(room: TextRoom, ctx: StageContext) -> str:
     """Why a view at the floor is no place for an early compaction (and what a compaction says)."""
     return (f"the harness's fixed part ({room.fixed} tokens as measured: system prompt, tools) leaves the text "
             f"{room.room} counted tokens of the post-compact target of {ctx.config.post_compact_target}, under the "
-            f"floor of {room.floor} ({ctx.config.autocompact.text_floor:.0%} of the target)")
+            f"floor of {room.floor} (autocompact.text_floor: {ctx.config.autocompact.text_floor:.0%} of the target, "
+            f"text_floor_tokens: {ctx.config.autocompact.text_floor_tokens})")
 
 
 def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> StageResult:

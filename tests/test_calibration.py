@@ -143,8 +143,11 @@ def test_an_implausible_measurement_is_refused_and_named() -> None:
     assert notice.startswith("session.jsonl: the usage recorded at message a0") and "not used" in notice
 
 
-def forced(messages: list[Message], target: int | None = None, path: str = "t.jsonl"):
+def forced(messages: list[Message], target: int | None = None, path: str = "t.jsonl", text_floor_tokens: int | None = None):
     config = Config(post_compact_target_tokens=target) if target else Config()
+    if text_floor_tokens is not None:
+        config = config.model_copy(update={"autocompact": config.autocompact.model_copy(
+            update={"text_floor_tokens": text_floor_tokens})})
     with Session.open(None, config=config) as session:
         try:
             return prepare_once(session, Transcript(messages, "claude-code", path), force=True)
@@ -243,8 +246,32 @@ def test_text_room_never_under_the_floor_and_sizes_never_negative(fixed, ratio, 
     ctx = StageContext(config=config, counter=COUNTER, artifacts=None, now=0.0,  # type: ignore[arg-type]
                        calibration=Calibration(fixed, ratio, 2))
     room = text_room(ctx)
-    assert room.counted >= room.floor == int(share * target / ratio) >= 0
+    share_floor = int(share * target / ratio)
+    assert room.counted >= room.floor >= share_floor >= 0
+    if room.room >= share_floor:  # a target the fixed part leaves its share in: met as before
+        assert room.floor == share_floor
+    else:  # out of reach: the text keeps text_floor_tokens of the target too
+        assert room.floor == max(share_floor, int(min(config.autocompact.text_floor_tokens, target) / ratio))
     assert Calibration(fixed, ratio, 2).size(counted) >= 0
+
+
+def test_a_small_target_the_fixed_part_fills_still_keeps_a_summary() -> None:
+    """At --target 4000 a quarter of the target is 1k: the floor keeps text_floor_tokens instead (the
+    summary starved to a few hundred tokens on Claude Code sessions whose fixed part is 25k)."""
+    h = Harness(25_000, 1.2)
+    h.turn(30)
+    for _ in range(40):
+        h.turn(2_500)
+    prepared = forced(h.messages, target=4_000)
+    boundary = prepared.report.boundary
+    assert boundary is not None and boundary["text_floor"]["room"] == 0
+    assert boundary["text_floor"]["floor"] > 0.6 * 4_000 / boundary_ratio(prepared)  # a share would be 0.25
+    assert boundary["summary_budget"] >= 1_500
+    assert any("kept the floor" in n for n in prepared.report.notices)
+    # Off, the share alone decides: the summary gets a few hundred tokens.
+    starved = forced(h.messages, target=4_000, text_floor_tokens=0).report.boundary
+    assert starved is not None and starved["text_floor"]["floor"] == int(0.25 * 4_000 / boundary_ratio(prepared))
+    assert starved["summary_budget"] < boundary["summary_budget"] / 2
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -118,6 +118,12 @@ class AutocompactConfig(Section):
         "says the view measures over its target; an economic compaction does not fire at all (it would "
         "trade the working state for money). A quarter: at the default 40k target about 10k, where the "
         "hand probes of the long sessions keep most facts (4k counted kept 46-91% of them, 10k 63-100%)."))
+    text_floor_tokens: int = Field(4_000, ge=0, description=(
+        "Once the fixed part leaves the text under text_floor, the least text the compaction keeps, in the "
+        "target's own tokens (never more than the target), counted with what the view keeps before the "
+        "summary (the system prefix, standing context): a share alone starves a small target (a quarter "
+        "of --target 4000 is 1k, a few hundred tokens of summary), while Claude Code's own summaries are "
+        "2.7-4.2k. A target the fixed part leaves room in is met as before."))
     summarizer: str = Field(
         "structured",
         description='"structured" needs no model; "llm" is a LangChain chat model writing the narrative beside '

@@ -176,8 +176,9 @@ def tokenizer_ratio(ctx: StageContext) -> float:
 @dataclass(frozen=True)
 class TextRoom:
     """The counted text a compaction may leave: what the post-compact target holds once the harness's
-    fixed part is paid (`room`), and the floor it never goes under (`floor`, config
-    autocompact.text_floor of the target). `floored`: the fixed part leaves less than the floor."""
+    fixed part is paid (`room`), and the floor it never goes under (`floor`: autocompact.text_floor of
+    the target; once the fixed part leaves less, at least autocompact.text_floor_tokens of the target).
+    `floored`: the fixed part leaves less than the floor."""
 
     room: int
     floor: int
@@ -205,10 +206,16 @@ def text_room(ctx: StageContext, reserved: int = 0, cap: int | None = None) -> T
     what the harness sends beyond the messages, over the tokenizer ratio, and never under the floor."""
     target = compaction_target(ctx, cap)
     ratio = tokenizer_ratio(ctx)
-    floor = int(ctx.config.autocompact.text_floor * target / ratio)
+    config = ctx.config.autocompact
+    floor = int(config.text_floor * target / ratio)
     if ctx.calibration is None:
         return TextRoom(max(0, target - reserved), floor, 0)
-    return TextRoom(max(0, ctx.calibration.counted_for(target) - reserved), floor, ctx.calibration.fixed)
+    room = max(0, ctx.calibration.counted_for(target) - reserved)
+    if room < floor:
+        # The target is out of reach already: a share of a small one is no summary (a quarter of 4k is
+        # 1k), so the text keeps text_floor_tokens of the target, counted with what was reserved.
+        floor = max(floor, int(min(config.text_floor_tokens, target) / ratio) - reserved)
+    return TextRoom(room, floor, ctx.calibration.fixed)
 
 
 def effective_target(ctx: StageContext, cap: int | None = None) -> int:
