@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .replay import HAND_PROBES_DIR, Source, default_sources, field_sources
+from .replay import Source, default_sources, field_sources, hand_probe_files
 
 # Post-compact targets of the retention curve: from a tight 4k to the default 20% of a 200k window.
 RETENTION_TARGETS = (4_000, 10_000, 20_000, 40_000)
@@ -46,10 +46,6 @@ class Plan:
     @property
     def command(self) -> str:
         return f"python -m benchmarks --{self.mode}"
-
-
-def hand_probe_files() -> list[Path]:
-    return sorted(HAND_PROBES_DIR.glob("*.json")) if HAND_PROBES_DIR.is_dir() else []
 
 
 def quick_plan() -> Plan:

@@ -27,7 +27,7 @@ from worksurface.probes.check import DEFAULT_BASELINES, check
 from worksurface.probes.curve import curve
 from worksurface.probes.model import ProbeSet
 
-from .replay import HAND_PROBES_DIR, SHARED
+from .replay import SHARED, hand_probe_files
 
 TARGETS = (4000, 10000, 20000, 40000)
 WANTED_BASELINES = ("truncate", "mask", "claude-code", "codex")
@@ -38,10 +38,6 @@ DEFAULT_GOAL = 0.90
 # A brief is scored on the probes it must carry to a sub-agent: the rules and what was excluded.
 BRIEF_CATEGORIES = ("constraint", "negative")
 BRIEF_BUDGET = 3000
-
-
-def probe_sets(root: Path = HAND_PROBES_DIR) -> list[Path]:
-    return sorted(root.glob("*.json")) + sorted((root / "field").glob("*.json"))
 
 
 def measure(probe_file: Path, transcript_file: Path, targets: Sequence[int],
@@ -143,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     baselines = [b for b in WANTED_BASELINES if b in DEFAULT_BASELINES]
     results: dict[str, Any] = {"targets": targets, "baselines": baselines, "window": args.window,
                                "sessions": {}, "curves": {}, "briefs": {}}
-    for probe_file in probe_sets():
+    for probe_file in hand_probe_files():
         stem = probe_file.stem
         if wanted and stem not in wanted:
             continue
