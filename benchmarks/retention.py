@@ -24,6 +24,8 @@ from .report import table
 NAME = "retention"
 PLOT_FILE = "retention.png"
 CLAUDE_CODE = "claude-code"  # its real summary has the size it has: one point, not a curve
+# worksurface sized as its commands are by default: the target is the view as the provider measures it.
+MEASURED = "worksurface, measured"
 OVER = "†"  # marks a cell whose view is larger than the target
 
 
@@ -88,12 +90,18 @@ def _score(check, name: str, kind: str, how: str, transcript: Transcript, probes
         tokens_before = result.tokens_before
         notes.extend(f"{name}: {n}" for n in result.notes)
         for method, r in result.methods.items():
-            methods.setdefault(method, {})[str(target)] = {
-                "retained": len(r.score.retained), "total": r.score.total, "tokens": r.tokens,
-                "fraction": round(r.score.fraction, 4), "over_target": r.tokens > target,
-                "by_category": {c: list(v) for c, v in r.score.by_category.items()}}
+            methods.setdefault(method, {})[str(target)] = _entry(r, r.tokens > target)
+        # Its target holds the harness's fixed part too, so its view is not compared with the target.
+        measured = check(transcript, probes, at=at, target=target, baselines=(), use_usage=True)
+        methods.setdefault(MEASURED, {})[str(target)] = _entry(measured.methods["worksurface"], False)
     return {"name": name, "probes": kind, "cut": how, "at_message": at, "probe_count": len(probes),
             "tokens_before": tokens_before, "methods": methods}
+
+
+def _entry(r: Any, over_target: bool) -> dict[str, Any]:
+    return {"retained": len(r.score.retained), "total": r.score.total, "tokens": r.tokens,
+            "fraction": round(r.score.fraction, 4), "over_target": over_target,
+            "by_category": {c: list(v) for c, v in r.score.by_category.items()}}
 
 
 def _means(points: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -156,8 +164,11 @@ def render(result: dict[str, Any], caption: str) -> str:
              "every baseline gets as many tokens as worksurface's view "
              "(truncate = newest messages; mask = observation masking then truncation; trim = LangChain "
              "`trim_messages`); claude-code = the summary Claude Code really wrote at that boundary (its own "
-             "size, the same at every T). Cells: probes retained / probes (view tokens). Deterministic: "
-             "one run.",
+             "size, the same at every T); worksurface, measured = the same compaction sized as its commands "
+             "are by default: T is the view as the provider measures it, the harness's fixed part (system "
+             "prompt, tools: from the recorded usage) included, and where that part leaves the text under the "
+             "floor the floor is kept (autocompact.text_floor, text_floor_tokens). Cells: probes retained / "
+             "probes (view tokens, counted). Deterministic: one run.",
              table(["point", "probes", "cut", "at message", "live tokens", "probes"], point_rows),
              table(["point", "probes", "method"] + head, rows),
              f"Cells marked {OVER}: the view is larger than the target (worksurface could not get under it, e.g. its kept "
