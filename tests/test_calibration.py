@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from worksurface.core.sizes import measured_usage
 from worksurface.core.tokens import TokenCounter
 from worksurface.engine.state import StageContext, text_room
 from worksurface.formats.base import Transcript
-from worksurface.offline.sizing import prepare_once
+from worksurface.offline.sizing import OVERFLOW_NOTICE, prepare_once
 
 COUNTER = TokenCounter()
 
@@ -149,11 +150,7 @@ def forced(messages: list[Message], target: int | None = None, path: str = "t.js
         config = config.model_copy(update={"autocompact": config.autocompact.model_copy(
             update={"text_floor_tokens": text_floor_tokens})})
     with Session.open(None, config=config) as session:
-        try:
-            return prepare_once(session, Transcript(messages, "claude-code", path), force=True)
-        except ContextOverflowError as exc:  # a fixed part near the threshold: the view comes with the error
-            assert exc.prepared is not None
-            return exc.prepared
+        return prepare_once(session, Transcript(messages, "claude-code", path), force=True)
 
 
 def test_regression_uncached_usage_never_gives_a_negative_size() -> None:
@@ -231,6 +228,23 @@ def test_the_floor_keeps_a_summary_when_the_fixed_part_fills_the_target() -> Non
     assert boundary["summary_budget"] >= 0.5 * floor
     assert any("kept the floor" in n for n in prepared.report.notices)
     assert prepared.report.sizes["after"]["counted"] > 0.5 * floor
+
+
+def test_a_view_the_fixed_part_keeps_over_the_threshold_is_returned_offline_and_refused_live() -> None:
+    """Claude Code's compaction agent records the parent's whole context as its usage (167k measured
+    over 6k of text): no compaction of its messages gets under the threshold. Offline the compacted
+    view comes back with a notice (the file is still compacted and written); a live call raises."""
+    h = Harness(170_000, 1.0)
+    for _ in range(6):
+        h.turn(1_000)
+    prepared = forced(h.messages)
+    overflow = [n for n in prepared.report.notices if n.startswith(OVERFLOW_NOTICE)]
+    assert len(overflow) == 1 and "threshold 167000" in overflow[0]
+    assert prepared.report.boundary is not None and prepared.messages
+    assert prepared.report.sizes["after"]["measured"] > Config().threshold
+    with Session.open(None) as live, pytest.raises(ContextOverflowError) as info:
+        live.prepare(h.messages, usage=h.fixed + COUNTER.messages(h.messages), force=True)
+    assert info.value.prepared is not None and info.value.tokens > info.value.threshold
 
 
 def boundary_ratio(prepared) -> float:

@@ -9,12 +9,14 @@ the flags over it, the window the transcript records when --window is not given)
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.clearing import HARNESS_STAGE
 from ..core.config import Config
 from ..core.edits import removed_refs
+from ..core.errors import ContextOverflowError
 from ..core.model import Message
 from ..core.sizes import MeasuredUsage, measured_usage
 from ..formats.base import Transcript
@@ -22,8 +24,12 @@ from ..formats.base import Transcript
 if TYPE_CHECKING:
     from ..session.session import Prepared, Session
 
+log = logging.getLogger("worksurface")
+
 # The smallest window a transcript's own record is taken for (the configuration's lower bound).
 MIN_WINDOW = 1_000
+# How the notice of a view left over the threshold begins (`prepare_once`).
+OVERFLOW_NOTICE = "still over the threshold: "
 
 
 @dataclass(frozen=True)
@@ -69,11 +75,23 @@ def prepare_once(session: Session, transcript: Transcript | Sequence[Message], *
                  force: bool = False, instructions: str | None = None) -> Prepared:
     """One `prepare` of a saved transcript as every command makes it: anchored on its recorded usage
     (unless `use_usage` is off), refused measurements named in the notices with the file, and the
-    anchor in `report.sizes`."""
+    anchor in `report.sizes`. A view still over the threshold after compaction is returned with a
+    notice (starting OVERFLOW_NOTICE): offline it is a finding about the file, and the session has
+    committed that view; a live harness gets the `ContextOverflowError` from `Session.prepare`."""
     usage = transcript_usage(transcript, session.counter, use_usage)
     anchor = usage.anchor if usage is not None else None
     stale = anchor is not None and not _describes_view(session, transcript, anchor[0])
-    prepared = session.prepare(transcript, usage=None if stale else anchor, force=force, instructions=instructions)
+    try:
+        prepared = session.prepare(transcript, usage=None if stale else anchor, force=force,
+                                   instructions=instructions)
+    except ContextOverflowError as exc:
+        if exc.prepared is None:
+            raise
+        prepared = exc.prepared
+        notice = (f"{OVERFLOW_NOTICE}{exc}: the compacted view is written all the same, since what keeps it "
+                  "there must stay (the fixed part the recorded usage measures, the newest messages)")
+        prepared.report.notices.append(notice)
+        log.warning("%s", notice)  # as the session's own notices are
     describe_usage(prepared.report, usage, transcript)
     if stale and anchor is not None:
         if prepared.report.sizes is not None:

@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..core.config import Config
-from ..core.errors import ContextOverflowError
 from ..formats.base import Transcript
 from ..core.model import Message
 from ..core.tokens import TokenCounter
 from ..core.view import live_slice
-from ..offline.sizing import SizeFlags, prepare_once
+from ..offline.sizing import OVERFLOW_NOTICE, SizeFlags, prepare_once
 from .baselines import BASELINES
 from .cut import cut, cut_transcript
 from .match import Score, score
@@ -80,19 +79,12 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
 
     before = cut_transcript(transcript, c.before)
     flags = SizeFlags(window=window, target=target, use_usage=use_usage)
-    overflow = None
     with Session.open(None, config=flags.config(before, config or Config())) as session:
-        try:
-            prepared = prepare_once(session, before, use_usage=use_usage, force=True)
-        except ContextOverflowError as exc:
-            if exc.prepared is None:
-                raise
-            # Scored as compacted: what the harness would be sent (it decides what to do about the size).
-            prepared, overflow = exc.prepared, str(exc)
+        # A view left over the threshold is scored as compacted: what the harness would be sent.
+        prepared = prepare_once(session, before, use_usage=use_usage, force=True)
     budget = counter.messages(prepared.messages)
     result = CheckResult(counter.messages(live), {}, usage=prepared.report.sizes)
-    if overflow is not None:
-        result.notes.append(f"{WORKSURFACE}: {overflow}")
+    result.notes += [f"{WORKSURFACE}: {n}" for n in prepared.report.notices if n.startswith(OVERFLOW_NOTICE)]
     result.notes += (prepared.report.sizes or {}).get("usage_notices", [])
     result.methods[WORKSURFACE] = _method(prepared.messages, probe_list, counter)
     for name in baselines:
