@@ -5,9 +5,10 @@ and fails on a crash, a damaged-line refusal, an orphan pair or a context messag
 its result in the output, a summary under 1,000 tokens when the cut holds over 50k tokens, a view
 over its target, or an output without the reasoning of the turns it keeps.
 
-Every field/ file runs on every run (the default compaction, and one of the targets in turn); of the
-older files a deterministic sample does. The rest is marked slow and skipped; WORKSURFACE_CORPUS=all
-runs everything (before a release, or after a change to a format or a stage).
+Every file runs the default compaction on every run (a sub-agent's file included: the compaction
+agent's records its parent's whole context as usage); field/ files also run one of the targets in
+turn, and a deterministic sample of the older files does. The rest is marked slow and skipped;
+WORKSURFACE_CORPUS=all runs everything (before a release, or after a change to a format or a stage).
 """
 
 from __future__ import annotations
@@ -60,14 +61,14 @@ def _digest(text: str) -> int:
 
 def _runs() -> list[Any]:
     """(file, target) pairs: None is the default compaction at the boundary. Each run holds every
-    field/ file with the default compaction and one target (the other target in the next file), and
-    a sample of the older files; WORKSURFACE_CORPUS=all holds everything."""
+    file's default compaction, and one target (the other target in the next file) of every field/
+    file and of a sample of the older files; WORKSURFACE_CORPUS=all holds everything."""
     out = []
     for n, path in enumerate(corpus()):
         field = _name(path).startswith("field/")
-        sampled = FULL or field or _digest(_name(path)) % SAMPLE_ONE_IN == 0
+        sampled = field or _digest(_name(path)) % SAMPLE_ONE_IN == 0
         for target in (None, *TARGETS):
-            chosen = sampled and (target is None or FULL or target == TARGETS[n % len(TARGETS)])
+            chosen = FULL or target is None or (sampled and target == TARGETS[n % len(TARGETS)])
             marks = () if chosen else (pytest.mark.slow, pytest.mark.skip(
                 reason="outside this run's sample of the corpus (WORKSURFACE_CORPUS=all runs it)"))
             out.append(pytest.param(path, target, id=f"{_name(path)}::{target or 'boundary'}", marks=marks))
