@@ -10,7 +10,7 @@ the shared probes folder, scored the same way.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worksurface import Config
 from worksurface.formats import Transcript, read_transcript
@@ -20,6 +20,9 @@ from . import replay
 from .plan import Plan
 from .plot import Panel, Series, line_chart
 from .report import table
+
+if TYPE_CHECKING:  # worksurface.probes is imported where the section runs (it may be missing)
+    from worksurface.probes.check import MethodResult
 
 NAME = "retention"
 PLOT_FILE = "retention.png"
@@ -98,7 +101,7 @@ def _score(check, name: str, kind: str, how: str, transcript: Transcript, probes
             "tokens_before": tokens_before, "methods": methods}
 
 
-def _entry(r: Any, over_target: bool) -> dict[str, Any]:
+def _entry(r: MethodResult, over_target: bool) -> dict[str, Any]:
     return {"retained": len(r.score.retained), "total": r.score.total, "tokens": r.tokens,
             "fraction": round(r.score.fraction, 4), "over_target": over_target,
             "by_category": {c: list(v) for c, v in r.score.by_category.items()}}

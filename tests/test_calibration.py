@@ -145,10 +145,9 @@ def test_an_implausible_measurement_is_refused_and_named() -> None:
 
 
 def forced(messages: list[Message], target: int | None = None, path: str = "t.jsonl", text_floor_tokens: int | None = None):
-    config = Config(post_compact_target_tokens=target) if target else Config()
-    if text_floor_tokens is not None:
-        config = config.model_copy(update={"autocompact": config.autocompact.model_copy(
-            update={"text_floor_tokens": text_floor_tokens})})
+    config = Config().with_overrides(post_compact_target_tokens=target,
+                                     autocompact=None if text_floor_tokens is None else
+                                     {"text_floor_tokens": text_floor_tokens})
     with Session.open(None, config=config) as session:
         return prepare_once(session, Transcript(messages, "claude-code", path), force=True)
 
