@@ -48,12 +48,16 @@ NO_REQUESTS = SnipRequests()
 
 class SnipMemory:
     """What snip keeps of a session between calls (the session holds one per session, in
-    `StageContext.inputs`): its index of the view read so far. Without it snip reads the whole view."""
+    `StageContext.inputs`): its index of the view read so far, and the token counts of the markers it
+    last wrote. Without it snip reads the whole view."""
 
-    __slots__ = ("index",)
+    __slots__ = ("index", "marker_tokens")
 
     def __init__(self) -> None:
         self.index: _Index | None = None
+        # A redundant result waits, marker and all, until its batch is worth it: every call until then
+        # would otherwise encode the same markers again (the last call's only, so it stays bounded).
+        self.marker_tokens: dict[str, int] = {}
 
 
 def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageResult:
@@ -66,36 +70,45 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
     else:
         results, replacements, stale = found
 
-    edits: list[Edit] = []
+    # (call id, marker, tokens freed): made into edits only when the batch goes, since a batch that
+    # waits is read again on every call until it is worth it.
+    markers: list[tuple[str, str, int]] = []
     freed = 0
+    memory = ctx.inputs.get(SnipMemory)
+    known, marker_tokens = memory.marker_tokens if memory is not None else {}, {}
     for call_id, (text, _) in replacements.items():
         result = results[call_id][1]
         size = counter.block(result)
         text = f"{text[:-1]}; {size} tokens freed]"
-        gain = max(0, size - counter.text(text))
+        marker = marker_tokens[text] = known.get(text) or counter.text(text)
+        gain = max(0, size - marker)
         if gain <= 0:
             continue
         freed += gain
-        edits.append(ReplaceResult(NAME, call_id, text, tokens_freed=gain))
-
-    if stale:
-        gain = sum(counter.message(m) for m in stale)
-        freed += gain
-        edits.append(ReplaceMessages(NAME, tuple(m.id for m in stale), (), tokens_freed=gain))
+        markers.append((call_id, text, gain))
+    if memory is not None:
+        memory.marker_tokens = marker_tokens
+    stale_ids = tuple(m.id for m in stale)
+    stale_gain = sum(counter.message(m) for m in stale)
+    freed += stale_gain
 
     cold = ctx.idle_seconds is not None and ctx.idle_seconds >= ctx.config.microcompact.cache_ttl_seconds
     # Snipping edits the sent prefix: only when the saving outweighs the re-billing
     # (`pricing.decide_edit`: saving over the expected remaining calls).
-    batch = bool(edits) and (freed >= config.min_gain_tokens or cold)
-    decision = decide_edit(state, ctx, first_index=_first_index(view, edits, results), saved_tokens=freed) if batch else None
-    if edits and not batch:
+    redundant = bool(markers or stale_ids)
+    batch = redundant and (freed >= config.min_gain_tokens or cold)
+    decision = decide_edit(state, ctx, first_index=_first_index(view, {c for c, _, _ in markers}, set(stale_ids), results),
+                           saved_tokens=freed) if batch else None
+    edits: list[Edit] = []
+    if redundant and not batch:
         report = StageReport(NAME, tokens, tokens, ms=_ms(started),
                              skipped=f"{freed} tokens redundant, below the batch minimum of {config.min_gain_tokens}")
-        edits = []
     elif decision is not None and not cold and not decision.fire:
         report = StageReport(NAME, tokens, tokens, ms=_ms(started), skipped=f"not worth it: {decision.reason}")
-        edits = []
     else:
+        edits = [ReplaceResult(NAME, call_id, text, tokens_freed=gain) for call_id, text, gain in markers]
+        if stale_ids:
+            edits.append(ReplaceMessages(NAME, stale_ids, (), tokens_freed=stale_gain))
         report = StageReport(NAME, tokens, tokens - freed, items=len(edits), ms=_ms(started),
                              skipped=None if edits else "nothing redundant",
                              details={"snipped": sorted(c for c in replacements)} if edits else {})
@@ -236,15 +249,18 @@ def _join_groups(index: _Index, call_id: str, config: SnipConfig) -> None:
 def _redecide(index: _Index, new: list[str], config: SnipConfig) -> None:
     """Decide again every result related to a new one (closed over all three groupings), with the same
     functions the whole-view reading uses, on just those results."""
-    affected: set[str] = set()
-    todo = list(new)
+    affected: set[str] = set(new)
+    todo = list(affected)
+    # Each group is walked once: a command re-run many times forms one large group, and walking it
+    # again for every member would make each call quadratic in the group's size.
+    walked: set[tuple[str, ...]] = set()
     while todo:
-        call_id = todo.pop()
-        if call_id in affected:
-            continue
-        affected.add(call_id)
-        for key in index.member_of.get(call_id, ()):
-            todo.extend(c for c in index.groups[key] if c not in affected)
+        for key in index.member_of.get(todo.pop(), ()):
+            if key not in walked:
+                walked.add(key)
+                joined = [c for c in index.groups[key] if c not in affected]
+                affected.update(joined)
+                todo.extend(joined)
     if not affected:
         return
     subset = {c: index.results[c] for c in sorted(affected, key=index.ordinal.__getitem__)}
@@ -264,11 +280,11 @@ def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _first_index(view: Sequence[Message], edits: list[Edit], results: dict[str, tuple[int, ToolResult]]) -> int:
-    """The earliest view position these edits change (where the cache would break): for results, the
-    positions the reading found them at; a scan of the view only when whole messages go."""
-    calls = {e.call_id for e in edits if isinstance(e, ReplaceResult)}
-    ids = {i for e in edits if isinstance(e, ReplaceMessages) for i in e.ids}
+def _first_index(view: Sequence[Message], calls: set[str], ids: set[str],
+                 results: dict[str, tuple[int, ToolResult]]) -> int:
+    """The earliest view position that replacing the results of `calls` and removing the messages
+    `ids` changes (where the cache would break): for results, the positions the reading found them
+    at; a scan of the view only when whole messages go."""
     if not ids:
         return min((results[c][0] for c in calls if c in results), default=0)
     for i, m in enumerate(view):
@@ -319,13 +335,13 @@ def _duplicates(results: dict[str, tuple[int, ToolResult]], calls: dict[str, Too
         if len(result.content) < config.min_result_tokens * 2:
             continue
         call = calls.get(call_id)
-        label = f"{call.name} {call_target(call)}".strip() if call else "tool"
+        key = (call.name, call_target(call)) if call else ("", "")
+        label = f"{key[0]} {key[1]}".strip() if call else "tool"
         digest = _content_digest(result.content)
         if digest in latest_by_hash:
             out[call_id] = (f"[snipped: identical to the later output of call {latest_by_hash[digest]} ({label})]", index)
             continue
         latest_by_hash[digest] = call_id
-        key = (call.name if call else "", call_target(call) if call else "")
         for other_id, other_content in seen_by_target.get(key, ()):
             shorter, longer = sorted((len(result.content), len(other_content)))
             if shorter < LENGTH_RATIO_FOR_NEAR_DUPLICATE * longer:

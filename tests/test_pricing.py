@@ -168,6 +168,24 @@ def test_call_statistics_and_unsent_messages_are_read_off_the_transcript():
     assert unsent_ids(c.messages) == {m.id for m in c.messages[-3:]}
 
 
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.booleans(), st.integers(0, 14), st.integers(0, 14),
+                          st.sets(st.integers(0, 14), max_size=4)), min_size=1, max_size=12))
+def test_span_sums_like_a_pass_over_the_messages(steps):
+    """`TokenCounter.span` keeps running sums of the list it read last; on views that grow, change in
+    the middle (a stage's edit), repeat an id, and exclude ids, it answers what summing the slice does."""
+    pool = [Message(f"m{i}", "user" if i % 2 else "assistant", (Text(words(5 + 7 * i, seed=i)),)) for i in range(15)]
+    twin = Message("m3", "user", (Text("another message with a taken id"),))
+    counter, view = TokenCounter(), []
+    for keep, grow, with_twin, start, stop, excluded in steps:
+        view = view[:keep] + [Message(m.id, m.role, m.blocks) for m in pool[len(view[:keep]):][:grow]]
+        if with_twin:
+            view.append(twin)
+        ids = frozenset(f"m{i}" for i in excluded)
+        expected = sum(counter.message(m) for m in view[start:stop] if m.id not in ids)
+        assert counter.span(view, start, stop, ids) == expected
+
 # --- the rule at the stages --------------------------------------------------------------------
 
 def _old_result_session(old_tokens: int, filler_tokens: int) -> Convo:

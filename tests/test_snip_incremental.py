@@ -137,3 +137,30 @@ def test_a_result_gone_after_the_rewind_point_no_longer_supersedes_an_earlier_on
     again = snip._read_incrementally(second, config, ctx)  # type: ignore[arg-type]
     whole = snip._read_whole_view(second, config, ctx)  # type: ignore[arg-type]
     assert again is not None and list(again[1].items()) == list(whole[1].items()) == []
+
+
+def test_a_waiting_batch_does_not_count_its_markers_again_on_every_call() -> None:
+    """Redundant results that wait for their batch keep the same markers from call to call: those are
+    counted once (the memory holds the last call's), and the verdicts still name the same sizes."""
+    messages = _redundant_session(40).messages
+    with Session.open(None, window=60_000, snip={"min_gain_tokens": 1_000_000}) as session:
+        counted: list[str] = []
+        text = session.counter.text
+
+        def recorded(value: str) -> int:
+            counted.append(value)
+            return text(value)
+
+        session.counter.text = recorded  # type: ignore[method-assign]
+        markers_per_call, skipped = [], []
+        for n in range(2, len(messages) + 1):
+            if messages[n - 1].role == "assistant":
+                counted.clear()
+                report = session.prepare(messages[:n], now=1_000.0 + n).report
+                markers_per_call.append(sum(v.startswith("[snipped:") for v in counted))
+                skipped.append(next(s.skipped for s in report.stages if s.name == "snip"))
+    waiting = [s for s in skipped if s and "below the batch minimum" in s]
+    assert len(waiting) > 10  # the redundant set waited on many calls
+    # A call counts only the markers that are new or changed, not every waiting one.
+    assert sum(markers_per_call) < len(waiting)
+    assert max(markers_per_call) <= 3

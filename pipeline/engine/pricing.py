@@ -488,7 +488,7 @@ def rebilled_tokens(view: Sequence[Message], start: int, counter: TokenCounter, 
     if broken_from is not None and broken_from <= start:
         return 0  # an earlier stage already broke the cache before this edit: it re-bills nothing more
     stop = len(view) if broken_from is None else broken_from
-    return sum(counter.message(m) for m in view[start:stop] if m.id not in unsent)
+    return counter.span(view, start, stop, unsent)
 
 
 def result_index(view: Sequence[Message], call_id: str) -> int | None:
