@@ -1,4 +1,4 @@
-"""`python -m benchmarks --quick | --full [--sections a,b] [--out DIR]`: run the benchmark sections and
+"""`python -m benchmarks --quick | --full [--sections a,b] [--window N] [--out DIR]`: run the benchmark sections and
 write RESULTS.md (tables), results.json, retention.png and cost-*.png into `benchmarks/` (or DIR).
 
 A section that fails is recorded with its error and the others still run; the exit status is then 1.
@@ -7,6 +7,7 @@ A section that fails is recorded with its error and the others still run; the ex
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 import traceback
@@ -17,6 +18,7 @@ from typing import Any
 from . import cache, cost, gateway, large, ledger, overhead, report_page, retention, scale, store
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
+from worksurface import Config
 from worksurface.core.fileio import atomic_write
 
 from .report import caption, dumps
@@ -98,13 +100,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sections", default=",".join(n for n in SECTIONS if n not in ON_REQUEST),
                         help=f"comma-separated subset of: {', '.join(SECTIONS)} (default: all but "
                              f"{', '.join(sorted(ON_REQUEST))})")
+    parser.add_argument("--window", type=int, default=None, metavar="TOKENS",
+                        help="the context window of the overhead section's sessions (default: the default "
+                             "config's 200k); a large one, such as 1000000, lets views grow as far as the sessions go")
     parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: benchmarks/)")
     args = parser.parse_args(argv)
+    if args.window is not None:
+        try:
+            Config(window=args.window)
+        except ValueError as exc:  # pydantic's ValidationError: the config's own bounds
+            parser.error(f"--window {args.window}: {exc}")
     names = [n.strip() for n in args.sections.split(",") if n.strip()]
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
-    plan = full_plan() if args.full else quick_plan()
+    plan = dataclasses.replace(full_plan() if args.full else quick_plan(), window=args.window)
     args.out.mkdir(parents=True, exist_ok=True)  # sections write their plots there as they go
     results = run_sections(plan, names, args.out)
     if args.sections != parser.get_default("sections"):

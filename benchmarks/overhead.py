@@ -75,8 +75,14 @@ def run(plan: Plan) -> dict[str, Any]:
         "sessions_meeting_targets_at_equal_new_content": sum(r["meets_targets_at_equal_new_content"] for r in rows),
     }
     return {"transcripts": rows, "pooled": pooled, "targets": targets, "notes": _dedupe(notes),
+            "window": session_config(plan).window,
             "repeats": plan.repeats, "field_repeats": plan.field_repeats, "baseline_stride": plan.baseline_stride,
             "baseline_repeats": plan.baseline_repeats}
+
+
+def session_config(plan: Plan) -> Config:
+    """The replayed sessions' configuration: the defaults, at the plan's window when it names one."""
+    return Config() if plan.window is None else Config(window=plan.window)
 
 
 def _meets(row: dict[str, Any], growth_of: str = "worksurface") -> bool:
@@ -93,13 +99,14 @@ def _replay(source: replay.Source, repeats: int, plan: Plan,
     messages = replay.load(source).messages
     calls = list(replay.calls(messages))
     records = [_CallRecord(c.size) for c in calls]
-    baselines = _Baselines(messages, notes)
+    config = session_config(plan)
+    baselines = _Baselines(messages, config.threshold, notes)
     peak = 0.0
     starts = [0] + [c.size for c in calls[:-1]]
     for rep in range(repeats):
         base_rss = memory.current_mb()
         memory.reset_peak()
-        with Session.open(None) as session:
+        with Session.open(None, config=config) as session:
             for call, rec in zip(calls, records):
                 started = time.perf_counter()
                 prepared = session.prepare(messages[:call.size], now=call.now)
@@ -127,11 +134,11 @@ def _replay(source: replay.Source, repeats: int, plan: Plan,
 class _Baselines:
     """The per-call baselines of one transcript, timed on the same live messages as worksurface."""
 
-    def __init__(self, messages, notes: list[str]) -> None:
+    def __init__(self, messages, threshold: int, notes: list[str]) -> None:
         self.messages = messages
         self.graph = floors.EmptyGraph()
         try:
-            self.trim: floors.LangChainTrim | None = floors.LangChainTrim(messages, Config().threshold)
+            self.trim: floors.LangChainTrim | None = floors.LangChainTrim(messages, threshold)
         except ImportError:
             self.trim = None
             notes.append("trim: skipped, langchain-core is not installed (pip install 'worksurface[bench]')")
@@ -201,6 +208,10 @@ def _growth(records: list[_CallRecord], ms_of) -> float:
     return _round(slope([t for t, _ in pairs], [m for _, m in pairs]) * GROWTH_UNIT_TOKENS)
 
 
+def _window_text(window: int | None) -> str:
+    return "" if window in (None, Config().window) else f" at a {window:,}-token window"
+
+
 def _round(value: float) -> float:
     return round(value, 3) if value == value else value
 
@@ -244,7 +255,7 @@ def render(result: dict[str, Any], caption: str) -> str:
     parts = ["## Per-call overhead", caption,
              "One `prepare` per model call (prefix ending right before each assistant message that answers "
              "a user or tool message). ws = worksurface `Session.prepare` (memory-only session, default "
-             "config). Baseline columns are medians over the sampled calls where no stage fired, and the "
+             f"config{_window_text(result.get('window'))}). Baseline columns are medians over the sampled calls where no stage fired, and the "
              "ratios compare worksurface's median on those same calls, timed in the replays the baselines ran in (each right "
              "before its baselines), with each baseline's. (a) re-encodes "
              "every live message with tiktoken on each call; (b) is LangChain `trim_messages` to the "

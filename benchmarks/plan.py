@@ -42,10 +42,14 @@ class Plan:
     store_calls: int | None = 6  # calls each of them replays (None: its whole transcript)
     # The cost section also replays the field sessions that have hand probes (../shared/probes/field).
     labeled_field: bool = False
+    # The context window the overhead section's sessions are configured for (None: the default 200k).
+    # A large one lets the views grow as far as the sessions go, where per-call work that follows the
+    # view's size instead of what is new shows (the 1M windows some models offer).
+    window: int | None = None
 
     @property
     def command(self) -> str:
-        return f"python -m benchmarks --{self.mode}"
+        return f"python -m benchmarks --{self.mode}" + (f" --window {self.window}" if self.window else "")
 
 
 def quick_plan() -> Plan:

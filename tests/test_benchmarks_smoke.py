@@ -3,6 +3,7 @@ values, never timings), the PNG writer, and the prefix measure."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -54,6 +55,18 @@ def test_overhead_times_every_call_and_the_baselines_on_the_sampled_ones(plan, r
     assert isinstance(row["meets_targets_at_equal_new_content"], bool)
     assert set(r["targets"]) >= {"below_target_vs_recount", "within_target_vs_empty_graph"}
 
+
+
+def test_overhead_replays_at_the_plans_window(plan, results):
+    """`--window`: the sessions are configured for it, so a window the tiny session outgrows has stages
+    fire where the default one has none, and the section says which window it ran at."""
+    small = overhead.run(dataclasses.replace(plan, window=4_000))
+    row, default_row = small["transcripts"][0], results["overhead"]["transcripts"][0]
+    assert small["window"] == 4_000 and results["overhead"]["window"] == 200_000
+    assert row["no_fire_calls"] < default_row["no_fire_calls"]
+    assert "4,000-token window" in overhead.render(small, "caption")
+    assert "-token window" not in overhead.render(results["overhead"], "caption")
+    assert dataclasses.replace(plan, mode="quick", window=4_000).command == "python -m benchmarks --quick --window 4000"
 
 def test_scale_reports_each_size_with_memory_and_hot_spots(results):
     r = results["scale"]
