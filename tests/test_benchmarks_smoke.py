@@ -56,7 +56,6 @@ def test_overhead_times_every_call_and_the_baselines_on_the_sampled_ones(plan, r
     assert set(r["targets"]) >= {"below_target_vs_recount", "within_target_vs_empty_graph"}
 
 
-
 def test_overhead_replays_at_the_plans_window(plan, results):
     """`--window`: the sessions are configured for it, so a window the tiny session outgrows has stages
     fire where the default one has none, and the section says which window it ran at."""
@@ -67,6 +66,7 @@ def test_overhead_replays_at_the_plans_window(plan, results):
     assert "4,000-token window" in overhead.render(small, "caption")
     assert "-token window" not in overhead.render(results["overhead"], "caption")
     assert dataclasses.replace(plan, mode="quick", window=4_000).command == "python -m benchmarks --quick --window 4000"
+
 
 def test_scale_reports_each_size_with_memory_and_hot_spots(results):
     r = results["scale"]

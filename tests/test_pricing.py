@@ -168,7 +168,6 @@ def test_call_statistics_and_unsent_messages_are_read_off_the_transcript():
     assert unsent_ids(c.messages) == {m.id for m in c.messages[-3:]}
 
 
-
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.booleans(), st.integers(0, 14), st.integers(0, 14),
                           st.sets(st.integers(0, 14), max_size=4)), min_size=1, max_size=12))
@@ -185,6 +184,7 @@ def test_span_sums_like_a_pass_over_the_messages(steps):
         ids = frozenset(f"m{i}" for i in excluded)
         expected = sum(counter.message(m) for m in view[start:stop] if m.id not in ids)
         assert counter.span(view, start, stop, ids) == expected
+
 
 # --- the rule at the stages --------------------------------------------------------------------
 

@@ -141,7 +141,7 @@ def test_a_result_gone_after_the_rewind_point_no_longer_supersedes_an_earlier_on
 
 def test_a_waiting_batch_does_not_count_its_markers_again_on_every_call() -> None:
     """Redundant results that wait for their batch keep the same markers from call to call: those are
-    counted once (the memory holds the last call's), and the verdicts still name the same sizes."""
+    counted once (the memory holds the last call's)."""
     messages = _redundant_session(40).messages
     with Session.open(None, window=60_000, snip={"min_gain_tokens": 1_000_000}) as session:
         counted: list[str] = []
