@@ -18,7 +18,6 @@ from typing import Any
 from . import cache, cost, gateway, large, ledger, overhead, report_page, retention, scale, store
 from .machine import describe, machine_info
 from .plan import Plan, full_plan, quick_plan
-from worksurface import Config
 from worksurface.core.fileio import atomic_write
 
 from .report import caption, dumps
@@ -105,16 +104,15 @@ def main(argv: list[str] | None = None) -> int:
                              "config's 200k); a large one, such as 1000000, lets views grow as far as the sessions go")
     parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: benchmarks/)")
     args = parser.parse_args(argv)
-    if args.window is not None:
-        try:
-            Config(window=args.window)
-        except ValueError as exc:  # pydantic's ValidationError: the config's own bounds
-            parser.error(f"--window {args.window}: {exc}")
     names = [n.strip() for n in args.sections.split(",") if n.strip()]
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
     plan = dataclasses.replace(full_plan() if args.full else quick_plan(), window=args.window)
+    try:
+        overhead.session_config(plan)  # the configuration's own bounds, before any section runs
+    except ValueError as exc:  # pydantic's ValidationError
+        parser.error(f"--window {args.window}: {exc}")
     args.out.mkdir(parents=True, exist_ok=True)  # sections write their plots there as they go
     results = run_sections(plan, names, args.out)
     if args.sections != parser.get_default("sections"):

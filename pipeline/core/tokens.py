@@ -71,8 +71,7 @@ class TokenCounter:
         # `span`'s running sums over the last list it read: sums[i] is the tokens of prefix[:i].
         self._span_prefix: list[Message] = []
         self._span_sums: list[int] = [0]
-        self._span_at: dict[str, int] = {}  # message id -> its index in the prefix
-        self._span_ids_unique = True
+        self._span_at: dict[str, int] = {}  # each message id in the prefix -> its first index there
 
     def text(self, text: str) -> int:
         if len(text) < REMEMBERED_TEXT_MIN_CHARS:
@@ -143,19 +142,14 @@ class TokenCounter:
                 if self._span_at.get(m.id, -1) >= kept:
                     del self._span_at[m.id]
             del prefix[kept:], sums[kept + 1:]
-            if not prefix:
-                self._span_ids_unique = True
         for m in messages[len(prefix):]:
-            if m.id in self._span_at:
-                self._span_ids_unique = False
-            else:
-                self._span_at[m.id] = len(prefix)
+            self._span_at.setdefault(m.id, len(prefix))
             prefix.append(m)
             sums.append(sums[-1] + self.message(m))
         start, stop, _ = slice(start, stop).indices(len(messages))
         if stop <= start:
             return 0
-        if not self._span_ids_unique:  # an id twice: which of them is excluded needs a look at each
+        if len(self._span_at) < len(prefix):  # an id twice: which of them is excluded needs a look at each
             return sum(self.message(m) for m in messages[start:stop] if m.id not in excluded)
         total = sums[stop] - sums[start]
         for message_id in excluded:
