@@ -85,13 +85,31 @@ def insertion_point(view: Sequence[Message]) -> int:
 
 def is_safe_cut(view: Sequence[Message], index: int) -> bool:
     """True when starting a slice at `index` splits no tool call from its result."""
-    if index <= 0 or index >= len(view):
-        return True
-    before_calls = {c.id for m in view[:index] for c in m.tool_calls}
-    before_results = {r.call_id for m in view[:index] for r in m.tool_results}
-    open_calls = before_calls - before_results
-    after_results = {r.call_id for m in view[index:] for r in m.tool_results}
-    return not (open_calls & after_results) and not (after_results & before_calls)
+    return index <= 0 or index >= len(view) or safe_cuts(view)[index]
+
+
+def safe_cuts(view: Sequence[Message]) -> list[bool]:
+    """`is_safe_cut(view, k)` for every k in 0..len(view), in one pass: a cut at k is unsafe exactly
+    when a call made before k has a result at k or after (a search for a cut asks many k of one view)."""
+    first_call: dict[str, int] = {}
+    last_result: dict[str, int] = {}
+    for i, m in enumerate(view):
+        for c in m.tool_calls:
+            first_call.setdefault(c.id, i)
+        for r in m.tool_results:
+            last_result[r.call_id] = i
+    n = len(view)
+    opened = [0] * (n + 2)  # +1 where a call's unsafe span (first call, last result] opens, -1 past it
+    for call_id, last in last_result.items():
+        first = first_call.get(call_id)
+        if first is not None and first < last:
+            opened[first + 1] += 1
+            opened[last + 1] -= 1
+    safe, spans = [], 0
+    for k in range(n + 1):
+        spans += opened[k]
+        safe.append(k <= 0 or k >= n or spans == 0)
+    return safe
 
 
 @dataclass(frozen=True)
@@ -145,14 +163,15 @@ def tail_start(view: Sequence[Message], counter: TokenCounter, budget: int, floo
     while last_turn > floor and view[last_turn - 1].role == "assistant":
         last_turn -= 1  # Claude Code splits one turn into several assistant records
     idx = min(idx, last_turn)
-    while idx > floor and not (is_safe_cut(view, idx) and not splits_response(view, idx)
+    safe = safe_cuts(view)
+    while idx > floor and not (safe[idx] and not splits_response(view, idx)
                                and (idx == n or view[idx].origin is Origin.CONVERSATION)):
         idx -= 1
     extra, j = 0, idx
     while j > floor and extra <= budget // 2:
         j -= 1
         extra += counter.message(view[j])
-        if is_user_turn(view[j]) and extra <= budget // 2 and is_safe_cut(view, j):
+        if is_user_turn(view[j]) and extra <= budget // 2 and safe[j]:
             return j
     return idx
 

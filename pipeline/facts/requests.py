@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.model import Message, Origin, is_user_turn
-from .calls import tool_calls, tool_label
+from .calls import CallRecord, tool_label
 from .commands import command_request, is_task_notification, question_answers, rejection_words, slash_command
 from ..core.memo import per_message_list
 from .meta import is_harness_output
@@ -149,9 +149,15 @@ def current_work(messages: Sequence[Message], max_calls: int = DEFAULT_RECENT_CA
         if m.role == "assistant" and m.text.strip():
             text, mid, at = m.text.strip(), m.id, i
             break
-    records = tool_calls(messages)
-    recent = tuple(tool_label(r) for r in records[-max_calls:]) if max_calls > 0 else ()
-    pending = tuple(tool_label(r) for r in records if r.result is None)
+    # A label names the call alone, so the calls are not paired with their results (`tool_calls`):
+    # a compaction asks this of its whole summarized span, twice.
+    answered: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        for r in m.tool_results:
+            answered.setdefault(r.call_id, i)
+    calls = [CallRecord(c, i, m.id, None, None, None) for i, m in enumerate(messages) for c in m.tool_calls]
+    recent = tuple(tool_label(r) for r in calls[-max_calls:]) if max_calls > 0 else ()
+    pending = tuple(tool_label(r) for r in calls if answered.get(r.call.id, -1) < r.index)
     return CurrentWork(text, mid, at, recent, pending)
 
 
