@@ -15,7 +15,6 @@ import ast
 import importlib
 import re
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
@@ -272,8 +271,6 @@ TRACKER = [
     ("_RELATED", "search", "  ↳ ○ web-3kq.1: Extend the cart schema ● P2", "  - web-3kq.1: Extend the cart schema"),
     (r"(?:^|[\s;&|])bd\s", "search", "cd repo && bd update web-3kq", "abd list"),
     (r"\s*(?:&&|;|\|\|)\s*", "search", "git add -A && git commit -m fix", "git add -A"),
-    (r"f'{re.escape(c.issue)}(?![\w.])'", "search", "bd close web-3kq", "bd close web-3kq.1"),
-    (r"f'{re.escape(a)}(?![\w.])'", "search", "bd close web-3kq", "bd close web-3kq.1"),
 ]
 
 TABLES: dict[str, list[tuple[str, str, str, str]]] = {
@@ -286,7 +283,6 @@ TABLES: dict[str, list[tuple[str, str, str, str]]] = {
 FILLS: dict[str, dict[str, Any]] = {
     "identifiers": {"prefix": "web"},
     "subagents": {"name": "status"},
-    "tracker": {"c": SimpleNamespace(issue="web-3kq"), "a": "web-3kq"},
 }
 
 

@@ -129,6 +129,17 @@ def test_a_long_sessions_facts_are_the_same_without_the_shortcuts(monkeypatch: p
     assert fast == slow
 
 
+_NAME_TEXT = st.text(alphabet="ab1_.- é٣\n", max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_NAME_TEXT, word=_NAME_TEXT)
+@example(text="bd close web-3kq.1", word="web-3kq")
+@example(text="closed bd-12, bd-123", word="bd-12")
+def test_a_name_is_found_where_the_pattern_per_name_found_it(text: str, word: str) -> None:
+    assert tracker_facts._names(text, word) == bool(re.search(rf"{re.escape(word)}(?![\w.])", text))
+
+
 # A summary each test-output parser finds (testsummary.NEEDS: the literals it cannot find one without).
 SUMMARIES = {
     testsummary._pytest: "FAILED tests/t.py::test_a - x\n=== 1 failed, 41 passed in 2.31s ===",

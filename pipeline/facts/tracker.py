@@ -107,11 +107,23 @@ def record_updates(rec: CallRecord, changes: Sequence[IssueChange]) -> list[Trac
     for part in _command_parts(command):
         if TRACKER_UPDATE_RE.match(part):
             result = _result_line(part, rec.output)
-            named = tuple(c for c in changes if re.search(rf"{re.escape(c.issue)}(?![\w.])", part)
-                          or c.issue in result)
+            named = tuple(c for c in changes if _names(part, c.issue) or c.issue in result)
             out.append(TrackerUpdate(one_line(part, MAX_LINE_CHARS), one_line(result, MAX_LINE_CHARS),
                                      rec.result_message_id or rec.message_id, rec.index, named))
     return out
+
+
+def _names(text: str, word: str) -> bool:
+    """`word` in `text` and not the start of a longer name (no word character or dot right after it).
+    Searched, not matched with a pattern made per word: every issue id and argument would be a new
+    pattern, and they push the patterns the rest of the code uses out of `re`'s cache."""
+    at = text.find(word)
+    while at >= 0:
+        after = at + len(word)
+        if after == len(text) or not (text[after].isalnum() or text[after] in "_."):
+            return True
+        at = text.find(word, at + 1)
+    return False
 
 
 def _result_line(command: str, output: str) -> str:
@@ -119,6 +131,6 @@ def _result_line(command: str, output: str) -> str:
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     args = [w for w in command.split()[2:] if not w.startswith("-") and len(w) > 2]
     for line in lines:
-        if any(re.search(rf"{re.escape(a)}(?![\w.])", line) for a in args):
+        if any(_names(line, a) for a in args):
             return line
     return lines[0] if lines else ""
