@@ -65,21 +65,46 @@ def test_log_append_and_read(store):
 
 
 def test_the_memory_store_holds_the_texts_a_disk_store_writes(tmp_path):
-    """Its log and artifacts are encoded only when read back: what it then gives is byte for byte
-    what a persistent backend stored (records move between backends unchanged)."""
+    """Its log, artifacts, edits and frozen meta records are encoded only when read back: what it then
+    gives is byte for byte what a persistent backend stored (records move between backends unchanged)."""
     disk, memory = DiskStore(tmp_path / "s"), MemoryStore()
+    edits = [ReplaceResult("budget", "c1", "[stored é]", artifact="abc"),
+             Insert("status", "m4", (Message("st", "user", (Text("<status> ✓ \ud83d"),), Origin.STATUS),), "m4")]
     for s in (disk, memory):
         s.append_messages(_messages(5))
         s.put_artifact("output \ud83d é\n" * 50, kind="budget")
+        s.add_edits(edits)
+        s.set_meta_record("publisher", ("delta", 3), lambda r: {"strategy": r[0], "seq": r[1], "note": "é"})
         with pytest.raises(RuntimeError):
             with s.transaction():
                 s.append_messages(_messages(2, start=5))
+                s.add_edits(edits)
+                s.set_meta_record("publisher", ("replace", 4), lambda r: {"strategy": r[0]})
                 raise RuntimeError("crash")
     # An artifact's record names its file, which only the disk store has.
     texts = [{k: v for k, v in s.records() if not k.endswith(":info")} for s in (disk, memory)]
     assert texts[0] == texts[1] and any(k.startswith("logmsg:") for k in texts[0])
     assert memory.log_messages() == disk.log_messages() == _messages(5)
+    assert memory.edits() == disk.edits() == edits
+    assert memory.get_meta("publisher") == disk.get_meta("publisher") == {"strategy": "delta", "seq": 3, "note": "é"}
     disk.close()
+
+
+def test_a_frozen_record_is_encoded_by_a_memory_store_only_when_read():
+    """A memory-only session commits its status publisher state on most calls and reads back the
+    object it committed: the store makes the record's JSON only if something reads the key."""
+    made: list[int] = []
+
+    def to_json(record: tuple[int, ...]) -> list[int]:
+        made.append(1)
+        return list(record)
+
+    memory = MemoryStore()
+    memory.set_meta_record("state", (1, 2), to_json)
+    memory.set_meta_record("state", (1, 2, 3), to_json)
+    assert made == []
+    assert memory.get_meta("state") == [1, 2, 3] and made == [1]
+    assert memory.get_meta("state") == [1, 2, 3] and made == [1]  # made once
 
 
 def test_truncate_drops_edits_referring_to_removed_ids(store):

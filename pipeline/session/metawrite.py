@@ -22,11 +22,14 @@ class MetaWriter:
 
     def set(self, key: str, value: Any, to_json: Callable[[Any], Any] | None = None) -> None:
         """`store.set_meta(key, to_json(value))` unless the store holds it already (`value` is then
-        compared as given: a frozen record before its JSON is made)."""
+        a frozen record, compared as given, and its JSON made when the store needs it)."""
         known = self.held.get(key, _UNSET)
         if type(known) is type(value) and known == value and _scalar_or_record(value):
             return
-        self.store.set_meta(key, to_json(value) if to_json is not None else value)
+        if to_json is not None:
+            self.store.set_meta_record(key, value, to_json)
+        else:
+            self.store.set_meta(key, value)
         self.written[key] = value
 
     def committed(self, generation: int) -> tuple[int, dict[str, Any]]:

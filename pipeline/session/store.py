@@ -7,8 +7,9 @@ Backends: `DiskStore` (`diskstore.py`: a directory, diskcache over SQLite, the e
 and `MemoryStore` (`memstore.py`: the one-shot `compact()`). Every value is JSON text, so the backends behave
 identically, a transaction rolls back any of them, and a session moves between them record by record
 (`records` / `restore`: fork, export, import). Every read is checked (`integrity.py`). The memory
-store encodes a logged message, its index entry or an artifact when it is first read (`_put_deferred`):
-the text is the same, and a one-shot compaction that never reads them does not pay for it.
+store encodes a logged message, its index entry, an artifact, an edit or a frozen meta record when it
+is first read (`_put_deferred`): the text is the same, and a session that never reads them back (a
+one-shot compaction, a memory-only session) does not pay for it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def _dumps(value: Any, what: str) -> str:
         return encode(value)
     except (TypeError, ValueError) as exc:
         raise SessionError(f"cannot store {what}: not JSON-serializable ({exc})") from None
+
+
+def _dumps_record(record: Any, to_json: Callable[[Any], Any], what: str) -> str:
+    return _dumps(to_json(record), what)
+
+
+def _dumps_edit(edit: Edit) -> str:
+    return _dumps(edit_to_json(edit), f"{edit.stage} edit")
 
 
 def _dumps_message(message: Message) -> str:
@@ -311,7 +320,7 @@ class Store(ABC):
         with self.transaction():
             n = self._edit_count()
             for edit in edits:
-                self._save(f"edit:{n}", edit_to_json(edit), f"{edit.stage} edit")
+                self._put_deferred(f"edit:{n}", functools.partial(_dumps_edit, edit))  # frozen, like a message
                 n += 1
             self._save("edits:len", n, "edit count")
 
@@ -398,6 +407,12 @@ class Store(ABC):
             self._put(f"meta:{key}", value.text)
         else:
             self._save(f"meta:{key}", value, f"meta {key!r}")
+
+    def set_meta_record(self, key: str, record: Any, to_json: Callable[[Any], Any]) -> None:
+        """`set_meta(key, to_json(record))` for a frozen record: a backend holding texts in memory makes
+        its JSON only if the key is read (`_put_deferred`), and a session reads the record it committed
+        itself without decoding it (`metawrite.held_value`), so a memory-only session never does."""
+        self._put_deferred(f"meta:{key}", functools.partial(_dumps_record, record, to_json, f"meta {key!r}"))
 
     # --- token-count cache ------------------------------------------------------------------------
 
