@@ -12,9 +12,9 @@ from .store import ReentrantLock, Store
 
 class MemoryStore(Store):
     """The same API kept in memory (the one-shot `compact()`); artifacts have no file (path None).
-    A logged message, an artifact, an edit or a frozen meta record is encoded only if it is read back:
-    a one-shot compaction never reads them, and encoding them was most of its commit (a 200 MB result,
-    100k messages); a memory-only session reads back only what another object may have written."""
+    A logged message, an artifact, an edit or a frozen meta record is encoded only if it is read back
+    (a fork, an export, another Session object's commit): a session keeps the objects it committed, and
+    encoding them was most of a one-shot compaction's commit (a 200 MB result, 100k messages)."""
 
     persistent = False
 
