@@ -56,6 +56,11 @@ class BoundedCounter(TokenCounter):
         super().__init__()
         self.estimated = 0
 
+    def message(self, message: Message) -> int:
+        # A report reads each message once or twice: summing its (memoized) blocks costs less than the
+        # digest that would key the message's own count, which only a session uses again.
+        return PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks)
+
     def text(self, text: str) -> int:
         if len(text) <= MAX_EXACT_CHARS and not isinstance(text, Sampled):
             return super().text(text)
@@ -236,15 +241,19 @@ def _tool(by_tool: dict[str, dict[str, int]], name: str) -> dict[str, int]:
 def _compaction(messages: list[Message], counter: TokenCounter, fmt: str) -> dict[str, Any]:
     """Harness compact boundaries and summaries (metadata set by the adapters) and worksurface's own
     messages (by origin; never inferred from text)."""
-    boundaries = [_boundary(messages, i, counter, fmt) for i, m in enumerate(messages)
-                  if m.meta.get("compact_boundary") or m.origin is Origin.BOUNDARY]
+    boundaries, summaries = [], []
     origins: dict[str, int] = {}
-    for m in messages:
+    for i, m in enumerate(messages):  # one pass: a report of 100k messages reads each once
+        meta = m.meta
+        if meta.get("compact_boundary") or m.origin is Origin.BOUNDARY:
+            boundaries.append(_boundary(messages, i, counter, fmt))
+        if meta.get("is_compact_summary"):
+            summaries.append(m.id)
         if m.origin is not Origin.CONVERSATION:
             origins[m.origin.value] = origins.get(m.origin.value, 0) + 1
     return {"count": len(boundaries),
             "boundaries": boundaries,
-            "compact_summaries": [m.id for m in messages if m.meta.get("is_compact_summary")],
+            "compact_summaries": summaries,
             "worksurface": dict(sorted(origins.items()))}
 
 
