@@ -115,9 +115,13 @@ class TokenCounter:
         key = message.digest
         n = self._messages.get(key)
         if n is None:
-            n = self._messages[key] = self._unsaved[key] = (
-                PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks))
+            n = self._messages[key] = self._unsaved[key] = self.from_blocks(message)
         return n
+
+    def from_blocks(self, message: Message) -> int:
+        """A message's tokens summed from its blocks (each remembered), the message's own count not
+        remembered: what `message` remembers by digest, for a caller that will not see it again."""
+        return PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks)
 
     def load_message_counts(self, counts: Mapping[str, int]) -> None:
         """Counts persisted by a session (message digest -> tokens): those messages are not encoded again."""

@@ -9,7 +9,7 @@ import operator
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .model import Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn, orphans
+from .model import Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn, orphans, result_index
 from .tokens import TokenCounter
 
 
@@ -92,15 +92,12 @@ def safe_cuts(view: Sequence[Message]) -> list[bool]:
     """`is_safe_cut(view, k)` for every k in 0..len(view), in one pass: a cut at k is unsafe exactly
     when a call made before k has a result at k or after (a search for a cut asks many k of one view)."""
     first_call: dict[str, int] = {}
-    last_result: dict[str, int] = {}
     for i, m in enumerate(view):
         for c in m.tool_calls:
             first_call.setdefault(c.id, i)
-        for r in m.tool_results:
-            last_result[r.call_id] = i
     n = len(view)
     opened = [0] * (n + 2)  # +1 where a call's unsafe span (first call, last result] opens, -1 past it
-    for call_id, last in last_result.items():
+    for call_id, last in result_index(view).items():  # each id's last result
         first = first_call.get(call_id)
         if first is not None and first < last:
             opened[first + 1] += 1

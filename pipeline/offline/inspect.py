@@ -59,7 +59,7 @@ class BoundedCounter(TokenCounter):
     def message(self, message: Message) -> int:
         # A report reads each message once or twice: summing its (memoized) blocks costs less than the
         # digest that would key the message's own count, which only a session uses again.
-        return PER_MESSAGE_OVERHEAD + sum(self.block(b) for b in message.blocks)
+        return self.from_blocks(message)
 
     def text(self, text: str) -> int:
         if len(text) <= MAX_EXACT_CHARS and not isinstance(text, Sampled):
