@@ -1,5 +1,4 @@
-"""Token accounting: tiktoken cl100k_base from the bundled offline copy, memoized per block; a text
-over EXACT_COUNT_MAX_CHARS is estimated from bounded windows of it.
+"""Token accounting: tiktoken cl100k_base from the bundled offline copy, memoized per block.
 
 A harness calls worksurface before every model call, so a block must be encoded once per process,
 not once per call. Counts are keyed by block content, so an edited block is recounted and an
@@ -32,11 +31,11 @@ IMAGE_DEFAULT_TOKENS = 1600
 # A text longer than this is not encoded whole: its count is estimated from ESTIMATE_WINDOWS windows
 # of about ESTIMATE_WINDOW_CHARS spread evenly over it, each starting and ending where cl100k's
 # pre-tokenizer splits anyway (after a newline, before a non-space), scaled to its length. Encoding
-# costs about 0.1 us a character (85 ms for a 1 MB output, in every process that counts it); the
-# estimate costs about 2 ms at any length. Texts up to this length (Claude Code cuts a command's
-# output at 30,000 characters) stay exact. On the shared transcripts' 56 longer texts the estimate is
-# 0.38% off at the median and 2.5% at most, and every measured request is still predicted within 5%
-# (tests/test_calibration_field.py); a shorter threshold made that prediction worse.
+# costs about 0.1 us a character, so counting each new output whole made a call's work grow with
+# what the agent's tools printed; an estimate costs the same for a 40 kB output as for a 200 MB one.
+# Texts up to this length (Claude Code cuts a command's output at 30,000 characters) stay exact. On
+# the shared transcripts' 56 longer texts the estimate is 0.38% off at the median and 2.5% at most,
+# and every measured request is still predicted within 5% (tests/test_calibration_field.py).
 EXACT_COUNT_MAX_CHARS = 32_000
 ESTIMATE_WINDOWS = 64
 ESTIMATE_WINDOW_CHARS = 250
