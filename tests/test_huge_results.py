@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from worksurface import Config, Session
 from worksurface.core.model import Message, Text, ToolCall, ToolResult
-from worksurface.core.tokens import TokenCounter, get_encoding
+from worksurface.core.tokens import EXACT_COUNT_MAX_CHARS, TokenCounter, get_encoding
 
 LINE = "2026-01-01T00:00:00Z INFO worker-3 processed batch 12345 in 0.042s ok\n"
-# A result of this many characters (about a million tokens) is huge by any harness's measure.
-HUGE_CHARS = 4_000_000
 
 
 def _log(chars: int) -> str:
@@ -22,14 +20,14 @@ def test_a_huge_text_is_estimated_close_to_its_exact_count_and_a_normal_one_is_e
     counter = TokenCounter()
     normal = LINE * 1000
     assert counter.text(normal) == len(get_encoding().encode_ordinary(normal))
-    huge = "header: run 7\n" + LINE * (HUGE_CHARS // len(LINE) + 10) + "FAILED: 3 errors\n"
+    huge = "header: run 7\n" + LINE * (EXACT_COUNT_MAX_CHARS // len(LINE) + 10) + "FAILED: 3 errors\n"
     exact = len(get_encoding().encode_ordinary(huge))
     estimate = counter.text(huge)
     assert abs(estimate - exact) / exact < 0.02
 
 
 def test_a_huge_result_is_reduced_on_arrival_to_its_ends_with_its_estimated_size() -> None:
-    body = "first line of the job\n" + _log(HUGE_CHARS + 100_000) + "last line: done\n"
+    body = "first line of the job\n" + _log(EXACT_COUNT_MAX_CHARS + 100_000) + "last line: done\n"
     messages = [Message("u1", "user", (Text("run the job"),)),
                 Message("a1", "assistant", (ToolCall("t1", "Bash", {"command": "./job.sh"}),)),
                 Message("u2", "user", (ToolResult("t1", body),))]
@@ -44,7 +42,7 @@ def test_a_huge_result_is_reduced_on_arrival_to_its_ends_with_its_estimated_size
 
 
 def test_a_huge_file_read_is_previewed_from_its_ends() -> None:
-    body = "first line of the file\n" + _log(HUGE_CHARS + 100_000) + "last line: done\n"
+    body = "first line of the file\n" + _log(EXACT_COUNT_MAX_CHARS + 100_000) + "last line: done\n"
     messages = [Message("u1", "user", (Text("read the log"),)),
                 Message("a1", "assistant", (ToolCall("t1", "Read", {"file_path": "/r/big.log"}),)),
                 Message("u2", "user", (ToolResult("t1", body),))]

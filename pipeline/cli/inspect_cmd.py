@@ -161,8 +161,8 @@ def _print(report: dict[str, Any], console: Console) -> None:
         console.print("; ".join(notes))
     _print_subagents(report.get("subagents"), console)
     if report.get("estimated_texts"):
-        console.print(f"{report['estimated_texts']} long text(s) counted on a sample: their token figures "
-                      "are estimates (within a few percent)")
+        console.print(f"{report['estimated_texts']} huge text(s) counted on a sample: their token figures "
+                      "are estimates")
 
 
 def _print_subagents(tree: dict[str, Any] | None, console: Console) -> None:

@@ -7,7 +7,6 @@ unchanged one never is.
 
 from __future__ import annotations
 
-import re
 import threading
 from typing import Iterable, Mapping, Sequence
 
@@ -28,21 +27,11 @@ PER_TOOL_CALL_OVERHEAD = 8
 IMAGE_PIXELS_PER_TOKEN = 750
 IMAGE_DEFAULT_TOKENS = 1600
 
-# A text longer than this is not encoded whole: its count is estimated from ESTIMATE_WINDOWS windows
-# of about ESTIMATE_WINDOW_CHARS spread evenly over it, each starting and ending where cl100k's
-# pre-tokenizer splits anyway (after a newline, before a non-space), scaled to its length. Encoding
-# costs about 0.1 us a character, so counting each new output whole made a call's work grow with
-# what the agent's tools printed; an estimate costs the same for a 40 kB output as for a 200 MB one.
-# Texts up to this length (Claude Code cuts a command's output at 30,000 characters) stay exact. On
-# the shared transcripts' 56 longer texts the estimate is 0.38% off at the median and 2.5% at most,
-# and every measured request is still predicted within 5% (tests/test_calibration_field.py).
-EXACT_COUNT_MAX_CHARS = 32_000
-ESTIMATE_WINDOWS = 64
-ESTIMATE_WINDOW_CHARS = 250
-# A window's start or end moves to the next pre-tokenizer split within this many characters (a line
-# start, else a space); a text without one there (a blob, minified JSON) is cut where it is.
-ESTIMATE_SNAP_CHARS = 200
-_SPLIT = re.compile(r"\n(?=\S)")
+# A text longer than this is not encoded whole (a 200 MB tool result takes minutes): its count is
+# estimated from ESTIMATE_SAMPLE_CHARS at its start, middle and end, scaled to its length. Every
+# decision about such a text (budget, ingest, the thresholds) is far from the margin of the estimate.
+EXACT_COUNT_MAX_CHARS = 4_000_000
+ESTIMATE_SAMPLE_CHARS = 200_000
 # Texts at least this long are remembered by their content: the same output is counted as a block
 # and again as an artifact when a stage stores it (a string's hash is computed once and kept by it).
 REMEMBERED_TEXT_MIN_CHARS = 512
@@ -63,17 +52,6 @@ def get_encoding() -> tiktoken.Encoding:
     return _encoding
 
 
-def _split_at(text: str, at: int, stop: int) -> int:
-    """The first pre-tokenizer split in `text[at:stop]` within ESTIMATE_SNAP_CHARS of `at`: a line
-    start (after a newline, before a non-space, where cl100k always splits), else a space; else `at`."""
-    limit = min(stop, at + ESTIMATE_SNAP_CHARS)
-    found = _SPLIT.search(text, at, limit)
-    if found is not None:
-        return found.end()
-    space = text.find(" ", at, limit)
-    return space if space >= 0 else min(at, stop)
-
-
 def image_tokens(image: Image) -> int:
     if image.width and image.height:
         return max(1, (image.width * image.height + IMAGE_PIXELS_PER_TOKEN - 1) // IMAGE_PIXELS_PER_TOKEN)
@@ -90,7 +68,6 @@ class TokenCounter:
         self._unsaved: dict[str, int] = {}  # message counts a session has not persisted yet
         self._texts: dict[str, int] = {}  # long texts counted (see REMEMBERED_TEXT_MIN_CHARS)
         self.encoded = 0  # blocks actually encoded (for benchmarks and tests of memoization)
-        self.estimated = 0  # texts counted from samples (over EXACT_COUNT_MAX_CHARS), for reports
         # `span`'s running sums over the last list it read: sums[i] is the tokens of prefix[:i].
         self._span_prefix: list[Message] = []
         self._span_sums: list[int] = [0]
@@ -100,8 +77,7 @@ class TokenCounter:
         if len(text) < REMEMBERED_TEXT_MIN_CHARS:
             return len(self._enc.encode_ordinary(text)) if text else 0
         if len(text) > EXACT_COUNT_MAX_CHARS:
-            self.estimated += 1
-            return self.sampled(text, len(text))  # bounded work, and not worth holding the text
+            return self._estimate(text)  # three bounded samples: cheap, and not worth holding the text
         known = self._texts.get(text)
         if known is not None:
             return known
@@ -111,23 +87,13 @@ class TokenCounter:
         self._texts[text] = n
         return n
 
-    def sampled(self, text: str, length: int) -> int:
-        """Tokens of a text `length` characters long of which `text` is a sample (or the whole): the
-        tokens per character of ESTIMATE_WINDOWS windows spread evenly over `text`, each cut at a
-        pre-tokenizer split so no token is cut in two, times `length` (rounded up)."""
-        n = len(text)
-        if n <= ESTIMATE_WINDOWS * ESTIMATE_WINDOW_CHARS:
-            counted, chars = len(self._enc.encode_ordinary(text)), n
-        else:
-            counted = chars = 0
-            for k in range(ESTIMATE_WINDOWS):
-                lo, hi = k * n // ESTIMATE_WINDOWS, (k + 1) * n // ESTIMATE_WINDOWS
-                start = _split_at(text, lo, hi) if k else 0
-                end = _split_at(text, min(start + ESTIMATE_WINDOW_CHARS, hi), hi)
-                if end > start:
-                    counted += len(self._enc.encode_ordinary(text[start:end]))
-                    chars += end - start
-        return -(-counted * length // chars) if chars else 0
+    def _estimate(self, text: str) -> int:
+        """Tokens of a huge text from three bounded samples (start, middle, end), scaled to its length."""
+        n, k = len(text), ESTIMATE_SAMPLE_CHARS
+        mid = (n - k) // 2
+        samples = (text[:k], text[mid:mid + k], text[n - k:])
+        sampled = sum(len(self._enc.encode_ordinary(s)) for s in samples)
+        return -(-sampled * n // (3 * k))  # rounded up
 
     def block(self, block: Block) -> int:
         cached = self._cache.get(block)

@@ -25,9 +25,9 @@ from ..core.view import live_slice
 
 # How many of the largest tool results the report lists.
 LARGEST_RESULTS = 10
-# A report keeps a text longer than this (about 250k tokens) as a sample of SAMPLE_CHARS from its start
-# and end, counted as the whole is (core.tokens estimates every text over EXACT_COUNT_MAX_CHARS), so one
-# 50 MB line holds what a 1 MB one does instead of the file's worth of memory.
+# A report's token figures need not be exact for huge blocks: a text longer than this (about 250k
+# tokens) is counted on a sample of SAMPLE_CHARS from its start and end and extrapolated, so one 50 MB
+# line costs what a 1 MB one does instead of minutes and gigabytes of BPE work.
 MAX_EXACT_CHARS = 1_000_000
 SAMPLE_CHARS = 200_000
 # Results whose call is not in the transcript (cut off by the file's start) are grouped under this name.
@@ -48,9 +48,13 @@ class Sampled(str):
 
 
 class BoundedCounter(TokenCounter):
-    """A TokenCounter for reports: a text over MAX_EXACT_CHARS (or `Sampled`) is estimated from its
-    sample (start and end, SAMPLE_CHARS in all) at the sample's tokens per character; `estimated`
-    counts it with the texts over EXACT_COUNT_MAX_CHARS that every TokenCounter estimates."""
+    """A TokenCounter for reports: texts over MAX_EXACT_CHARS (and `Sampled` ones) are estimated from
+    a sample (start and end, SAMPLE_CHARS in all) at the sample's tokens per character; `estimated`
+    counts them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.estimated = 0
 
     def message(self, message: Message) -> int:
         # A report reads each message once or twice: summing its (memoized) blocks costs less than the
@@ -59,11 +63,12 @@ class BoundedCounter(TokenCounter):
 
     def text(self, text: str) -> int:
         if len(text) <= MAX_EXACT_CHARS and not isinstance(text, Sampled):
-            return super().text(text)  # over EXACT_COUNT_MAX_CHARS, estimated (and counted) there
-        # A huge text read whole is counted as its sample would be: a streamed report equals a whole one.
-        sample = text if isinstance(text, Sampled) else Sampled(text)
+            return super().text(text)
         self.estimated += 1
-        return self.sampled(sample, sample.chars)
+        half = SAMPLE_CHARS // 2
+        sampled = super().text(text[:half]) + super().text(text[-half:])
+        chars = text.chars if isinstance(text, Sampled) else len(text)
+        return round(sampled * chars / SAMPLE_CHARS)
 
 
 def keep_sampled(message: Message) -> Message:
@@ -149,8 +154,7 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
       tool_uses, sidechain: {path, agent_id, goal, messages, tokens, started, ended, model, compaction,
       error} or None, matched_by (agent id, prompt, time)}], unlinked: [sidechain, ...]} (Claude Code
       sidechain files in `<session-id>/subagents/`; `agent-acompact-*` are its compaction calls)
-    - `estimated_texts`: only when some text was counted on a sample (one over EXACT_COUNT_MAX_CHARS,
-      see core.tokens and BoundedCounter)
+    - `estimated_texts`: only when some huge text was counted on a sample (see BoundedCounter)
     """
     messages = transcript.messages
     prefix = stable_prefix_length(messages)
