@@ -298,23 +298,29 @@ def reduce_output(text: str, config: IngestConfig, *, lossy: bool = True) -> Red
     out = redrawn
     if not lossy:
         return Reduction(out, tuple(kinds), False)
+    # Most outputs need no reducer: the text is split into lines once, and the whole-text checks
+    # below skip a reducer whose per-line loop would keep every line.
     lines = out.split("\n")
-    reduced = collapse_progress(lines)
+    reduced = collapse_progress(lines) if _MAY_HOLD_PROGRESS.search(out) else lines
     if len(reduced) != len(lines):
         kinds.append("progress")
     before = len(reduced)
     reduced = collapse_repeats(reduced, config.repeat_min_run)
     if len(reduced) != before:
         kinds.append("repeats")
-    out = "\n".join(reduced)
-    out, blobs = replace_blobs(out, config.blob_min_chars)
+    if reduced is not lines:
+        out = "\n".join(reduced)
+    # A blob lies within one line: with every line shorter than a blob there is none to look for.
+    blobs = False
+    if max(map(len, reduced), default=0) >= config.blob_min_chars:
+        out, blobs = replace_blobs(out, config.blob_min_chars)
     if blobs:
         kinds.append("blobs")
     out, shortened = shorten_json(out, config.json_max_items, config.json_keep_head, config.json_keep_tail)
     if shortened:
         kinds.append("json")
-    final, elided = elide_log(out.split("\n"), config.log_max_lines, config.log_head_lines,
-                              config.log_tail_lines, config.log_max_kept_lines)
+    final, elided = elide_log(out.split("\n") if blobs or shortened else reduced, config.log_max_lines,
+                              config.log_head_lines, config.log_tail_lines, config.log_max_kept_lines)
     if elided:
         kinds.append("log")
         out = "\n".join(final)
