@@ -9,13 +9,14 @@ artifact. The caller decides when reducing is free (a result not yet sent: no ca
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import json
 import operator
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 from ..core.config import IngestConfig
 
@@ -89,6 +90,37 @@ def is_important(line: str) -> bool:
                 or _SOURCE_LOCATION_CUE.search(line)):
             return False
     return bool(_IMPORTANT.search(line))
+
+
+# The start-of-line alternatives, searched across a run of lines joined by newlines: a line's own
+# leading whitespace only (never the newline before it), so each match starts at the line it is for.
+_IMPORTANT_AT_LINE_START = re.compile(r"^[^\S\n]*(?:e\s|\d+\)\s|at \S+ \(|file \")", re.IGNORECASE | re.MULTILINE)
+
+
+def important_lines(lines: Sequence[str], start: int, stop: int) -> list[int]:
+    """The indices in [start, stop) of the lines `is_important` keeps, in order. The lines are searched
+    as one lowered text, a substring search per word and per cue instead of a test of every line (a
+    long log's lines cost half what counting its tokens does, line by line); only a line holding a
+    cue and no word is tested by the whole pattern. Lowering the joined text lowers each line alike:
+    no character lowers to another length but one of _FOLDS_TO_ASCII, which sends the run line by line."""
+    block = "\n".join(lines[start:stop])
+    if not block.isascii() and _FOLDS_TO_ASCII.search(block):
+        return [i for i in range(start, stop) if is_important(lines[i])]
+    low = block.lower()
+    ends = list(itertools.accumulate(len(lines[i]) + 1 for i in range(start, stop)))  # each next line's offset
+
+    def hits(text: str, needle: str) -> Iterator[int]:
+        at = text.find(needle)
+        while at >= 0:
+            k = bisect.bisect_right(ends, at)
+            yield start + k
+            at = text.find(needle, ends[k])  # on from the next line: one hit decides a line
+    found = {i for word in _IMPORTANT_WORDS for i in hits(low, word)}
+    cued = {i for cue in _IMPORTANT_CUES for i in hits(low, cue)}
+    for pattern in (_IMPORTANT_AT_LINE_START, _SOURCE_LOCATION_CUE):
+        cued.update(start + bisect.bisect_right(ends, m.start()) for m in pattern.finditer(block))
+    found.update(i for i in cued - found if _IMPORTANT.search(lines[i]))
+    return sorted(found)
 
 
 def strip_ansi(text: str) -> str:
@@ -245,6 +277,10 @@ def shorten_json(text: str, max_items: int, keep_head: int, keep_tail: int) -> t
     return out, True
 
 
+# Lines of a long log's middle searched for important lines at once (see elide_log).
+IMPORTANT_SEARCH_LINES = 2_000
+
+
 def elide_log(lines: list[str], max_lines: int, head: int, tail: int, max_kept: int) -> tuple[list[str], bool]:
     """A log over `max_lines` lines keeps its first `head` and last `tail` lines and, in between, the
     important lines (up to `max_kept`, with the lines around each for context); gaps are marked with
@@ -253,24 +289,24 @@ def elide_log(lines: list[str], max_lines: int, head: int, tail: int, max_kept: 
         return lines, False
     middle_range = range(head, len(lines) - tail)
     keep: set[int] = set()
-    for i in middle_range:
+    # The middle is searched a stretch at a time: a log of errors stops at the first max_kept.
+    for chunk in range(head, middle_range.stop, IMPORTANT_SEARCH_LINES):
+        for i in important_lines(lines, chunk, min(chunk + IMPORTANT_SEARCH_LINES, middle_range.stop)):
+            if len(keep) >= max_kept:
+                break
+            keep.update(j for j in (i - 1, i, i + 1) if head <= j < len(lines) - tail)
         if len(keep) >= max_kept:
             break
-        if is_important(lines[i]):
-            keep.update(j for j in (i - 1, i, i + 1) if head <= j < len(lines) - tail)
     out = lines[:head]
-    gap = 0
-    for i in middle_range:
-        if i in keep:
-            if gap:
-                out.append(f"[... {gap} lines omitted ...]")
-                gap = 0
-            out.append(lines[i])
-        else:
-            gap += 1
-    if gap:
-        out.append(f"[... {gap} lines omitted ...]")
-    out += lines[len(lines) - tail:]
+    after = head  # the line after the last one kept
+    for i in sorted(keep):
+        if i > after:
+            out.append(f"[... {i - after} lines omitted ...]")
+        out.append(lines[i])
+        after = i + 1
+    if after < middle_range.stop:
+        out.append(f"[... {middle_range.stop - after} lines omitted ...]")
+    out += lines[middle_range.stop:]
     return out, True
 
 
