@@ -92,9 +92,10 @@ def is_important(line: str) -> bool:
     return bool(_IMPORTANT.search(line))
 
 
-# The start-of-line alternatives, searched across a run of lines joined by newlines: a line's own
-# leading whitespace only (never the newline before it), so each match starts at the line it is for.
-_IMPORTANT_AT_LINE_START = re.compile(r"^[^\S\n]*(?:e\s|\d+\)\s|at \S+ \(|file \")", re.IGNORECASE | re.MULTILINE)
+# _IMPORTANT_AT_START searched across a run of lines joined by newlines: a line's own leading
+# whitespace only (never the newline before it), so each match starts at the line it is for.
+_IMPORTANT_AT_LINE_START = re.compile(r"^[^\S\n]*" + _IMPORTANT_AT_START.pattern.removeprefix(r"\s*"),
+                                      re.IGNORECASE | re.MULTILINE)
 
 
 def important_lines(lines: Sequence[str], start: int, stop: int) -> list[int]:
@@ -289,14 +290,14 @@ def elide_log(lines: list[str], max_lines: int, head: int, tail: int, max_kept: 
         return lines, False
     middle_range = range(head, len(lines) - tail)
     keep: set[int] = set()
-    # The middle is searched a stretch at a time: a log of errors stops at the first max_kept.
-    for chunk in range(head, middle_range.stop, IMPORTANT_SEARCH_LINES):
-        for i in important_lines(lines, chunk, min(chunk + IMPORTANT_SEARCH_LINES, middle_range.stop)):
-            if len(keep) >= max_kept:
-                break
-            keep.update(j for j in (i - 1, i, i + 1) if head <= j < len(lines) - tail)
+    # The middle is searched a stretch at a time, each when the loop reaches it: a log of errors
+    # stops at its first max_kept.
+    stretches = (important_lines(lines, at, min(at + IMPORTANT_SEARCH_LINES, middle_range.stop))
+                 for at in range(head, middle_range.stop, IMPORTANT_SEARCH_LINES))
+    for i in itertools.chain.from_iterable(stretches):
         if len(keep) >= max_kept:
             break
+        keep.update(j for j in (i - 1, i, i + 1) if head <= j < middle_range.stop)
     out = lines[:head]
     after = head  # the line after the last one kept
     for i in sorted(keep):
