@@ -56,6 +56,22 @@ def test_overhead_times_every_call_and_the_baselines_on_the_sampled_ones(plan, r
     assert set(r["targets"]) >= {"below_target_vs_recount", "within_target_vs_empty_graph"}
 
 
+def test_overhead_names_the_sessions_whose_new_content_alone_grows_past_the_target(results):
+    """A session whose exact count of only its new messages ((d)) already grows by the target is named
+    in the verdict: there the raw growth target is below what any exact counter needs."""
+    r = results["overhead"]
+    row = r["transcripts"][0]
+    over = r["targets"]["sessions_over_target_by_new_content_alone"]
+    assert over == ([row["name"]] if row["growth_ms_per_100k"]["new_content"] >= overhead.TARGET_GROWTH_MS else [])
+    steep = {**row, "name": "steep", "growth_ms_per_100k": {**row["growth_ms_per_100k"], "new_content": 2.2}}
+    flat = {**row, "name": "flat", "growth_ms_per_100k": {**row["growth_ms_per_100k"], "new_content": 0.4}}
+    unknown = {**row, "name": "unknown", "growth_ms_per_100k": {**row["growth_ms_per_100k"], "new_content": float("nan")}}
+    named = overhead._over_by_new_content([steep, flat, unknown])
+    assert named == ["steep"]
+    md = overhead.render({**r, "targets": {**r["targets"], "sessions_over_target_by_new_content_alone": named}}, "c")
+    assert "On steep, (d) alone" in md and "flat" not in md.split("On steep")[1]
+
+
 def test_overhead_replays_at_the_plans_window(plan, results):
     """`--window`: the sessions are configured for it, so a window the tiny session outgrows has stages
     fire where the default one has none, and the section says which window it ran at."""
