@@ -50,7 +50,21 @@ def measure(probe_file: Path, transcript_file: Path, targets: Sequence[int],
         runs[str(target)] = check(transcript, probes, at="boundary", target=target, baselines=baselines,
                                   use_usage=False).to_json()
     runs[DEFAULT] = check(transcript, probes, at="boundary", baselines=baselines).to_json()
-    return {"probes": str(probe_file), "transcript": str(transcript_file), "runs": runs}
+    return {"probes": str(probe_file), "transcript": str(transcript_file), "user": user_of(transcript_file),
+            "runs": runs}
+
+
+def user_of(transcript_file: Path) -> str:
+    """Who a session comes from, for the per-user table: the field folder's user/repository, else the
+    top folder under the shared transcripts (claude-code: the user behind the two long sessions)."""
+    parts = transcript_file.resolve().parts
+    if "transcripts" in parts:
+        rest = parts[parts.index("transcripts") + 1:]
+        if len(rest) >= 2 and rest[0] == "field":
+            return rest[1]
+        if rest:
+            return rest[0]
+    return transcript_file.parent.name
 
 
 def measure_brief(probe_file: Path, transcript_file: Path, budget: int) -> dict[str, Any]:
@@ -102,6 +116,7 @@ def tables(results: dict[str, Any]) -> str:
     out += ["", "| total (worksurface) | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols),
             "| retained | " + " | ".join(f"{k}/{n} ({k / n:.1%})" if n else "-" for k, n in totals.values()) + " |",
             "| goal | " + " | ".join(f"{goals.get(c, 0):.0%}" for c in cols) + " |"]
+    out += ["", *per_user_table(results, cols)]
     out += ["", "| session | run | worksurface forgot |", "|---|---|---|"]
     for stem, session in results["sessions"].items():
         for c in cols:
@@ -121,6 +136,28 @@ def tables(results: dict[str, Any]) -> str:
         out += ["", f"curve {stem} (window {results['window']}): "
                 + ", ".join(f"{p['retained']}/{p['total']} ({p['tokens_after']:,})" for p in points)]
     return "\n".join(out)
+
+
+def per_user_table(results: dict[str, Any], cols: Sequence[str]) -> list[str]:
+    """Retained share per user/repository and method, summed over that user's sessions: a change counts
+    when it raises the users it was not developed on, which a pooled total can hide."""
+    sums: dict[tuple[str, str], dict[str, list[int]]] = {}
+    sessions: dict[str, list[str]] = {}
+    for stem, session in results["sessions"].items():
+        user = session.get("user", "?")
+        sessions.setdefault(user, []).append(stem)
+        for c in cols:
+            for name, method in session["runs"][c]["methods"].items():
+                cell = sums.setdefault((user, name), {}).setdefault(c, [0, 0])
+                cell[0] += method["retained"]
+                cell[1] += method["total"]
+    out = ["| user (sessions) | method | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for (user, name), cells in sorted(sums.items(), key=lambda item: item[0][0]):
+        label = f"{user} ({', '.join(sessions[user])})"
+        out.append(f"| {label} | {name} | " + " | ".join(
+            f"{cells[c][0]}/{cells[c][1]} ({cells[c][0] / cells[c][1]:.0%})" if c in cells and cells[c][1] else "-"
+            for c in cols) + " |")
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,6 +23,10 @@ CLAUDE_CODE_DIR = SHARED / "transcripts" / "claude-code"
 # judged on them too. A sub-agent's file (under `subagents/`) is replayed through its parent's.
 FIELD_DIR = SHARED / "transcripts" / "field"
 HAND_PROBES_DIR = SHARED / "probes"
+# Probes this project labeled itself, blind, on field sessions the shared folder has no probes for (each
+# file names its transcript under the shared folder; `<stem>.first-score.json` beside it is the first,
+# untuned score, taken right after labeling).
+OWN_PROBES_DIR = REPO / "benchmarks" / "probes"
 # The two long Claude Code sessions (each has a real compact boundary) and the long generated fixture.
 LONG_SESSIONS = ("258c7280", "8463c716")
 LONG_FIXTURE = REPO / "fixtures" / "long.jsonl"
@@ -63,8 +67,13 @@ def default_sources() -> tuple[list[Source], list[str]]:
 
 
 def hand_probe_files() -> list[Path]:
-    """Every hand-labeled probe file in the shared folder (the long sessions' and the field ones)."""
-    return sorted(HAND_PROBES_DIR.rglob("*.json")) if HAND_PROBES_DIR.is_dir() else []
+    """Every hand-labeled probe file: the shared folder's (the long sessions' and the field ones), then
+    the project's own (benchmarks/probes), first scores aside."""
+    found: list[Path] = []
+    for folder in (HAND_PROBES_DIR, OWN_PROBES_DIR):
+        if folder.is_dir():
+            found += sorted(p for p in folder.rglob("*.json") if not p.name.endswith(".first-score.json"))
+    return found
 
 
 def labeled_sources() -> tuple[dict[Path, Path], list[str]]:

@@ -187,3 +187,24 @@ def test_store_section_compares_both_backends_and_checks_the_concurrent_run(plan
     if TRANSCRIPTS.exists():
         assert c["sessions"] == 2 and c["calls"] == 4 and c["records_ok"] and c["identical_views"] == 2
     assert "## Session store" in store.render(r, "caption")
+
+
+def test_the_probe_table_sums_each_user_apart_and_names_the_user_of_a_field_session(tmp_path):
+    from benchmarks import probe_table
+
+    field = tmp_path / "transcripts" / "field" / "acme-cli" / "12" / "ab" / "0" / "full.jsonl"
+    long = tmp_path / "transcripts" / "claude-code" / "258c.jsonl"
+    assert probe_table.user_of(field) == "acme-cli"
+    assert probe_table.user_of(long) == "claude-code"
+
+    def session(user: str, kept: int, truncated: int) -> dict:
+        methods = {"worksurface": {"retained": kept, "total": 35}, "truncate": {"retained": truncated, "total": 35}}
+        return {"user": user, "runs": {"4000": {"methods": methods}}}
+
+    results = {"sessions": {"a": session("acme-cli", 30, 10), "b": session("other", 20, 5),
+                            "c": session("acme-cli", 25, 12)}}
+    rows = probe_table.per_user_table(results, ["4000"])
+    assert "| acme-cli (a, c) | worksurface | 55/70 (79%) |" in rows
+    assert "| acme-cli (a, c) | truncate | 22/70 (31%) |" in rows
+    assert "| other (b) | worksurface | 20/35 (57%) |" in rows
+    assert rows.index("| other (b) | worksurface | 20/35 (57%) |") > rows.index("| acme-cli (a, c) | truncate | 22/70 (31%) |")
