@@ -1,11 +1,10 @@
 """A LangChain agent whose LangGraph checkpoints and worksurface sessions share one PostgreSQL database,
-so any worker behind a load balancer continues any thread with the same compacted view. Run with a
-database URL: `python examples/langgraph_postgres.py postgresql://user@host/db` (a scripted fake model
-stands in for a real one; swap in ChatOpenAI / ChatAnthropic)."""
+so any worker continues any thread with the same compacted view. Pass a database URL (or set WORKSURFACE_POSTGRES),
+or nothing for a throwaway cluster (PostgreSQL's server binaries). A scripted fake model stands in for a real one."""
 
-import os
 import sys
 import uuid
+from pathlib import Path
 
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -18,7 +17,9 @@ from psycopg_pool import ConnectionPool
 from worksurface.integrations.middleware import WorksurfaceMiddleware
 from worksurface.integrations.postgres import PostgresSessions
 
-DB_URI = sys.argv[1] if len(sys.argv) > 1 else os.environ["WORKSURFACE_POSTGRES"]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's pgcluster, for the fallback
+from pgcluster import database_for_example  # noqa: E402
+DB_URI = database_for_example(sys.argv)
 
 
 class ScriptedModel(FakeMessagesListChatModel):

@@ -19,6 +19,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -161,3 +162,23 @@ def wait_ready(url: str, timeout: float = 30.0) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def database_for_example(argv: list[str], variable: str = "WORKSURFACE_POSTGRES") -> str:
+    """The database an example uses: the URL on its command line, else `variable`, else a throwaway
+    cluster stopped when the process exits. Without server binaries it exits 2 with one line saying
+    what to pass, so an example never dies with a traceback for want of a database."""
+    import atexit
+
+    if len(argv) > 1:
+        return argv[1]
+    if os.environ.get(variable):
+        return os.environ[variable]
+    try:
+        cluster = Cluster.start()
+    except ClusterUnavailable as exc:
+        print(f"{Path(argv[0]).name}: pass a database URL (python {argv[0]} postgresql://USER@HOST/DB) or set "
+              f"{variable}; no throwaway cluster could start: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    atexit.register(cluster.stop)
+    return cluster.url
