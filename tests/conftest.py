@@ -26,7 +26,7 @@ if str(HERE.parent) not in sys.path:
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "slow: takes more than a few seconds (real clients, browsers, clusters)")
-    config.addinivalue_line("markers", "client: drives a real harness binary (Claude Code, Codex) on loopback")
+    config.addinivalue_line("markers", "client: drives a real client binary (Claude Code, Codex, Chromium) on loopback")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The report page in a real headless Chromium: loads with no console error and no request, one map
 cell per message with colour counts equal to the report's JSON, a click on a cleared message shows
-its artifact id, and a screenshot is not blank."""
+its artifact id, a screenshot is not blank, and the reinjector notes read as sentences."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ def _skip_reason() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")]
+# slow, and a real client: CI runs it (the README's test command takes `client` tests), Chromium from .ci/run.
+pytestmark = [pytest.mark.slow, pytest.mark.client,
+              pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")]
 
 
 def _report(tmp_path: Path, *args: str) -> tuple[Path, dict]:
@@ -214,3 +216,32 @@ def test_the_harness_s_own_compactions_are_marked_on_the_sawtooth(chromium, tmp_
     for mark, call in zip(sorted(seen["marks"], key=lambda m: m["x"]), expected):
         assert box["x"] <= mark["x"] <= box["x"] + box["w"] and box["y"] <= mark["y"] <= box["y"] + box["h"]
         assert f": {call['call']}," in mark["title"]  # at the call the harness compacted before
+
+
+def test_the_reinjector_notes_read_as_sentences_under_their_rows(chromium, tmp_path):
+    """A compaction's reinjector table: each note sits on a line of its own across the columns (it used
+    to be squeezed into a last column, one word per line), and the screenshot of the table has ink."""
+    from PIL import Image, ImageStat
+
+    path, data = _report(tmp_path, str(LONG), "--force")
+    notes = [r["skipped"] for r in data["prepare"]["reinjected"] if r.get("skipped")]
+    assert notes, "the forced compaction of the long fixture leaves some reinjector with nothing to add"
+    shot = tmp_path / "reinjectors.png"
+    with chromium.open(path) as opened:
+        table = opened.page.locator("h3:has-text('Reinjectors') + table")
+        table.screenshot(path=str(shot))
+        boxes = opened.page.evaluate("""() => {
+          const t = document.evaluate("//h3[starts-with(., 'Reinjectors')]/following-sibling::table[1]",
+            document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;
+          const line = parseFloat(getComputedStyle(t.querySelector('tr.rownote td[colspan]')).lineHeight);
+          return [...t.querySelectorAll('tr.rownote td[colspan]')].map(td => {
+            const r = td.getBoundingClientRect();
+            return {text: td.innerText, width: r.width, lines: Math.round((r.height - 3) / line)};
+          });
+        }""")
+        assert opened.console_errors == []
+    assert sorted(b["text"] for b in boxes) == sorted(notes)
+    for box in boxes:
+        assert box["lines"] <= 1 or box["width"] > 600, box  # a sentence on one line, or a wide block
+    image = Image.open(shot).convert("L")
+    assert ImageStat.Stat(image).var[0] > MIN_PIXEL_VARIANCE / 4  # text on white, not a blank strip

@@ -44,6 +44,8 @@ background:#f8f8f8;padding:8px;max-height:420px;overflow:auto;font-size:12px;mar
 #map i.s{outline:1px dashed #000;outline-offset:-1px}#map i.sel{outline:2px solid #d00;outline-offset:-2px}
 #detail{margin-top:10px;border:1px solid #ccc;padding:8px 10px;min-height:60px;background:#fcfcfc}
 #detail dt{font-weight:600;float:left;clear:left;width:110px}#detail dd{margin:0 0 2px 118px}
+td ul{margin:0;padding-left:16px}tr.noted>td{border-bottom:none}
+tr.rownote>td{color:#555;font-size:12px;padding-top:0}
 details>summary{cursor:pointer}.note{background:#fff8e1;border-left:3px solid #e69f00;padding:4px 8px}
 """ % {"w": MAP_WIDTH}
 
@@ -78,12 +80,18 @@ def _json_script(element_id: str, value: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = (),
+           notes: Sequence[str] = ()) -> str:
+    """A table whose columns size to their content; a row's note (`notes[i]`, a sentence) goes on a line
+    of its own under the row, across the other columns, so it never squeezes to a word per line."""
     out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
-    for r in rows:
+    for index, r in enumerate(rows):
+        note = notes[index] if index < len(notes) else ""
         cells = (f'<td class="num">{escape(str(v))}</td>' if i in numeric
                  else f"<td>{v if isinstance(v, _Raw) else escape(str(v))}</td>" for i, v in enumerate(r))
-        out.append("<tr>" + "".join(cells) + "</tr>")
+        out.append(('<tr class="noted">' if note else "<tr>") + "".join(cells) + "</tr>")
+        if note:
+            out.append(f'<tr class="rownote"><td></td><td colspan="{max(1, len(head) - 1)}">{escape(note)}</td></tr>')
     out.append("</table>")
     return "".join(out)
 
@@ -175,12 +183,13 @@ def _waterfall(report: dict[str, Any], title: str) -> str:
     stages = report["stages"]
     bars = [Bar(s["name"], s["tokens_before"], s["tokens_after"]) for s in stages]
     bars += [Bar(f"+ {r['name']}", r["tokens_before"], r["tokens_after"]) for r in report.get("reinjected", [])]
-    rows = [[s["name"], _fmt(s["tokens_before"]), _fmt(s["tokens_after"]), s["items"], f"{s['ms']:.1f}",
-             s["skipped"] or ""] for s in stages]
+    rows = [[s["name"], _fmt(s["tokens_before"]), _fmt(s["tokens_after"]), s["items"], f"{s['ms']:.1f}"]
+            for s in stages]
     out = [f"<h3>{escape(title)}: {report['view_tokens_before']:,} &rarr; {report['tokens_after']:,} tokens "
            f"in {report['ms']:.0f} ms</h3>",
            before_after_bars(bars, scale_max=report["view_tokens_before"]),
-           _table(["stage", "tokens before", "tokens after", "items", "ms", "note"], rows, numeric=(1, 2, 3, 4))]
+           _table(["stage", "tokens before", "tokens after", "items", "ms"], rows, numeric=(1, 2, 3, 4),
+                  notes=[s["skipped"] or "" for s in stages])]
     boundary = report.get("boundary")
     if boundary:
         out.append(f"<p>Compact boundary: {escape(str(boundary.get('trigger')))}, epoch {boundary.get('epoch')}, "
@@ -192,12 +201,13 @@ def _waterfall(report: dict[str, Any], title: str) -> str:
         rrows = []
         for r in reinjected:
             d = r.get("details") or {}
-            rrows.append([r["name"], _list(d.get("restored", [])), _list(d.get("skipped_visible", [])),
-                          _list(d.get("dropped_budget", [])), _fmt(r["tokens_after"] - r["tokens_before"]),
-                          f"{r['ms']:.1f}", r.get("skipped") or ""])
+            rrows.append([r["name"], _fmt(r["tokens_after"] - r["tokens_before"]), f"{r['ms']:.1f}",
+                          _list(d.get("restored", [])), _list(d.get("skipped_visible", [])),
+                          _list(d.get("dropped_budget", []))])
         out.append("<h3>Reinjectors</h3>")
-        out.append(_table(["reinjector", "restored", "skipped: the view already shows it",
-                           "dropped: over budget", "tokens", "ms", "note"], rrows, numeric=(4, 5)))
+        out.append(_table(["reinjector", "tokens", "ms", "restored", "skipped: the view already shows it",
+                           "dropped: over budget"], rrows, numeric=(1, 2),
+                          notes=[r.get("skipped") or "" for r in reinjected]))
     return "".join(out)
 
 
