@@ -9,12 +9,12 @@ worksurface decided and why with `-v`.
 from __future__ import annotations
 
 import gc
+import inspect
 import logging
 import sys
 from contextlib import contextmanager
 from enum import Enum
 from importlib.metadata import PackageNotFoundError, version as package_version
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NoReturn, Sequence
 
 import typer
@@ -45,6 +45,7 @@ class _OneLineErrors(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _flags_without_type(self)
+        _help_as_paragraphs(self)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
@@ -94,6 +95,30 @@ def _flags_without_type(command: Any) -> None:
     command.get_help_option = help_option
     for sub in getattr(command, "commands", {}).values():
         _flags_without_type(sub)
+
+
+def _help_as_paragraphs(command: Any) -> None:
+    """Help texts are written as wrapped docstrings; rich keeps a paragraph's line breaks after the
+    first paragraph, so `--help` showed them as broken lines at any width. Each paragraph becomes one
+    line that rich wraps to the terminal (a paragraph opening with click's `\\b` keeps its lines), and
+    brackets are escaped so `[tool.worksurface]` is shown, not taken for rich markup."""
+    from rich.markup import escape
+
+    def reflow(text: str | None) -> str | None:
+        if not text:
+            return text
+        paragraphs = [p.strip("\n") for p in inspect.cleandoc(text).split("\n\n")]
+        return "\n\n".join(escape(p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines()))
+                           for p in paragraphs)
+
+    if not getattr(command, "_help_reflowed", False):
+        command.help = reflow(command.help)
+        for param in getattr(command, "params", ()):
+            if getattr(param, "help", None):
+                param.help = reflow(param.help)
+        command._help_reflowed = True
+    for sub in getattr(command, "commands", {}).values():
+        _help_as_paragraphs(sub)
 
 
 def _exit(message: str, code: int) -> NoReturn:
@@ -259,19 +284,27 @@ NO_AUTOCOMPACT_HELP = "Never compact automatically (the view may pass the thresh
 
 
 def with_pins(config: "Config", pins: Sequence[str]) -> "Config":
-    """The configuration with `--pin` values added to its pins (`@PATH`: the file's text)."""
+    """The configuration with `--pin` values added to its pins (`@PATH`: the text of a regular file of
+    at most `pin_file_max_bytes`); a file that cannot be a pin, or a `re:` pattern google-re2 cannot
+    compile, is a one-line error naming the pin (exit 2)."""
     if not pins:
         return config
+    from ..core.errors import ConfigError, FormatError
+    from ..core.fileio import read_small_text
+
     resolved = []
     for pin in pins:
         if pin.startswith("@"):
             try:
-                resolved.append(Path(pin[1:]).read_text(encoding="utf-8").strip())
-            except OSError as exc:
-                raise fail(f"--pin {pin}: cannot read {pin[1:]}: {exc.strerror or exc}") from None
+                resolved.append(read_small_text(pin[1:], config.pin_file_max_bytes, "pin file").strip())
+            except FormatError as exc:
+                raise fail(f"--pin {pin}: cannot read {exc}") from None
         else:
             resolved.append(pin)
-    return config.with_overrides(pins=(*config.pins, *resolved))
+    try:
+        return config.with_overrides(pins=(*config.pins, *resolved))
+    except ConfigError as exc:
+        raise fail(f"--pin: {exc}") from None
 
 
 STRICT_HELP = ("Refuse a session file with a damaged line (not a JSON record, or a cut last line) instead of "
