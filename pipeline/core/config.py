@@ -19,6 +19,7 @@ from .config_sections import (DEFAULT_COMPACTABLE_TOOLS, DEFAULT_EXCLUDED_TOOLS,
                               BudgetConfig, CollapseConfig, HookConfig, IngestConfig, MicrocompactConfig,
                               PluginsConfig, PricingConfig, ReinjectConfig, Section, SnipConfig)
 from .errors import ConfigError
+from .patterns import PatternError, compile_user_pattern
 
 # The configuration file worksurface looks for (pyproject.toml's [tool.worksurface] too).
 CONFIG_FILE = "worksurface.toml"
@@ -102,6 +103,9 @@ class Config(Section):
     pins: tuple[str, ...] = Field((), description=(
         "Content that must survive every compaction verbatim: a literal text, or re:PATTERN (every match in "
         "the summarized span). Each compaction reports any pin it could not keep."))
+    pin_file_max_bytes: int = Field(1 << 20, ge=1, description=(
+        "The largest file `--pin @PATH` reads (bytes): a pin is a snippet to keep verbatim, not a document; "
+        "a larger file is refused, naming it."))
     post_compact_target_tokens: int | None = Field(None, ge=500, description=(
         "An absolute post-compact target instead of the fraction."))
     workspace_root: str | None = Field(None, description=(
@@ -180,9 +184,11 @@ class Config(Section):
         for pin in pins:
             if pin.startswith("re:"):
                 try:
-                    re.compile(pin[3:])
-                except re.error as exc:
-                    raise ValueError(f"pin {pin!r} is not a valid regular expression ({exc})") from None
+                    compile_user_pattern(pin[3:], source="pin")
+                except PatternError as exc:
+                    raise ValueError(f"pin {pin!r} is not a valid regular expression: {exc.problem} (re: "
+                                     "patterns run on google-re2, in linear time: no backreferences, lookahead "
+                                     "or lookbehind)") from None
         return pins
 
     @model_validator(mode="before")

@@ -344,6 +344,31 @@ def read_text(path: str | os.PathLike[str], what: str = "file") -> str:
         raise FormatError(f"not UTF-8 text (byte {exc.start})", path=name, line=line) from None
 
 
+def read_small_text(path: str | os.PathLike[str], max_bytes: int, what: str = "file") -> str:
+    """A regular file's UTF-8 text when it is at most `max_bytes` long (a snippet a user points at,
+    such as `--pin @PATH`), else a FormatError naming the file: refused as `read_bytes` refuses it,
+    and refused when larger or binary (a NUL byte, or bytes that are not UTF-8), never read whole."""
+    name = str(path)
+    with open_regular(path, what) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise FormatError(f"cannot read the {what}: {exc.strerror or exc}", path=name) from None
+    if size > max_bytes or len(data) > max_bytes:     # st_size, or a file growing while read
+        raise FormatError(f"is over {max_bytes:,} bytes ({max(size, len(data)):,} or more), the most a {what} "
+                          "may hold", path=name)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise FormatError(f"is binary (a NUL byte at byte {nul}), not a text {what}", path=name)
+    try:
+        return data.decode("utf-8").removeprefix(BOM)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(f"is binary or not UTF-8 text (byte {exc.start}), not a text {what}", path=name,
+                          line=line) from None
+
+
 def display_name(path: str | os.PathLike[str]) -> str:
     """How a path given on the command line is named in messages (`-` is standard input)."""
     return STDIN_NAME if str(path) == STDIN else str(path)
