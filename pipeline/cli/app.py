@@ -12,7 +12,7 @@ import gc
 import inspect
 import logging
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from enum import Enum
 from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NoReturn, Sequence
@@ -37,6 +37,8 @@ LOGGER = "worksurface"
 # fell back) always reach stderr; -v adds what worksurface decided and why (INFO: fallbacks,
 # breakers, skipped stages); -vv DEBUG.
 _LEVELS = (logging.WARNING, logging.INFO, logging.DEBUG)
+# The commands whose work can run past a couple of seconds on a large session (batch draws its own).
+PROGRESS_COMMANDS = frozenset({"compact", "replay", "report", "probe", "inspect", "status", "brief"})
 
 class _OneLineErrors(TyperGroup):
     """The command group: usage and OS errors become one `worksurface: error:` line and exit 2, the
@@ -58,8 +60,12 @@ class _OneLineErrors(TyperGroup):
     def _standalone(self, args: Sequence[str] | None, prog_name: str | None, complete_var: str | None,
                     windows_expand_args: bool, **extra: Any) -> NoReturn:
         argv = list(sys.argv[1:] if args is None else args)
+        from .progress import on_terminal
         try:
-            result = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
+            # Offline commands that can take long show their progress on a terminal's stderr; the
+            # servers and hooks never do (their stderr is a log, and their work is per request).
+            with on_terminal() if argv[:1] and argv[0] in PROGRESS_COMMANDS else nullcontext():
+                result = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
         except _click_errors.NoArgsIsHelpError as exc:
             # Rich help is printed while the error is made; plain help is its message.
             if exc.format_message():

@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from .config_sections import (DEFAULT_COMPACTABLE_TOOLS, DEFAULT_EXCLUDED_TOOLS, PRICE_PRESETS, AutocompactConfig,
                               BudgetConfig, CollapseConfig, HookConfig, IngestConfig, MicrocompactConfig,
-                              PluginsConfig, PricingConfig, ReinjectConfig, Section, SnipConfig)
+                              PluginsConfig, PricingConfig, ReinjectConfig, Section, SnipConfig, StoreConfig)
+from . import trust
 from .errors import ConfigError
 from .patterns import PatternError, compile_user_pattern
 
@@ -133,6 +134,7 @@ class Config(Section):
         'Settings for one kind of agent, merged over the rest of this configuration: "main" (the main '
         'agent), "subagent" (every sub-agent), or a sub-agent\'s type name (e.g. "Explore", merged over '
         '"subagent"). A session learns which it is from the harness (a Claude Code sidechain and the '
+    store: StoreConfig = StoreConfig()
         "parent's call that launched it) or `Session.open(agent=...)` / `--agent`."))
 
     @property

@@ -261,3 +261,36 @@ class PluginsConfig(Section):
     options: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "Each third-party part's settings, by the part's name, validated by the config type it declares "
         "(a part that declares one of the shipped sections, such as ReinjectConfig, reads that section)."))
+
+
+class StoreConfig(Section):
+    """How long a session waits on its PostgreSQL database, each wait bounded and named (a limit that
+    is hit raises `DatabaseTimeoutError` naming the field, or `DatabaseUnreachableError` naming the
+    server): a server that is down, a link that stops moving bytes or a stuck lock ends the call
+    instead of hanging it. The directory store waits only for its lock."""
+
+    connect_timeout_seconds: int = Field(5, ge=2, description=(
+        "Connecting to the server (libpq connect_timeout; libpq takes 2 s as its least). A server that "
+        "does not answer by then is reported unreachable, naming host:port."))
+    reply_timeout_seconds: float = Field(30.0, gt=0, description=(
+        "Waiting for the server's answer to one statement, measured here (the only bound on a link that "
+        "stops moving bytes without resetting: the server cannot tell this side). Above "
+        "statement_timeout_seconds, so a slow statement is cancelled by the server first."))
+    statement_timeout_seconds: float = Field(20.0, gt=0, description=(
+        "The server cancels a statement running longer (PostgreSQL statement_timeout)."))
+    lock_timeout_seconds: float = Field(10.0, gt=0, description=(
+        "The server gives up waiting for a row or table lock (PostgreSQL lock_timeout); the session's own "
+        "lock is waited for as long as the caller's lock timeout says."))
+    idle_in_transaction_seconds: float = Field(60.0, gt=0, description=(
+        "The server ends a connection left idle inside a transaction (PostgreSQL "
+        "idle_in_transaction_session_timeout), releasing what it held."))
+    keepalives_idle_seconds: int = Field(10, ge=1, description=(
+        "TCP keepalive probes start after this much silence on a pooled connection (libpq keepalives_idle; "
+        "the server side too), so a dead peer is found while idle."))
+    keepalives_interval_seconds: int = Field(5, ge=1, description=(
+        "Seconds between unanswered keepalive probes (libpq keepalives_interval)."))
+    keepalives_count: int = Field(3, ge=1, description=(
+        "Unanswered keepalive probes after which the connection is dead (libpq keepalives_count)."))
+    tcp_user_timeout_seconds: float = Field(20.0, gt=0, description=(
+        "Data sent but not acknowledged for this long ends the connection (libpq and server "
+        "tcp_user_timeout, Linux)."))

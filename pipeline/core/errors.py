@@ -105,6 +105,32 @@ class InvalidSessionIdError(SessionError):
 
 class StoreDamagedError(SessionError):
     """A session store whose stored values do not hold together: a garbage record, a missing entry, a
+class DatabaseUnreachableError(SessionError):
+    """The session's database server cannot be reached (refused, timed out connecting, or every pooled
+    connection dead); names `host:port`, so it never reads as another process holding the session."""
+
+    def __init__(self, message: str, *, address: str) -> None:
+        self.address = address
+        super().__init__(message)
+
+
+class DatabaseTimeoutError(SessionError):
+    """A wait on the session's database passed its configured bound; `limit` names which one (the
+    `StoreConfig` field: `reply_timeout_seconds`, `statement_timeout_seconds`, `lock_timeout_seconds`,
+    ...) and `seconds` its value. What the call was writing may or may not have landed: the session
+    reads the stored state again before it goes on."""
+
+    def __init__(self, message: str, *, limit: str, seconds: float) -> None:
+        self.limit = limit
+        self.seconds = seconds
+        super().__init__(message)
+
+
+class CommitConflictError(SessionError):
+    """A commit refused because the session moved on from the version it was based on (another writer
+    committed meanwhile): nothing of it was written; the session reads the stored state again."""
+
+
     length past the end, an emptied database. Names the store, the value and the problem; the store
     is left as it is (never silently started over)."""
 

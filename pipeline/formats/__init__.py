@@ -10,6 +10,7 @@ import logging
 import os
 from typing import Sequence
 
+from ..core import progress
 from ..core.collector import collection_paused
 from ..core.errors import FormatError, UnknownFormatError
 from ..core.fileio import BOM, STDIN, atomic_write_chunks, display_name, read_text, text_lines
@@ -144,7 +145,9 @@ def _refuse_wrong_format(text: str, path: str | None, name: str) -> None:
 
 def read_transcript(path: str | os.PathLike[str], format: str = "auto", *, strict: bool = False) -> Transcript:
     """Read a transcript file (`-`: standard input), detecting its format unless given."""
-    return loads(read_text(path), format, display_name(path), strict=strict)
+    name = display_name(path)
+    progress.phase(f"reading {name}")
+    return loads(read_text(path), format, name, strict=strict)
 
 
 def dumps(transcript: Transcript, messages: Sequence[Message] | None = None,
@@ -178,6 +181,7 @@ def write_transcript(transcript: Transcript, path: str | os.PathLike[str],
                      inputs: Sequence[str | os.PathLike[str]] = ()) -> Dropped:
     """Serialize and write atomically (temp file in the same directory, then rename), no more readable
     than `inputs` (the files it was made from); returns what the target format could not carry."""
+    progress.phase(f"writing {display_name(path)}")
     adapter, fitted = _converted(transcript, messages, format)
     # The JSONL formats give their lines as they make them: a large file is written as it goes.
     write_chunks = getattr(adapter, "write_chunks", None)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
+from ..core import progress
 from ..core.calibration import measurements
 from ..core.errors import ContextOverflowError
 from ..core.model import Message, message_time
@@ -187,7 +188,9 @@ def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | 
     clock = 0.0
     records = []
     unit = "counted"
-    for n, end in enumerate(call_points(messages)):
+    points = call_points(messages)
+    progress.phase("replaying model calls", len(points))
+    for n, end in enumerate(points):
         clock = replay_clock(messages[end - 1], clock)
         started = time.perf_counter()
         usage = call_usage(messages[:end], previous, counter, measured_usage(messages[:end], counter, found)) \
@@ -226,5 +229,6 @@ def replay(messages: Sequence[Message], session: Preparer, prices: PriceModel | 
         if on_call is not None:
             on_call(n, end, prepared, overflow)
         previous = view
+        progress.advance(n + 1)
     notices = measured_usage(messages, counter, found).notices(source) if use_usage else []
     return ReplayResult(records, prices, {name: c.total for name, c in others.items()}, max_view, unit, notices)

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..core import progress
 from ..core.clearing import HARNESS_STAGE
 from ..core.config import Config
 from ..core.edits import removed_refs
@@ -78,6 +79,7 @@ def prepare_once(session: Session, transcript: Transcript | Sequence[Message], *
     anchor in `report.sizes`. A view still over the threshold after compaction is returned with a
     notice (starting OVERFLOW_NOTICE): offline it is a finding about the file, and the session has
     committed that view; a live harness gets the `ContextOverflowError` from `Session.prepare`."""
+    progress.phase("compacting" if force else "preparing the view")
     usage = transcript_usage(transcript, session.counter, use_usage)
     anchor = usage.anchor if usage is not None else None
     stale = anchor is not None and not _describes_view(session, transcript, anchor[0])
@@ -123,7 +125,10 @@ def describe_usage(report: Any, usage: MeasuredUsage | None, transcript: Transcr
     source = transcript.path if isinstance(transcript, Transcript) else None
     anchor = usage.anchor if usage is not None else None
     notices = usage.notices(source) if usage is not None else []
+    # What the reader found in the file (preserved messages a boundary names but no record holds, ...).
+    found = transcript.meta.get("notices", ()) if isinstance(transcript, Transcript) else ()
+    read = [n for n in found if isinstance(n, str)]
     if report.sizes is not None:
         report.sizes["anchor"] = None if anchor is None else {"message": anchor[0], "tokens": anchor[1]}
         report.sizes["usage_notices"] = notices
-    report.notices[:0] = notices
+    report.notices[:0] = read + notices

@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from ..core.config_sections import StoreConfig
 from ..core.errors import InvalidSessionIdError
 from ..core.tokens import TokenCounter
 from .pgstore import is_postgres_url
@@ -24,7 +25,7 @@ _DIRECTORY_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,127}")
 
 def check_directory_id(session_id: str) -> str:
     """A session id usable as a subdirectory name (letters, digits, `._+-`, not starting with a dot)."""
-    if not isinstance(session_id, str) or not _DIRECTORY_ID.fullmatch(session_id):
+    if not isinstance(session_id, str) or not _DIRECTORY_ID.fullmatch(session_id):  # ASCII only: no lone surrogate
         raise InvalidSessionIdError(f"session id {str(session_id)[:80]!r} cannot name a session directory: use 1-128 "
                                     "letters, digits, '_', '+', '-' or '.', not starting with '.' or '-'")
     return session_id
@@ -41,12 +42,14 @@ def describe(location: Location | None, session_id: str | None = None) -> str:
 
 
 def open_store(location: Location, session_id: str | None = None, counter: TokenCounter | None = None, *,
-               create: bool = True) -> Store:
+               create: bool = True, limits: StoreConfig | None = None) -> Store:
     """The store of the session at `location` (named `session_id` there); created if needed unless
-    `create` is False (then `SessionNotFoundError`)."""
+    `create` is False (then `SessionNotFoundError`). `limits` bounds a database's waits (the
+    defaults when None)."""
     if is_postgres_url(location):
         from .pgstore import PostgresStore, check_session_id
-        return PostgresStore(str(location), check_session_id(session_id), counter, create=create)
+        return PostgresStore(str(location), check_session_id(session_id), counter, create=create,
+                             limits=limits or StoreConfig())
     from .diskstore import DiskStore
     path = Path(location)
     if session_id is not None:

@@ -3,8 +3,10 @@
 `worksurface_schema_version` holds one row: the schema version the tables are at. `ensure_schema`
 brings a database up to `SCHEMA_VERSION` in one transaction under a transaction-level advisory lock
 (so two workers starting at once migrate once), and refuses a database whose schema is newer than
-this worksurface knows. Every table starts with `worksurface_`, so the tables of a LangGraph
-checkpointer (or anything else) can live in the same database and schema.
+this worksurface knows. The tables live in worksurface's own PostgreSQL schema, `worksurface`
+(whatever the connection's search_path says), and each starts with `worksurface_`, so the tables of a
+LangGraph checkpointer (or anything else) live in the same database untouched; tables an earlier
+worksurface made in the search path's first schema are moved into it by the next migration.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from ..core.errors import StoreSchemaError
 if TYPE_CHECKING:
     import psycopg
 
-VERSION_TABLE = "worksurface_schema_version"
-SESSIONS = "worksurface_sessions"
-VALUES = "worksurface_values"
-CHUNKS = "worksurface_artifact_chunks"
+# The PostgreSQL schema worksurface owns; every table name below is qualified with it.
+SCHEMA = "worksurface"
+_BARE = ("worksurface_schema_version", "worksurface_sessions", "worksurface_values", "worksurface_artifact_chunks")
+VERSION_TABLE, SESSIONS, VALUES, CHUNKS = (f"{SCHEMA}.{name}" for name in _BARE)
 # The transaction-level advisory lock migrations run under (an arbitrary constant: "wsmigrat").
 MIGRATION_LOCK_KEY = 0x77736D6967726174
 
@@ -48,6 +50,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             chunk text NOT NULL,
             PRIMARY KEY (session_id, artifact_id, seq))""",
     ),
+    (
+        # The id of the commit that made the session's current revision: a writer that lost the answer
+        # to its commit reads it back to learn whether the commit landed (and never writes it twice).
+        f"ALTER TABLE {SESSIONS} ADD COLUMN last_commit text",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -75,6 +82,9 @@ def ensure_schema(conn: "psycopg.Connection[object]", where: str) -> int:
     with conn.transaction():
         cur = conn.cursor(row_factory=tuple_row)
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+        if cur.execute("SELECT to_regnamespace(%s) IS NULL", (SCHEMA,)).fetchone() == (True,):
+            cur.execute(f"CREATE SCHEMA {SCHEMA}")
+        _adopt_search_path_tables(cur)
         cur.execute(f"""CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
             singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
             version integer NOT NULL,
@@ -95,3 +105,16 @@ def ensure_schema(conn: "psycopg.Connection[object]", where: str) -> int:
                             ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()""",
                         (SCHEMA_VERSION,))
     return found
+
+
+def _adopt_search_path_tables(cur: "psycopg.Cursor[tuple[object, ...]]") -> None:
+    """Move the tables an earlier worksurface created in the search path's first schema (it did not
+    qualify their names) into worksurface's own schema, when that schema holds none yet: only where
+    worksurface's version table says they are worksurface's."""
+    if cur.execute("SELECT to_regclass(%s) IS NULL", (VERSION_TABLE,)).fetchone() != (True,):
+        return
+    if cur.execute("SELECT to_regclass(%s) IS NOT NULL", (_BARE[0],)).fetchone() != (True,):
+        return
+    for name in _BARE:
+        if cur.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone() == (True,):
+            cur.execute(f"ALTER TABLE {name} SET SCHEMA {SCHEMA}")

@@ -9,6 +9,13 @@ a `prepare` on another host sees what the previous holder committed, exactly as 
 do. Writes inside a transaction are buffered and sent in one database transaction, so a killed
 worker leaves the last committed state. Artifacts live in the database, in chunks; they have no file,
 so markers name the fetch tool.
+
+A commit applies only on the revision it was based on and stamps the row with its own id
+(compare-and-set in the same statement); when its answer is lost (the connection died, or no answer
+came within the reply bound) the store reads the row back on a fresh connection and either finds
+its commit there or redoes it once, so a commit is never written twice. Every wait is bounded
+(`StoreConfig`: connecting, each answer, statements, locks, idle transactions, TCP keepalives) and a
+bound that is hit is named (`DatabaseTimeoutError`, `DatabaseUnreachableError`).
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ import json
 import os
 import threading
 import time
+import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
-from ..core.errors import (InvalidSessionIdError, MissingExtraError, SessionError, SessionLockedError,
-                           SessionNotFoundError, StoreDamagedError)
+from ..core.config_sections import StoreConfig
+from ..core.errors import (CommitConflictError, DatabaseTimeoutError, DatabaseUnreachableError, InvalidSessionIdError,
+                           MissingExtraError, SessionError, SessionLockedError, SessionNotFoundError, StoreDamagedError)
 from ..core.tokens import TokenCounter
 from . import pgschema
 from .pgschema import CHUNKS, SESSIONS, VALUES
@@ -31,7 +40,10 @@ from .store import ARTIFACT_PREFIX, ReentrantLock, Store, is_artifact_content
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.abc import PQGen
     from psycopg_pool import ConnectionPool
+
+RV = TypeVar("RV")
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 # A large artifact's JSON text is stored in chunks of this many characters (ASCII: as many bytes).
@@ -39,13 +51,13 @@ CHUNK_CHARS = 1 << 20
 # A pool this process creates for a URL: enough for a gateway's concurrent prepares (each holds one
 # connection while it holds its session's lock); more wait for a free one up to their lock timeout.
 POOL_MIN_SIZE, POOL_MAX_SIZE = 1, 10
-CONNECT_TIMEOUT_SECONDS = 10
 MAX_SESSION_ID_CHARS = 256
+DEFAULT_LIMITS = StoreConfig()
 # Session-level advisory locks share one 64-bit key space with the rest of the database; ours are
 # the hash of this prefix and the session id.
 LOCK_NAMESPACE = b"worksurface-session\0"
 
-_pools: dict[tuple[int, str], "ConnectionPool[Any]"] = {}
+_pools: dict[tuple[int, str, StoreConfig], "ConnectionPool[Any]"] = {}
 _migrated: set[tuple[int, int]] = set()  # (pid, id(pool)) whose database schema was checked
 _registry_lock = threading.Lock()
 
@@ -87,37 +99,138 @@ def check_session_id(session_id: object) -> str:
     if len(session_id) > MAX_SESSION_ID_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in session_id):
         raise InvalidSessionIdError(f"session id {session_id[:80]!r}: at most {MAX_SESSION_ID_CHARS} characters, "
                                     "no control characters")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no text column can hold it
+        raise InvalidSessionIdError(f"session id {session_id[:80]!r}: not valid Unicode text (a lone surrogate "
+                                    "character)") from None
     return session_id
 
 
-def connection_pool(url: str, *, max_size: int = POOL_MAX_SIZE) -> "ConnectionPool[Any]":
-    """This process's pool for `url` (created on first use: the server is reached and the schema
-    checked or migrated first, so an unreachable server or a newer schema is reported at once).
-    `max_size` applies when the pool is created."""
-    psycopg = _psycopg()
+def server_address(url: str) -> str:
+    """`host:port` of the server `url` names (libpq's defaults where it names none), for messages."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 (an unparsable URL: the connection attempt reports it)
+        return "<unparsable URL>"
+    host = str(parts.get("host") or parts.get("hostaddr") or os.environ.get("PGHOST") or "localhost")
+    return f"{host}:{parts.get('port') or os.environ.get('PGPORT') or 5432}"
+
+
+def connection_settings(url: str, limits: StoreConfig) -> dict[str, Any]:
+    """The connection parameters every pooled connection is made with: libpq's connect timeout and TCP
+    keepalives, and the server-side bounds as startup options (after any the URL gives, so the URL's
+    own options are kept)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    server = {"statement_timeout": _ms(limits.statement_timeout_seconds),
+              "lock_timeout": _ms(limits.lock_timeout_seconds),
+              "idle_in_transaction_session_timeout": _ms(limits.idle_in_transaction_seconds),
+              "tcp_keepalives_idle": limits.keepalives_idle_seconds,
+              "tcp_keepalives_interval": limits.keepalives_interval_seconds,
+              "tcp_keepalives_count": limits.keepalives_count,
+              "tcp_user_timeout": _ms(limits.tcp_user_timeout_seconds)}
+    given = str(conninfo_to_dict(url).get("options") or "")
+    options = " ".join([given, *(f"-c {name}={value}" for name, value in server.items())]).strip()
+    return {"autocommit": True, "connect_timeout": limits.connect_timeout_seconds, "keepalives": 1,
+            "keepalives_idle": limits.keepalives_idle_seconds,
+            "keepalives_interval": limits.keepalives_interval_seconds,
+            "keepalives_count": limits.keepalives_count,
+            "tcp_user_timeout": _ms(limits.tcp_user_timeout_seconds), "options": options}
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def connection_pool(url: str, *, max_size: int = POOL_MAX_SIZE,
+                    limits: StoreConfig = DEFAULT_LIMITS) -> "ConnectionPool[Any]":
+    """This process's pool for `url` with `limits` (created on first use: the server is reached and
+    the schema checked or migrated first, so an unreachable server or a newer schema is reported at
+    once). `max_size` applies when the pool is created."""
+    pg = _psycopg()
     from psycopg_pool import ConnectionPool
 
-    key = (os.getpid(), url)
+    key = (os.getpid(), url, limits)
     with _registry_lock:
         pool = _pools.get(key)
         if pool is not None:
             return pool
+        settings = connection_settings(url, limits)
+        bounded = bounded_connection_class()
         try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS) as probe:
+            with bounded.connect(url, **settings) as probe:
+                probe.reply_timeout = limits.reply_timeout_seconds
                 pgschema.ensure_schema(probe, redacted(url))
-        except psycopg.Error as exc:
+        except pg.Error as exc:
+            if _unreachable(exc):
+                raise DatabaseUnreachableError(f"{redacted(url)}: cannot use the database: server "
+                                               f"{server_address(url)} unreachable ({_first_line(exc)})",
+                                               address=server_address(url)) from None
             raise SessionError(f"{redacted(url)}: cannot use the database ({_first_line(exc)})") from None
-        pool = ConnectionPool(url, min_size=POOL_MIN_SIZE, max_size=max_size, open=True,
-                              kwargs={"autocommit": True}, name=f"worksurface {redacted(url)}")
+
+        def configure(conn: Any) -> None:
+            conn.reply_timeout = limits.reply_timeout_seconds
+
+        pool = ConnectionPool(url, min_size=POOL_MIN_SIZE, max_size=max_size, open=True, kwargs=settings,
+                              connection_class=bounded, configure=configure, name=f"worksurface {redacted(url)}")
         _pools[key] = pool
         _migrated.add((os.getpid(), id(pool)))
         return pool
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """A failure to reach the server at all (refused, timed out, name not found), as opposed to one the
+    server answered (a password refused, no such database: those carry a SQLSTATE)."""
+    import psycopg
+
+    return isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) is None
+
+
+_bounded_class: list[type[Any]] = []
+
+
+def bounded_connection_class() -> type[Any]:
+    """psycopg's connection with every wait for the server bounded by its `reply_timeout` (seconds;
+    None: unbounded): the server cannot end a wait on a link that stops moving bytes, and libpq's
+    keepalives see nothing wrong while a middlebox still acknowledges them. A wait past the bound
+    closes the connection (its state is unknown) and raises `ReplyTimeout`."""
+    if _bounded_class:
+        return _bounded_class[0]
+    import psycopg
+
+    class ReplyTimeout(psycopg.OperationalError):
+        """No answer from the server within the connection's reply bound."""
+
+    class BoundedConnection(psycopg.Connection[Any]):
+        reply_timeout: float | None = None
+
+        def wait(self, gen: "PQGen[RV]", interval: float = 0.1, timeout: float | None = None) -> RV:
+            bound = timeout if timeout is not None else self.reply_timeout
+            try:
+                return super().wait(gen, interval, bound)
+            except psycopg.OperationalError as exc:
+                if timeout is None and bound is not None and type(exc).__name__ == "_WaitTimeout":
+                    self.pgconn.finish()  # mid-statement: unusable; the pool discards it
+                    raise ReplyTimeout(f"no answer from the server within {bound:g} s") from None
+                raise
+
+    BoundedConnection.ReplyTimeout = ReplyTimeout  # type: ignore[attr-defined]
+    _bounded_class.append(BoundedConnection)
+    return BoundedConnection
+
+
+def _is_reply_timeout(exc: BaseException) -> bool:
+    return type(exc).__name__ == "ReplyTimeout" and bool(_bounded_class) and isinstance(
+        exc, _bounded_class[0].ReplyTimeout)
+
+
 @atexit.register
 def _close_pools() -> None:
     """Close the pools this process opened (a forked child's inherited ones belong to its parent)."""
-    for (pid, _), pool in list(_pools.items()):
+    for (pid, _, _), pool in list(_pools.items()):
         if pid == os.getpid():
             pool.close(timeout=1.0)
 
@@ -150,11 +263,14 @@ def _rows(conn: "psycopg.Connection[Any]", query: str, params: Sequence[Any] = (
 class PostgresStore(Store):
     """One session (`session_id`) in the PostgreSQL database at `url`, or in `pool` (a
     `psycopg_pool.ConnectionPool` shared with other users of the database, such as LangGraph's
-    `PostgresSaver`). `create=False` refuses a session that does not exist yet."""
+    `PostgresSaver`). `create=False` refuses a session that does not exist yet. `limits` bounds every
+    wait on the database (a shared pool's connections keep the settings their pool gives them)."""
 
     def __init__(self, url: str | None, session_id: str, counter: TokenCounter | None = None, *,
-                 pool: "ConnectionPool[Any] | None" = None, create: bool = True) -> None:
+                 pool: "ConnectionPool[Any] | None" = None, create: bool = True,
+                 limits: StoreConfig = DEFAULT_LIMITS) -> None:
         super().__init__(counter)
+        self.limits = limits
         _psycopg()
         if (url is None) == (pool is None):
             raise SessionError("PostgresStore needs a URL or a connection pool, not both")
@@ -173,6 +289,7 @@ class PostgresStore(Store):
         self._revision: int | None = None
         self._pending: dict[str, str | None] | None = None  # writes of the open transaction
         self._atomic_depth = 0
+        self._lock_lost = False  # the lock's connection died while held: writes go by compare-and-set alone
         with self._errors(), self._connection() as conn:
             if create:
                 _rows(conn, f"INSERT INTO {SESSIONS} (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (session_id,))
@@ -189,7 +306,40 @@ class PostgresStore(Store):
     def _pool(self) -> "ConnectionPool[Any]":
         if self._own_pool is not None:
             return prepared_pool(self._own_pool, redacted(self.url))
-        return connection_pool(self.url)
+        return connection_pool(self.url, limits=self.limits)
+
+    def _getconn(self, timeout: float) -> "psycopg.Connection[Any]":
+        """A pooled connection within `timeout` seconds. A pool that has none to give after the connect
+        bound is asked whether the server answers at all: a server that does not is reported
+        unreachable at once; otherwise every connection is in use, and the wait goes on."""
+        from psycopg_pool import PoolTimeout
+
+        pool = self._pool()
+        deadline = time.monotonic() + timeout
+        first = min(timeout, self.limits.connect_timeout_seconds + 1.0)
+        try:
+            return pool.getconn(timeout=max(0.001, first))
+        except PoolTimeout:
+            self._check_reachable()
+            rest = deadline - time.monotonic()
+            if rest <= 0:
+                raise
+            return pool.getconn(timeout=rest)
+
+    def _check_reachable(self) -> None:
+        """Raise `DatabaseUnreachableError` if a new connection to the server fails without the server
+        answering (the pool's own attempts fail the same way, in the background)."""
+        import psycopg
+
+        if self._own_pool is not None and not isinstance(self._own_pool.conninfo, str):
+            return
+        try:
+            bounded_connection_class().connect(self.url, **connection_settings(self.url, self.limits)).close()
+        except psycopg.Error as exc:
+            if _unreachable(exc):
+                raise DatabaseUnreachableError(
+                    f"{self.location}: database server {server_address(self.url)} unreachable "
+                    f"({_first_line(exc)})", address=server_address(self.url)) from None
 
     def _mine(self) -> bool:
         return self._locking.held_here()
@@ -200,8 +350,13 @@ class PostgresStore(Store):
         if self._mine() and self._conn is not None:
             yield self._conn
             return
-        with self._pool().connection(timeout=CONNECT_TIMEOUT_SECONDS) as conn, _autocommit(conn):
-            yield conn
+        pool = self._pool()
+        conn = self._getconn(self.limits.connect_timeout_seconds + self.limits.reply_timeout_seconds)
+        try:
+            with _autocommit(conn):
+                yield conn
+        finally:
+            pool.putconn(conn)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -213,8 +368,34 @@ class PostgresStore(Store):
             yield
         except psycopg.errors.ForeignKeyViolation:
             raise SessionNotFoundError(f"{self.location}: the session was deleted") from None
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise SessionError(f"{self.location}: database error ({_first_line(exc)})") from None
+        except PoolTimeout:
+            raise SessionError(f"{self.location}: no free database connection (every one of the pool's is in "
+                               "use)") from None
+        except psycopg.Error as exc:
+            raise self._named(exc) from None
+
+    def _named(self, exc: BaseException) -> SessionError:
+        """A database failure as the `SessionError` that names it: the bound that was hit, a server
+        that cannot be reached, or the server's own message."""
+        import psycopg
+
+        limits = self.limits
+        bounds: list[tuple[type[BaseException], str, float]] = [
+            (psycopg.errors.QueryCanceled, "statement_timeout_seconds", limits.statement_timeout_seconds),
+            (psycopg.errors.LockNotAvailable, "lock_timeout_seconds", limits.lock_timeout_seconds),
+            (psycopg.errors.IdleInTransactionSessionTimeout, "idle_in_transaction_seconds",
+             limits.idle_in_transaction_seconds)]
+        if _is_reply_timeout(exc):
+            bounds.insert(0, (type(exc), "reply_timeout_seconds", limits.reply_timeout_seconds))
+        for kind, limit, seconds in bounds:
+            if isinstance(exc, kind):
+                return DatabaseTimeoutError(f"{self.location}: the database did not answer within {limit} = "
+                                            f"{seconds:g} s ({_first_line(exc)})", limit=limit, seconds=seconds)
+        if isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) is None:
+            return DatabaseUnreachableError(f"{self.location}: connection to the database server "
+                                            f"{server_address(self.url)} lost ({_first_line(exc)})",
+                                            address=server_address(self.url))
+        return SessionError(f"{self.location}: database error ({_first_line(exc)})")
 
     def close(self) -> None:
         """Drop the cached values (the pool stays: other sessions of this process share it)."""
@@ -234,11 +415,12 @@ class PostgresStore(Store):
         import psycopg
         from psycopg_pool import PoolTimeout
 
-        pool = self._pool()
         try:
-            conn = pool.getconn(timeout=max(0.001, deadline - time.monotonic()))
+            conn = self._getconn(max(0.001, deadline - time.monotonic()))
         except PoolTimeout:
-            raise SessionLockedError(f"{self.location}: no free database connection (waited {timeout:g} s)") from None
+            raise SessionLockedError(f"{self.location}: no free database connection: every one of the pool's is "
+                                     f"in use (waited {timeout:g} s)") from None
+        self._lock_lost = False
         try:
             self._restore_autocommit = not conn.autocommit
             conn.autocommit = True
@@ -264,7 +446,7 @@ class PostgresStore(Store):
         except BaseException as exc:
             self._give_back(conn)
             if isinstance(exc, psycopg.Error):
-                raise SessionError(f"{self.location}: database error ({_first_line(exc)})") from None
+                raise self._named(exc) from None
             raise
         self._conn = conn
 
@@ -272,6 +454,7 @@ class PostgresStore(Store):
         import psycopg
 
         conn, self._conn = self._conn, None
+        self._lock_lost = False
         if conn is None:
             return
         try:
@@ -285,6 +468,16 @@ class PostgresStore(Store):
         if self._restore_autocommit and not conn.closed:
             conn.autocommit = False
         self._pool().putconn(conn)
+
+    def _drop_lock_connection(self) -> None:
+        """The lock's connection died while held (the server drops its lock when it notices): give it
+        back to be discarded; until the lock is released, writes rely on compare-and-set alone."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            if not conn.closed:
+                conn.close()
+            self._give_back(conn)
+        self._lock_lost = True
 
     # --- key-value layer ----------------------------------------------------------------------------
 
@@ -373,7 +566,58 @@ class PostgresStore(Store):
     def _flush(self, pending: dict[str, str | None]) -> None:
         """Commit the buffered writes: the values' deletes and upserts and the revision bump in one
         statement (atomic on its own, one round trip: a commit costs one wait for the server, however
-        busy the machine); with artifact chunks, those first, in the same transaction."""
+        busy the machine); with artifact chunks, those first, in the same transaction. The commit
+        applies only on the revision this store last saw (compare-and-set) and stamps the row with its
+        id; when its answer is lost, `_settle` learns whether it landed and redoes it at most once."""
+        import psycopg
+
+        values = {k: v for k, v in pending.items() if not is_artifact_content(k)}
+        expected, commit_id = self._revision, uuid.uuid4().hex
+        if expected is None:
+            raise CommitConflictError(f"{self.location}: the session's stored revision is unknown here (a commit "
+                                      "failed earlier under this lock); nothing was written, take the lock again")
+        try:
+            try:
+                with self._connection() as conn:
+                    revision = self._send_commit(conn, pending, expected, commit_id)
+            except psycopg.Error as exc:
+                if not _outcome_unknown(exc, self._conn):
+                    raise self._named(exc) from None
+                # The answer was lost: the commit may have landed. Ask on a fresh connection.
+                self._drop_lock_connection()
+                revision = self._settle(pending, expected, commit_id, exc)
+        except BaseException:
+            self._cache, self._revision = {}, None  # read again at the next lock
+            raise
+        self._revision = revision
+        self._cache.update(values)
+
+    def _settle(self, pending: dict[str, str | None], expected: int, commit_id: str, lost: BaseException) -> int:
+        """The revision commit `commit_id` made, whose answer was lost: found in the session row, or
+        the commit redone once (it applies only on `expected`, so a late arrival of the first attempt
+        cannot write it again). Raises the failure named when the server cannot be asked."""
+        import psycopg
+
+        try:
+            with self._connection() as conn:
+                found = _rows(conn, f"SELECT revision, last_commit FROM {SESSIONS} WHERE id = %s", (self.session_id,))
+                if not found:
+                    raise SessionNotFoundError(f"{self.location}: the session was deleted")
+                revision, last = int(found[0][0]), found[0][1]
+                if last == commit_id:
+                    return revision
+                if revision != expected:
+                    raise CommitConflictError(f"{self.location}: the answer to a commit was lost "
+                                              f"({_first_line(lost)}) and the session has moved on since (revision "
+                                              f"{revision}, not {expected}); nothing more was written")
+                return self._send_commit(conn, pending, expected, commit_id)
+        except psycopg.Error as exc:
+            raise self._named(exc) from None
+
+    def _send_commit(self, conn: "psycopg.Connection[Any]", pending: dict[str, str | None], expected: int,
+                     commit_id: str) -> int:
+        """One attempt at the commit on `conn`: the new revision, or `CommitConflictError` (nothing
+        written) when the session is no longer at `expected`."""
         sid = self.session_id
         values = {k: v for k, v in pending.items() if not is_artifact_content(k)}
         artifacts = {k[len(ARTIFACT_PREFIX):]: v for k, v in pending.items() if is_artifact_content(k)}
@@ -383,24 +627,22 @@ class PostgresStore(Store):
         gone = json.dumps([k for k, v in values.items() if v is None])
         chunks = [(sid, a, i // CHUNK_CHARS, text[i:i + CHUNK_CHARS]) for a, text in artifacts.items()
                   if text is not None for i in range(0, max(len(text), 1), CHUNK_CHARS)]
-        assert self._conn is not None
-        conn = self._conn
-        try:
-            with self._errors(), conn.transaction() if artifacts else _no_transaction():
-                cur = _cursor(conn)
-                if artifacts:
-                    cur.execute(f"DELETE FROM {CHUNKS} WHERE session_id = %s AND artifact_id = ANY(%s)",
-                                (sid, list(artifacts)))
-                    cur.executemany(f"INSERT INTO {CHUNKS} (session_id, artifact_id, seq, chunk) "
-                                    "VALUES (%s, %s, %s, %s)", chunks)
-                row = cur.execute(_COMMIT_VALUES, {"sid": sid, "put": put, "gone": gone}).fetchone()
-            if row is None:
-                raise SessionNotFoundError(f"{self.location}: the session was deleted")
-        except BaseException:
-            self._cache, self._revision = {}, None  # the commit may or may not have landed: read again
-            raise
-        self._revision = int(row[0])
-        self._cache.update(values)
+        with conn.transaction() if artifacts else _no_transaction():
+            cur = _cursor(conn)
+            if artifacts:
+                cur.execute(f"DELETE FROM {CHUNKS} WHERE session_id = %s AND artifact_id = ANY(%s)",
+                            (sid, list(artifacts)))
+                cur.executemany(f"INSERT INTO {CHUNKS} (session_id, artifact_id, seq, chunk) "
+                                "VALUES (%s, %s, %s, %s)", chunks)
+            row = cur.execute(_COMMIT_VALUES, {"sid": sid, "put": put, "gone": gone, "expected": expected,
+                                               "commit": commit_id}).fetchone()
+            if row is None:  # inside the transaction: the chunks roll back with it
+                now = _rows(conn, f"SELECT revision FROM {SESSIONS} WHERE id = %s", (sid,))
+                if not now:
+                    raise SessionNotFoundError(f"{self.location}: the session was deleted")
+                raise CommitConflictError(f"{self.location}: another writer committed revision {now[0][0]} since "
+                                          f"this one read revision {expected}; nothing of this commit was written")
+        return int(row[0])
 
     def _materialize(self, artifact_id: str, content: str) -> None:
         return None  # kept in the database only: nothing depends on a shared filesystem
@@ -447,16 +689,33 @@ def prepared_pool(pool: "ConnectionPool[Any]", where: str) -> "ConnectionPool[An
     return pool
 
 
-# The values part of a commit, one statement: data-modifying CTEs all run, or none does.
+# The values part of a commit, one statement: data-modifying CTEs all run, or none does. The revision
+# bump is the compare-and-set (only on the revision the writer read, stamped with the commit's id), and
+# the deletes and upserts happen only if it did: a second attempt of a commit that landed writes nothing.
 _COMMIT_VALUES = f"""
-WITH removed AS (
-    DELETE FROM {VALUES} WHERE session_id = %(sid)s AND key IN (SELECT json_array_elements_text(%(gone)s::json))
+WITH bumped AS (
+    UPDATE {SESSIONS} SET revision = revision + 1, last_commit = %(commit)s, updated_at = now()
+    WHERE id = %(sid)s AND revision = %(expected)s RETURNING revision
+), removed AS (
+    DELETE FROM {VALUES} WHERE session_id = %(sid)s AND EXISTS (SELECT FROM bumped)
+    AND key IN (SELECT json_array_elements_text(%(gone)s::json))
 ), written AS (
     INSERT INTO {VALUES} (session_id, key, value)
-    SELECT %(sid)s, e ->> 0, e ->> 1 FROM json_array_elements(%(put)s::json) AS e
+    SELECT %(sid)s, e ->> 0, e ->> 1 FROM json_array_elements(%(put)s::json) AS e WHERE EXISTS (SELECT FROM bumped)
     ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value
 )
-UPDATE {SESSIONS} SET revision = revision + 1, updated_at = now() WHERE id = %(sid)s RETURNING revision"""
+SELECT revision FROM bumped"""
+
+
+def _outcome_unknown(exc: BaseException, conn: "psycopg.Connection[Any] | None") -> bool:
+    """Whether a failed commit may have landed: the connection broke (or no answer came in time), so
+    the server's answer was never read. An error the server answered rolled the commit back."""
+    import psycopg
+
+    if _is_reply_timeout(exc):
+        return True
+    return isinstance(exc, psycopg.OperationalError) and (getattr(exc, "sqlstate", None) is None
+                                                          or conn is None or conn.broken)
 
 
 @contextmanager

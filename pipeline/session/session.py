@@ -15,12 +15,14 @@ import itertools
 import logging
 import operator
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..core.clearing import HARNESS_STAGE, clearing_edits
 from ..core.config import Config
 from ..core.edits import Edit, apply_edits, breaks_sent_prefix, refers_to, removed_refs
-from ..core.errors import ArtifactNotFoundError, ContextOverflowError, SessionError, StoreDamagedError
+from ..core.errors import (ArtifactNotFoundError, CommitConflictError, ContextOverflowError, SessionError,
+                           StoreDamagedError)
 from ..formats.base import Transcript
 from ..graph.compose import StagedGraph
 from ..graph.registry import check_plugin_options, reinjectors_for, stages_for
@@ -58,6 +60,11 @@ NOTHING_NEW = "nothing new since the previous call"
 # How long closing waits for the session's lock to save the ledger's last fold (a process holding the
 # lock longer is using the session, and leaves the newer ledger itself).
 CLOSE_LOCK_SECONDS = 2.0
+# The generation a session object holds when it does not know the store's (a commit of its own failed,
+# and may or may not have landed): never stored, so its next call reads the stored session first.
+UNKNOWN_GENERATION = -1
+# The metadata key of the usage a provider reported for the last view (`Session.record_usage`).
+REPORTED_USAGE = "reported_usage"
 
 
 def _as_messages(transcript: Transcript | Sequence[Message]) -> list[Message]:
@@ -157,7 +164,8 @@ class Session:
             store, counter = location, location.counter
         else:
             counter = TokenCounter()
-            store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
+            store = (MemoryStore(counter) if location is None
+                     else open_store(location, session_id, counter, limits=cfg.store))
         try:
             return cls(store, cfg, summarizer, counter=counter)
         except BaseException:
@@ -170,7 +178,8 @@ class Session:
         is this session's, byte for byte (a provider's prompt cache is shared); later changes on either
         side never reach the other (seed 003: a fork copies the decisions, not the mutable container)."""
         counter = TokenCounter()
-        child: Store = MemoryStore(counter) if location is None else open_store(location, session_id, counter)
+        child: Store = (MemoryStore(counter) if location is None
+                        else open_store(location, session_id, counter, limits=self.config.store))
         try:
             self._save_ledger()  # the child starts from the store: it holds the ledger of what was read
             self.store.copy_to(child)
@@ -211,7 +220,7 @@ class Session:
                 return
             self.ledger.settle()
             held = self._meta_held
-            with self.store.transaction():
+            with self._committing(), self.store.transaction():
                 save = self.ledger.write(self.store.set_meta)
                 self._bump_generation()
             if held[0] == self._generation - 1:
@@ -230,12 +239,15 @@ class Session:
     def prepare(self, transcript: Transcript | Sequence[Message], usage: int | tuple[str, int] | None = None,
                 now: float | None = None, *, force: bool = False, instructions: str | None = None) -> Prepared:
         """Build the view for the next model call. `usage` is the provider's reported input tokens for
-        the previous call (an int, anchored at the last message sent, or `(message_id, tokens)`)."""
+        the previous call (an int, anchored at the last message sent, or `(message_id, tokens)`; None:
+        the figure `record_usage` kept for the last view, if any)."""
         started = time.perf_counter()
         now = time.time() if now is None else now
         with self.store.lock():
             if self.store.get_meta("generation", 0) != self._generation:
                 self._load()  # another process (or Session object) committed since we last looked
+            if usage is None:
+                usage = self._reported_usage()
             full = _as_messages(transcript)
             recovered = self._recovery(full)  # incremental live_slice, close_interrupted, clean_recovered
             live = recovered.messages
@@ -322,7 +334,7 @@ class Session:
 
     def snip(self, ids: Iterable[str], reason: str) -> None:
         """Ask the next `prepare` to remove these messages (with their tool pairs) and leave a marker."""
-        with self.store.lock(), self.store.transaction():
+        with self.store.lock(), self._committing(), self.store.transaction():
             pending = self.store.get_meta("pending_snips", [])
             pending.append([list(ids), reason])
             self.store.set_meta("pending_snips", pending)
@@ -331,7 +343,7 @@ class Session:
     def emit(self, event: Event) -> None:
         """Record a harness-supplied status fact (cwd, test result, budget, ...) for the status bar."""
         event_to_json(event)  # validate before storing
-        with self.store.lock(), self.store.transaction():
+        with self.store.lock(), self._committing(), self.store.transaction():
             events = self.store.get_meta("status_events", [])
             events.append(event_to_json(event))
             self.store.set_meta("status_events", events)
@@ -479,7 +491,8 @@ class Session:
         """Everything this call decided, in one transaction: a crash leaves the previous state."""
         store = self.store
         meta = MetaWriter(store, self._meta_held, self._generation)
-        with store.transaction():
+        expected = self._generation
+        with self._committing(), store.transaction():
             meta.set("status_publisher", status, PublisherState.to_json)
             meta.set("status_tokens_override", self.status_bar.tokens_override)
             if keep < len(self._log):
@@ -510,7 +523,7 @@ class Session:
             store.set_meta("view_digest", self._checks.digest(view))
             store.update_token_cache(self.counter.take_unsaved())
             store.set_meta("billing", self._billing.state_json())
-            self._bump_generation()
+            self._bump_generation(expected)
         self._meta_held = meta.committed(self._generation)
         self.status_bar.reset_pending = False
         if ledger_save is not None:
@@ -525,9 +538,44 @@ class Session:
         self._cached = (len(self._log), len(self._edits), view)
         self._view_tokens = (view, self._known_tokens(view))
 
-    def _bump_generation(self) -> None:
-        self._generation = self.store.get_meta("generation", 0) + 1
+    def _bump_generation(self, expected: int | None = None) -> None:
+        """The next generation, inside the commit's transaction; with `expected`, only on that one
+        (the version this object's decisions were made on), else `CommitConflictError`."""
+        stored = self.store.get_meta("generation", 0)
+        if expected is not None and stored != expected:
+            raise CommitConflictError(f"{self.store.location}: the session moved on to generation {stored} while "
+                                      f"this call decided on generation {expected}; nothing of it was written")
+        self._generation = stored + 1
         self.store.set_meta("generation", self._generation)
+
+    @contextmanager
+    def _committing(self) -> Iterator[None]:
+        """Around a commit of this object's: when it fails, whether it landed is not known here (its
+        answer may have been lost), so the next call reads the stored session again before anything
+        else, and either finds this commit there or decides it again."""
+        try:
+            yield
+        except BaseException:
+            self._generation = UNKNOWN_GENERATION
+            raise
+
+    def record_usage(self, input_tokens: int | None) -> None:
+        """Keep in the store the input tokens the provider reported for the call the last view was sent
+        on: the next `prepare` of any Session object on this store that is passed no usage anchors its
+        size on it, so gateway replicas taking alternate calls size a conversation as one would. A
+        later view (another call's commit) makes it stale; None forgets it."""
+        if input_tokens is not None and (not isinstance(input_tokens, int) or input_tokens < 0):
+            raise ValueError(f"record_usage: input_tokens must be a non-negative int or None, not {input_tokens!r}")
+        with self.store.lock(), self.store.transaction():
+            self.store.set_meta(REPORTED_USAGE, {"view": self.store.get_meta("view_digest"), "tokens": input_tokens})
+
+    def _reported_usage(self) -> int | None:
+        """The usage recorded for the view the store holds (`record_usage`), if any."""
+        kept = self.store.get_meta(REPORTED_USAGE)
+        if not isinstance(kept, dict) or kept.get("view") != self.store.get_meta("view_digest"):
+            return None
+        tokens = kept.get("tokens")
+        return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
 
 
 def _queued(transcript: Transcript | Sequence[Message]) -> tuple[tuple[str | None, str], ...]:
