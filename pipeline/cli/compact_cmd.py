@@ -93,10 +93,12 @@ def compact(
         read_hash = content_hash(text)  # what was compacted: a session file must still be this when replaced
         transcript = loads(text, format.value, display_name(path), strict=strict)
         del text  # the transcript holds what it needs of it
+        instructions = None  # a manual compaction's, when compacting at its boundary
         if at is not None:
-            before = cut_transcript(transcript, cut(transcript.messages, at).before)
+            where = cut(transcript.messages, at)
+            before = cut_transcript(transcript, where.before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
-            transcript = before
+            transcript, instructions = before, where.instructions
         flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
         config = with_pins(flags.config(transcript), pin)
         fmt = out_format.value if out_format is not None else (
@@ -107,7 +109,8 @@ def compact(
         created = isinstance(home, Path) and not home.exists()
         with Session.open(home, session_id=session_id, config=config,
                           agent=agent if agent is not None else agent_of(transcript)) as kept:
-            prepared = prepare_once(kept, transcript, use_usage=flags.use_usage, force=force)
+            prepared = prepare_once(kept, transcript, use_usage=flags.use_usage, force=force,
+                                    instructions=instructions)
             if _nothing_new(transcript, prepared.report):
                 # An already compacted file with nothing new: written back as it was, not grown by a
                 # second status bar (the session it is read into has not seen the first one).

@@ -26,6 +26,9 @@ from typing import Any, Mapping, Sequence
 
 from .model import Message
 
+# Meta of a message whose recorded usage measured another context than the one it sits in now (a
+# record Claude Code kept across its compaction: it zeroes that usage itself); it anchors no size.
+USAGE_VOID = "usage_void"
 # Where adapters keep a record's own usage, relative to meta["raw"] (first match wins).
 RAW_USAGE_PATHS: tuple[tuple[str, ...], ...] = (
     ("usage",),
@@ -78,7 +81,10 @@ def parse_usage(value: Any) -> Usage | None:
 
 
 def message_usage(message: Message) -> Usage | None:
-    """The usage recorded on one message (an assistant turn's request), if any."""
+    """The usage recorded on one message (an assistant turn's request), if any; none for a message
+    whose usage measured another context (meta USAGE_VOID)."""
+    if message.meta.get(USAGE_VOID):
+        return None
     found = parse_usage(message.meta.get("usage"))
     if found is not None:
         return found

@@ -29,9 +29,12 @@ from ..core.errors import FormatError
 from ..core.model import Message, ToolCall, ToolResult
 from .base import Keep, Transcript, keeps_line
 from .claude_code_blocks import BlockError
-from .claude_code_records import (BOUNDARY_SUBTYPE, CLEARED_RESULT, CLEARING_SUBTYPE, ID_FIELD, META_FIELD,
-                                  NAME, QUEUE_ENQUEUE, RECORD_TYPES, SAVED_META, SNIFF_KEYS, UUID_NAMESPACE,
-                                  WRITABLE, RecordError, is_message_record, message_parts, record_id)
+from ..core.usage import USAGE_VOID
+from .claude_code_records import (BOUNDARY_SUBTYPE, CLEARED_RESULT, CLEARING_SUBTYPE, COMPACT_COMMAND, FILE_AFTER,
+                                  ID_FIELD, META_FIELD, NAME, PRESERVED_BY, QUEUE_ENQUEUE, RECORD_TYPES, SAVED_META,
+                                  SNIFF_KEYS, UUID_NAMESPACE, WRITABLE, RecordError, is_message_record, message_parts,
+                                  record_id)
+from .claude_code_window import WindowEvidence
 from .claude_code_writer import fit_usage, record_uuid, session_lines, write, write_chunks, write_session
 from .damaged import DamagedLine, ParsedLine, first_record, lines, orphaned_by, parsed_lines
 from .validate import mark_unanswered
@@ -81,6 +84,9 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
     damaged: list[DamagedLine] = []
     readable_calls: set[str] = set()  # tool_use ids of the readable assistant records so far
     lines: dict[int, tuple[Any, str]] = {}
+    window = WindowEvidence()
+    parents: dict[str, Any] = {}  # record uuid -> parentUuid, every record (a preserved segment is walked)
+    instructions: str | None = None  # a manual /compact's, queued and not yet applied
     for number, line, record in parsed:
         count += 1
         if isinstance(record, DamagedLine):
@@ -97,8 +103,15 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             lines[id(record)] = (record, line)
         try:
             _check_uuid(record, uuids, number)
+            window.see(record, number)
+            if isinstance(record.get("uuid"), str):
+                parents[record["uuid"]] = record.get("parentUuid")
             if is_message_record(record):
                 message = _read_message(record)
+                if message.meta.get("compact_boundary") and instructions is not None:
+                    message = replace(message, meta={**message.meta, "instructions": instructions})
+                if message.meta.get("compact_boundary") or record["type"] == "assistant":
+                    instructions = None  # applied by this compaction, or the agent went on without it
                 messages.append(keep(message) if keep is not None else message)
                 last_id = message.id
                 if message.meta.get("compact_boundary"):
@@ -120,7 +133,9 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
                 # Claude Code release adds (attachment, cost-state, api-request, ...), kept verbatim.
                 extras.append((last_id, record))
                 if record["type"] == "queue-operation" and record.get("operation") == QUEUE_ENQUEUE:
-                    queued.append((last_id, _queued_text(record.get("content"))))
+                    text = _queued_text(record.get("content"))
+                    queued.append((last_id, text))
+                    instructions = _compact_instructions(text) if text.startswith(COMPACT_COMMAND) else instructions
                 elif _is_clearing_record(record) and messages:
                     _note_clearing(messages, record)
             else:
@@ -140,11 +155,94 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
         if call_id not in call_ids:
             raise FormatError(f"tool_result for tool_use id {call_id!r}, which never appears in the file",
                               path=path, line=number, record=uuid)
+    notices: list[str] = []
+    messages = relink_preserved(messages, parents, notices, path)
     # Calls without a result (the user interrupted, the session ended) are kept and flagged.
     marked = mark_unanswered(messages)
+    inferred = window.infer()
+    meta: dict[str, Any] = {"window_inference": inferred.to_json()}
+    if inferred.window is not None:
+        meta["context_window"] = inferred.window
+    if notices:
+        meta["notices"] = notices
+    if instructions is not None:
+        meta["pending_compact_instructions"] = instructions
     # What `keep` made of a message is not what its record says: only the messages themselves count.
-    return Transcript(marked, NAME, path, extras, {}, queued, as_read=tuple(marked) if keep is None else (),
+    return Transcript(marked, NAME, path, extras, meta, queued, as_read=tuple(marked) if keep is None else (),
                       lines=lines)
+
+
+def relink_preserved(messages: list[Message], parents: dict[str, Any], notices: list[str],
+                     path: str | None = None) -> list[Message]:
+    """The messages in the order Claude Code sends them: the messages its last compaction kept
+    (compactMetadata preservedMessages, else the preservedSegment walked from its tail to its head)
+    moved from before the boundary to after its anchor (the summary), as Claude Code relinks them on
+    load, each marked with the boundary (PRESERVED_BY), the message it followed in the file
+    (FILE_AFTER, so the writer puts the record back) and, for an assistant record, USAGE_VOID (Claude
+    Code zeroes that usage: it measured the context before the compaction). Only the file's last
+    boundary counts. A named id that no record of the file has gives a notice naming it; Claude Code
+    then relinks nothing (its live view is the summary and what follows), and neither does this."""
+    at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].meta.get("compact_boundary")), None)
+    if at is None:
+        return messages
+    boundary = messages[at]
+    kept = boundary.meta.get("preserved")
+    if not isinstance(kept, dict):
+        return messages
+    where = f"{path}: " if path else ""
+    ids, missing = _preserved_ids(kept, parents)
+    if missing:
+        notices.append(f"{where}compact boundary {boundary.id} names preserved messages no record of the file holds "
+                       f"({', '.join(missing)}): Claude Code relinks none of them, so neither does worksurface; the "
+                       "live view is its summary and what follows")
+        return messages
+    absent = [i for i in kept.get("all_ids", ()) if i not in parents and i not in ids]
+    if absent:
+        notices.append(f"{where}compact boundary {boundary.id}: preservedMessages.allUuids names messages no record "
+                       f"of the file holds ({', '.join(absent)}); Claude Code kept them in memory only, so the "
+                       "view goes without them")
+    anchor = kept.get("anchor")
+    index = {m.id: i for i, m in enumerate(messages)}
+    if anchor not in index or index[anchor] < at:
+        notices.append(f"{where}compact boundary {boundary.id}: its preserved messages hang on {anchor!r}, which is "
+                       "no message after it; they stay where the file has them")
+        return messages
+    chosen = [index[i] for i in ids if i in index and index[i] < at]
+    if not chosen:
+        return messages
+    moved: list[Message] = []
+    for i in chosen:
+        m = messages[i]
+        meta = {**m.meta, PRESERVED_BY: boundary.id, FILE_AFTER: messages[i - 1].id if i else None}
+        if m.role == "assistant":
+            meta[USAGE_VOID] = True
+        moved.append(replace(m, meta=meta))
+    taken = set(chosen)
+    rest = [m for i, m in enumerate(messages) if i not in taken]
+    after = next(i for i, m in enumerate(rest) if m.id == anchor) + 1
+    return rest[:after] + moved + rest[after:]
+
+
+def _preserved_ids(kept: dict[str, Any], parents: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the ids Claude Code relinks, in order; those of them no record holds). The listed ids when
+    there are any, else the segment walked from its tail up the parentUuid chain to its head (a walk
+    that breaks off names the id it could not reach)."""
+    listed = kept.get("ids")
+    if listed:
+        return list(listed), [i for i in listed if i not in parents]
+    segment = kept.get("segment")
+    if not isinstance(segment, dict):
+        return [], []
+    walked: list[str] = []
+    at = segment.get("tail")
+    while isinstance(at, str) and at not in walked:
+        if at not in parents:
+            return [], [at]
+        walked.append(at)
+        if at == segment.get("head"):
+            return walked[::-1], []
+        at = parents[at]
+    return [], [str(segment.get("head"))]
 
 
 def _lost_call(record: dict[str, Any], readable: set[str], damaged: Sequence[DamagedLine]) -> tuple[str, DamagedLine] | None:
@@ -218,7 +316,11 @@ def _read_message(record: dict[str, Any]) -> Message:
     elif record["type"] == "system":
         compact = _compact_metadata(record)
         meta.update(compact_boundary=True, trigger=compact.get("trigger"),
-                    pre_tokens=compact.get("preTokens"), post_tokens=compact.get("postTokens"))
+                    pre_tokens=compact.get("preTokens"), post_tokens=compact.get("postTokens"),
+                    duration_ms=compact.get("durationMs"), dropped_tokens=compact.get("cumulativeDroppedTokens"))
+        preserved = _preserved(compact)
+        if preserved is not None:
+            meta["preserved"] = preserved
     if isinstance(record.get(ID_FIELD), str):
         meta["worksurface_id"] = record[ID_FIELD]
     saved = record.get(META_FIELD)
@@ -238,11 +340,54 @@ def _compact_metadata(record: dict[str, Any]) -> dict[str, Any]:
         raise RecordError(f"compactMetadata must be an object, not a {_json_type(compact)}")
     if compact.get("trigger") is not None and not isinstance(compact["trigger"], str):
         raise RecordError(f"compactMetadata.trigger must be a string, not a {_json_type(compact['trigger'])}")
-    for key in ("preTokens", "postTokens"):
+    for key in ("preTokens", "postTokens", "cumulativeDroppedTokens"):
         value = compact.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
             raise RecordError(f"compactMetadata.{key} must be a number of tokens, not a {_json_type(value)}")
+    duration = compact.get("durationMs")
+    if duration is not None and (not isinstance(duration, (int, float)) or isinstance(duration, bool)):
+        raise RecordError(f"compactMetadata.durationMs must be a number, not a {_json_type(duration)}")
     return compact
+
+
+def _preserved(compact: dict[str, Any]) -> dict[str, Any] | None:
+    """What a boundary says Claude Code kept verbatim (None: nothing): {anchor, ids, all_ids, segment}
+    from compactMetadata.preservedMessages (the kept messages named by id, in order, hung on the anchor)
+    and preservedSegment (head, anchor and tail of the kept run of the old chain)."""
+    listed = compact.get("preservedMessages")
+    segment = compact.get("preservedSegment")
+    if listed is None and segment is None:
+        return None
+    out: dict[str, Any] = {"anchor": None, "ids": [], "all_ids": [], "segment": None}
+    if segment is not None:
+        if not isinstance(segment, dict):
+            raise RecordError(f"compactMetadata.preservedSegment must be an object, not a {_json_type(segment)}")
+        ends = {k: segment.get(f"{k}Uuid") for k in ("head", "anchor", "tail")}
+        for key, value in ends.items():
+            if not isinstance(value, str):
+                raise RecordError(f"compactMetadata.preservedSegment.{key}Uuid must be a string, not a "
+                                  f"{_json_type(value)}")
+        out.update(anchor=ends["anchor"], segment=ends)
+    if listed is not None:
+        if not isinstance(listed, dict):
+            raise RecordError(f"compactMetadata.preservedMessages must be an object, not a {_json_type(listed)}")
+        anchor = listed.get("anchorUuid")
+        if not isinstance(anchor, str):
+            raise RecordError("compactMetadata.preservedMessages.anchorUuid must be a string, not a "
+                              f"{_json_type(anchor)}")
+        for key, name in (("uuids", "ids"), ("allUuids", "all_ids")):
+            ids = listed.get(key, [])
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise RecordError(f"compactMetadata.preservedMessages.{key} must be a list of uuid strings")
+            out[name] = list(ids)
+        out["anchor"] = anchor
+    return out
+
+
+def _compact_instructions(text: str) -> str | None:
+    """The instructions of a queued `/compact <instructions>` (None for a bare /compact or another command)."""
+    command, _, rest = text.strip().partition(" ")
+    return (rest.strip() or None) if command == COMPACT_COMMAND else None
 
 
 def _json_type(value: Any) -> str:

@@ -23,7 +23,9 @@ CLEARED_RESULT = "[Old tool result content cleared]"
 # other typed record is kept too: Claude Code 2.1.3xx writes attachment, cost-state, api-request,
 # last-prompt, mode, tools-used, atis-latch, ... and adds more with each release).
 EXTRA_TYPES = frozenset({"system", "progress", "file-history-snapshot", "queue-operation", "summary",
-                         "custom-title", "attachment", "last-prompt", "cost-state"})
+                         "custom-title", "attachment", "last-prompt", "cost-state", "mode", "tools-used",
+                         "atis-latch", "api-request", "api-request-shape", "api-request-blob",
+                         "file-history-delta"})
 RECORD_TYPES = MESSAGE_TYPES | EXTRA_TYPES
 # Every Claude Code record carries one of these; a generic JSONL log with a "type" field does not.
 SNIFF_KEYS = ("sessionId", "uuid", "messageId", "operation", "leafUuid")
@@ -52,6 +54,15 @@ API_ID_PREFIX = "msg_ws"
 # Namespace of the uuids of records worksurface writes (uuid5 over session, epoch and content).
 UUID_NAMESPACE = uuid.UUID("6d1d2b4e-6a3f-5c1e-9b7a-0c5e2f7d8a13")
 QUEUE_ENQUEUE = "enqueue"
+# A manual compaction's instructions: Claude Code 2.1.2xx queues `/compact <instructions>` and records
+# them nowhere else (2.1.3xx also writes a <command-args> record after the boundary).
+COMPACT_COMMAND = "/compact"
+# Meta of a message Claude Code kept verbatim across its last compaction (compactMetadata
+# preservedMessages / preservedSegment): the boundary's id, and the id of the message the record
+# follows in the file (the reader moves it after the summary, as Claude Code relinks it; the writer
+# puts its record back where it was read).
+PRESERVED_BY = "preserved_by"
+FILE_AFTER = "file_after"
 
 
 class RecordError(ValueError):
@@ -95,3 +106,24 @@ def message_parts(record: dict[str, Any]) -> tuple[str, Origin, tuple[Block, ...
     except ValueError:
         raise RecordError(f"unknown {ORIGIN_FIELD} {record.get(ORIGIN_FIELD)!r}") from None
     return role, origin, blocks
+
+
+# Who produced what an `attachment` record carries (its `attachment.type`), for the facts that read
+# them: every attachment is Claude Code's own record, so its text has the harness's authority unless
+# it carries what the user typed (a queued prompt) or changes what the model can call (a tool, MCP
+# or agent delta: a tool announcement), or is a file Claude Code read again (an observation).
+ATTACHMENT_PRODUCERS = {
+    "hook_additional_context": "harness", "hook_success": "harness", "hook_blocking_error": "harness",
+    "hook_non_blocking_error": "harness", "hook_stopped_continuation": "harness", "async_hook_response": "harness",
+    "deferred_tools_delta": "tools", "mcp_instructions_delta": "tools", "agent_listing_delta": "tools",
+    "queued_command": "user",
+    "file": "file", "already_read_file": "file", "edited_text_file": "file", "compact_file_reference": "file",
+}
+HARNESS_PRODUCER = "harness"
+
+
+def attachment_producer(attachment: Any) -> str:
+    """"harness", "tools", "user" or "file" for an attachment record's `attachment` object (see
+    ATTACHMENT_PRODUCERS); a kind not listed is the harness's (Claude Code adds kinds each release)."""
+    kind = attachment.get("type") if isinstance(attachment, dict) else None
+    return ATTACHMENT_PRODUCERS.get(kind, HARNESS_PRODUCER) if isinstance(kind, str) else HARNESS_PRODUCER

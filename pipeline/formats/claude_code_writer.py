@@ -20,8 +20,8 @@ from ..core.view import live_slice
 from .base import Transcript, line_of
 from .claude_code_blocks import encode_content
 from .claude_code_records import (API_ID_PREFIX, BOUNDARY_SUBTYPE, CONTEXT_KEYS, DEFAULT_PRE_TOKENS, DEFAULT_TRIGGER,
-                                  ID_FIELD, INJECTED, META_FIELD, ORIGIN_FIELD, ROLE_FIELD, SAVED_META, TRIGGERS,
-                                  UUID_NAMESPACE, is_message_record, message_parts, record_id)
+                                  FILE_AFTER, ID_FIELD, INJECTED, META_FIELD, ORIGIN_FIELD, PRESERVED_BY, ROLE_FIELD,
+                                  SAVED_META, TRIGGERS, UUID_NAMESPACE, is_message_record, message_parts, record_id)
 from .damaged import DamagedLine
 
 def write(transcript: Transcript, messages: Sequence[Message] | None = None) -> str:
@@ -56,7 +56,8 @@ def session_lines(transcript: Transcript, messages: Sequence[Message] | None = N
     """
     msgs = list(transcript.messages if messages is None else messages)
     stamp = now or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    originals = [r for r in map(_own_raw, transcript.messages) if r is not None]  # the file's message records
+    # The file's message records, in the file's order (not the view's: see file_order).
+    originals = [r for r in map(_own_raw, file_order(transcript.messages)) if r is not None]
     split = _new_boundary(msgs)
     as_read = _as_read(transcript)
     if split is not None and originals:
@@ -76,6 +77,43 @@ def session_lines(transcript: Transcript, messages: Sequence[Message] | None = N
 
 # Each line written: a record, or a damaged line of the source kept as it was read, and its message.
 Written = list[tuple["dict[str, Any] | DamagedLine", "Message | None"]]
+
+
+def file_order(messages: Sequence[Message]) -> list[Message]:
+    """`messages` with each one the reader moved after Claude Code's summary (meta PRESERVED_BY: kept
+    verbatim across that compaction) put back after the message it followed in the file (FILE_AFTER),
+    or, when that one is not written, right before its boundary: Claude Code relinks the kept records
+    by id wherever they are, and an unchanged file is written back as it was read."""
+    moved = [m for m in messages if PRESERVED_BY in m.meta]
+    if not moved:
+        return list(messages)
+    out = [m for m in messages if PRESERVED_BY not in m.meta]
+    for message in moved:  # in the file's order among themselves, so one may follow another
+        after = message.meta.get(FILE_AFTER)
+        ids = [m.id for m in out]
+        if after is None:
+            out.insert(0, message)
+        elif after in ids:
+            out.insert(ids.index(after) + 1, message)
+        elif message.meta[PRESERVED_BY] in ids:
+            out.insert(ids.index(message.meta[PRESERVED_BY]), message)
+        else:
+            out.append(message)
+    return out
+
+
+def _view_order(live: list[tuple[int, Message]], start: int) -> list[tuple[int, Message]]:
+    """Written (index, message) pairs of the live part that starts at index `start` (its boundary) in
+    the order Claude Code sends them: the messages the boundary preserved, written before it (see
+    file_order), right after the boundary's anchor."""
+    moved = [e for e in live if e[0] < start]
+    if not moved:
+        return live
+    rest = [e for e in live if e[0] >= start]
+    kept = rest[0][1].meta.get("preserved") if rest else None
+    anchor = kept.get("anchor") if isinstance(kept, dict) else None
+    at = next((k + 1 for k, e in enumerate(rest) if e[1].id == anchor), 1)
+    return rest[:at] + moved + rest[at:]
 
 
 def _new_boundary(messages: Sequence[Message]) -> int | None:
@@ -101,7 +139,7 @@ def _history(transcript: Transcript, msgs: Sequence[Message], originals: Sequenc
     for anchor, record in transcript.extras:
         anchored[anchor].append(record)
     plan: list[Message | dict[str, Any] | DamagedLine] = list(anchored.pop(None, []))
-    for message in msgs:
+    for message in file_order(msgs):
         plan.append(message)
         plan.extend(anchored.pop(message.id, []))
     originals = [*originals, *(r for _, r in transcript.extras if isinstance(r, dict))]
@@ -354,7 +392,9 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any] |
         return record
 
     start = next((i for i in range(len(written) - 1, -1, -1) if _is_boundary_record(written[i][0])), 0)
-    live = [(i, m) for i, (_, m) in enumerate(written) if i >= start and m is not None]
+    boundary = written[start][1] if written else None
+    live = _view_order([(i, m) for i, (_, m) in enumerate(written) if m is not None and (
+        i >= start or (boundary is not None and m.meta.get(PRESERVED_BY) == boundary.id))], start)
     original = live_slice(transcript.messages)
     # A message is still the transcript's as read, or as Claude Code sent it after its own clearing.
     sent = harness_view(original)

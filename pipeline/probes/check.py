@@ -81,7 +81,8 @@ def check(transcript: Transcript | Sequence[Message], probes: ProbeSet | Iterabl
     flags = SizeFlags(window=window, target=target, use_usage=use_usage)
     with Session.open(None, config=flags.config(before, config or Config())) as session:
         # A view left over the threshold is scored as compacted: what the harness would be sent.
-        prepared = prepare_once(session, before, use_usage=use_usage, force=True)
+        # A manual compaction's instructions go to worksurface's compaction at its boundary too.
+        prepared = prepare_once(session, before, use_usage=use_usage, force=True, instructions=c.instructions)
     budget = counter.messages(prepared.messages)
     result = CheckResult(counter.messages(live), {}, usage=prepared.report.sizes)
     result.notes += [f"{WORKSURFACE}: {n}" for n in prepared.report.notices if n.startswith(OVERFLOW_NOTICE)]

@@ -8,11 +8,13 @@ files it re-attached after compacting are not recorded in the file, so they cann
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
-from ..formats.base import Transcript
 from ..core.model import Message
+from ..core.usage import USAGE_VOID
+from ..formats.base import Transcript
+from ..formats.claude_code_records import FILE_AFTER, PRESERVED_BY
 from .baselines import split_prefix
 from .model import ProbeError
 
@@ -27,6 +29,8 @@ class Cut:
     index: int
     at_boundary: bool
     claude_code_view: list[Message] | None
+    # The instructions the user gave the compaction at the cut (a manual `/compact <instructions>`).
+    instructions: str | None = None
 
 
 def first_boundary(messages: Sequence[Message]) -> int | None:
@@ -54,16 +58,30 @@ def cut(messages: Sequence[Message], at: str | int | None = None) -> Cut:
         if not 0 < n <= len(messages):
             raise ProbeError(f"--at {n} is outside the transcript (1..{len(messages)} messages)")
     at_boundary = n == boundary
-    return Cut(list(messages[:n]), n, at_boundary, claude_code_view(messages, n) if at_boundary else None)
+    if not at_boundary:
+        return Cut(list(messages[:n]), n, False, None)
+    instructions = messages[n].meta.get("instructions")
+    return Cut(list(messages[:n]) + preserved_before(messages, n), n, True, claude_code_view(messages, n),
+               instructions if isinstance(instructions, str) else None)
+
+
+def preserved_before(messages: Sequence[Message], boundary: int) -> list[Message]:
+    """The messages Claude Code kept verbatim across the boundary at `boundary` (the reader moved them
+    after its summary, meta PRESERVED_BY), as they stood before it: the last ones it had before compacting."""
+    marks = (PRESERVED_BY, FILE_AFTER, USAGE_VOID)
+    return [replace(m, meta={k: v for k, v in m.meta.items() if k not in marks}) for m in messages[boundary + 1:]
+            if m.meta.get(PRESERVED_BY) == messages[boundary].id]
 
 
 def claude_code_view(messages: Sequence[Message], boundary: int) -> list[Message] | None:
-    """What Claude Code's model saw right after the boundary at `boundary`: the system prefix and the
-    compaction summary that follows the marker (None when the file has no such summary)."""
+    """What Claude Code's model saw right after the boundary at `boundary`: the system prefix, the
+    compaction summary that follows the marker and the messages it kept verbatim after it (None when
+    the file has no such summary)."""
     prefix, _ = split_prefix(messages[:boundary])
-    for m in messages[boundary + 1:]:
+    kept = messages[boundary].id
+    for i, m in enumerate(messages[boundary + 1:], boundary + 1):
         if m.meta.get("is_compact_summary"):
-            return prefix + [m]
+            return prefix + [m] + [p for p in messages[i + 1:] if p.meta.get(PRESERVED_BY) == kept]
         if m.role == "assistant":
             break
     return None
