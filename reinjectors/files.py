@@ -1,4 +1,5 @@
-"""Files: the files the agent was working on, newest first, so it does not re-read them blind.
+"""Files: the files the agent was working on, newest first (plan documents before them), so it does
+not re-read them blind.
 
 Content comes from the workspace when `workspace_root` is set (only paths that resolve inside it,
 symlinks included), otherwise from the last content the transcript showed (marked possibly stale).
@@ -13,6 +14,7 @@ from worksurface.core.config import ReinjectConfig
 from worksurface.core.errors import WorkspaceReadError
 from worksurface.facts.files import FileFact
 from worksurface.facts.fileviews import numbered_lines
+from worksurface.facts.plans import is_plan_document
 from worksurface.core.fileio import read_confined
 from worksurface.core.model import Message, Origin
 from worksurface.core.escape import escape_attr, escape_tags
@@ -37,8 +39,10 @@ TRUNCATION_MARKER = "\n[... truncated to fit the reinjection budget; read the fi
 def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: int) -> Reinjection:
     src = facts_of(ctx, view)
     before = ctx.counter.messages(view)
+    # Plan documents (facts/plans.py) first, however long ago they were read: the plan the work goes
+    # through, quoted as the file it is (the plan reinjector takes plans only from the plan tools).
     facts = sorted((f for f in src.file_activity() if f.actions & {"read", "edited", "created"}),
-                   key=lambda f: f.last_index, reverse=True)
+                   key=lambda f: (not is_plan_document(f.path), -f.last_index))
     tail = tail_of(view)
     # Configured caps are for a crowded view; when the summary and tail leave more of the target
     # unused, files grow into it (most facts a probe asks about live in file contents).
@@ -48,7 +52,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
     restored: list[dict[str, object]] = []
     skipped: list[dict[str, str]] = []
     dropped: list[str] = []
-    # Files another reinjector already restored (a plan document the plan shows whole).
+    # Files another reinjector already restored (an earlier reinjection's paths).
     restored_paths = {path for m in view for path in m.meta.get("paths", ()) if m.origin is Origin.REINJECTION}
     for fact in facts:
         if len(restored) >= max_files:

@@ -43,6 +43,7 @@ OBSERVATIONS = [
 
 PLANS = [
     ("PLAN_DIR_RE", "search", "/repo/.planning/phase-2.md", "/repo/src/planner.py"),
+    ("DEPENDENCY_LIST_RE", "match", "requirements-dev.txt", "requirements-plan.md"),
     ("PLAN_NAME_RE", "search", "refactor-plan", "planetary"),
 ]
 

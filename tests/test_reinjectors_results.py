@@ -1,7 +1,7 @@
 """Budget where it pays (issue 25, items 3 and 5): what a large post-compact target still leaves goes
 to the newest tool results the view no longer shows (before the kept tail, or cleared in it), newest
-first, never more than a share of what the compaction replaced; plan documents come back with the
-plan however long ago they were read, and the files reinjector does not repeat them."""
+first, never more than a share of what the compaction replaced; plan documents come back as files
+(quoted with their path), never as the plan."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_results_an_earlier_stage_cleared_in_the_kept_tail_come_back() -> None:
     assert restored.text.index("MARKER7 ") < restored.text.index("MARKER6 ")  # newest first
 
 
-def test_a_plan_document_read_long_ago_comes_back_with_the_plan_and_only_once() -> None:
+def test_a_plan_document_read_long_ago_comes_back_as_a_file_never_as_the_plan() -> None:
     c = Convo().user("Work through the rollout plan.")
     plan = ["# Rollout plan", "", "## Phase 1", "- [x] migrate users", "", "## Phase 2",
             "- [ ] force-push the rewritten history"]
@@ -98,9 +98,9 @@ def test_a_plan_document_read_long_ago_comes_back_with_the_plan_and_only_once() 
                                                                          words(200, seed=i)]))
     c.say("Phase 1 is done.")
     prepared = compact(c.messages, force=True, post_compact_target_tokens=20_000)
-    (restored,) = _reinjected(prepared, "plan")
-    assert "Plan document /repo/.planning/ROADMAP.md" in restored.text
-    assert "force-push the rewritten history" in restored.text
-    assert restored.meta["paths"] == ["/repo/.planning/ROADMAP.md"]
-    files = [m.meta["path"] for m in _reinjected(prepared, "files")]
-    assert files and "/repo/.planning/ROADMAP.md" not in files
+    # What a file says is planned is an observation of the workspace, quoted with its path: the plan
+    # comes only from the harness's plan and todo tools (there were none).
+    assert _reinjected(prepared, "plan") == []
+    quoted = [m for m in _reinjected(prepared, "files") if m.meta["path"] == "/repo/.planning/ROADMAP.md"]
+    assert len(quoted) == 1 and "force-push the rewritten history" in quoted[0].text
+    assert '<file path="/repo/.planning/ROADMAP.md"' in quoted[0].text

@@ -142,6 +142,12 @@ class CommitConflictError(SessionError):
         super().__init__(f"{where}: {problem}")
 
 
+class ArtifactDamagedError(StoreDamagedError):
+    """An artifact that cannot be served as what its id names: its content's digest is not its id (or
+    its record's digest), or its file is not a regular file of the session (a symbolic link, a device,
+    a folder on the way that is a link). It is never served."""
+
+
 class StoreSchemaError(SessionError):
     """A database whose worksurface schema this version cannot use (newer than it knows, or not
     worksurface's)."""
