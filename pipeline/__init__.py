@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .core.lazy import lazy_getattr
 
-from .core.errors import (ArtifactNotFoundError, ConfigError, ContextOverflowError, FormatError,
+from .core.errors import (ArtifactDamagedError, ArtifactNotFoundError, ConfigError, ContextOverflowError, FormatError,
                      InvalidSessionIdError, MissingExtraError, SessionError, SessionLockedError,
                      SessionNotFoundError, StoreDamagedError, StoreSchemaError, SummarizerError,
                      UnknownFormatError, WorksurfaceError)
@@ -44,7 +44,7 @@ logging.getLogger("worksurface").addHandler(logging.NullHandler())
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArtifactNotFoundError", "Config", "InvariantError", "Prepared", "PrepareReport", "Session", "compact", "ConfigError", "ContextOverflowError", "FormatError", "Image",
+    "ArtifactDamagedError", "ArtifactNotFoundError", "Config", "InvariantError", "Prepared", "PrepareReport", "Session", "compact", "ConfigError", "ContextOverflowError", "FormatError", "Image",
     "Message", "Opaque", "Origin", "SessionError", "SessionLockedError", "SummarizerError", "Text",
     "Thinking", "TokenCounter", "ToolCall", "ToolResult", "UnknownFormatError", "WorksurfaceError",
     "InvalidSessionIdError", "MissingExtraError", "SessionNotFoundError", "StoreDamagedError", "StoreSchemaError",

@@ -1,4 +1,5 @@
-"""`worksurface mcp`: the stdio MCP server a harness starts to fetch artifacts back (see worksurface.hooks.mcp)."""
+"""`worksurface mcp`: the stdio MCP server a harness starts to fetch artifacts back (see worksurface.hooks.mcp);
+it needs the `mcp` extra, and says so in one line when it is missing."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from ..core.errors import WorksurfaceError
+from ..core.lazy import require_extra
 from ..session import homes
 from .app import app, fail, installed_version
 
@@ -20,7 +23,12 @@ def mcp(
              "$CODEX_HOME/worksurface, <file>.worksurface beside files in the current folder, the gateway's "
              "default store)."),
 ) -> None:
-    """Serve the fetch_artifact tool over stdio (MCP, JSON-RPC 2.0), for `claude mcp add` or `codex mcp add`."""
+    """Serve the fetch_artifact tool and the artifacts as resources over stdio (MCP, on the official SDK:
+    pip install 'worksurface[mcp]'), for `claude mcp add` or `codex mcp add`."""
+    try:
+        require_extra("mcp", "worksurface mcp", "mcp")
+    except WorksurfaceError as exc:
+        raise fail(str(exc)) from None
     from ..hooks.mcp import serve_stdio
 
     found = []

@@ -1,165 +1,271 @@
-"""`worksurface mcp`: a stdio MCP server offering `fetch_artifact`, so Claude Code or Codex can read back
-what worksurface replaced with a marker.
+"""`worksurface mcp`: a stdio MCP server, built on the official `mcp` SDK (the `worksurface[mcp]` extra),
+through which Claude Code or Codex reads back what worksurface replaced with a marker.
 
-JSON-RPC 2.0, one message per line on stdin and stdout (MCP's stdio transport); logs go to stderr
-only. It answers `initialize` (agreeing on the client's protocol version when it knows it), `ping`,
-`tools/list` and `tools/call`; notifications (`notifications/initialized`, cancellations) get no
-answer, and any other method is "method not found". The tool's definition is the one every other
-surface offers (`core.artifacts.fetch_tool`).
+It offers the `fetch_artifact` tool (the definition every other surface offers, `core.artifacts`) and
+the artifacts as resources `worksurface://artifact/<id>` (listed, read, and a template for any id). The
+SDK speaks the protocol (initialize and version agreement, ping, method-not-found, params checked
+against the request types); in front of its stdio transport, every input line that is not one JSON-RPC
+message gets the specification's answer with id null instead of being dropped unanswered: invalid or
+too deeply nested JSON (NaN and Infinity included, they are not JSON) is a parse error (-32700), and
+valid JSON that is not a message (a batch, an id that is not a string or an integer) is an invalid
+request (-32600). Logs go to stderr only.
 
 An artifact is looked up by its id in the session directories given with `--session`, else in the
 session directories worksurface keeps by default (`session.homes`): in Claude Code's session folders
 under `~/.claude/projects`, in `$CODEX_HOME/worksurface`, beside files in the current folder, and in
-any further roots the caller adds (the gateway's store).
-Ids are content digests: the first session holding one holds the right content.
+any further roots the caller adds (the gateway's store). Each file is opened without following a
+symbolic link below its root and checked against its id (`diskstore.read_artifact_file`): ids are
+content digests, so the first file that holds the content its id names is the right one, and a
+planted link or a changed file is refused, never served.
 """
 
 from __future__ import annotations
 
-import json
+import fnmatch
+import io
 import logging
 import os
+import stat
 import sys
+from contextlib import suppress
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import Any, Awaitable, BinaryIO, Callable, Iterator, Sequence
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+import pydantic
+import pydantic_core
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from ..core.artifacts import ARTIFACT_ID_RE, FETCH_TOOL_NAME, answer_fetch, fetch_tool
-from ..core.errors import ArtifactNotFoundError, FormatError
-from ..core.fileio import read_text
+from ..core.errors import ArtifactDamagedError, ArtifactNotFoundError, WorksurfaceError
 from ..session import homes
+from ..session.diskstore import read_artifact_file
 
 log = logging.getLogger("worksurface.mcp")
 
-JSONRPC = "2.0"
-# Protocol revisions this server speaks, newest first: a client asking for one of them gets it, any
-# other client gets the newest (and may then disconnect, as the specification says).
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 INSTRUCTIONS = (f"worksurface replaces large or old tool results with a marker naming an artifact id "
                 f"(`artifact 3f2a9c0d1e2b4a5c`). Call {FETCH_TOOL_NAME} with that id to read the original, "
                 "or a line range of it.")
-# Where the default session directories are, as (folder, glob of an artifact file below it).
-CLAUDE_PATTERN = f"*/*/{homes.FOLDER}/{homes.ARTIFACTS_FOLDER}/{{id}}.txt"
-CODEX_PATTERN = f"*/{homes.ARTIFACTS_FOLDER}/{{id}}.txt"
+URI_PREFIX = "worksurface://artifact/"
+URI_TEMPLATE = URI_PREFIX + "{id}"
+MIME_TYPE = "text/plain"
+# resources/list answers this many artifacts a page (the default places may hold thousands).
+PAGE_SIZE = 200
+# Where an artifact file is below a root, one path component a level ("*": any real folder); the last
+# component names the file ("{id}.txt").
+Pattern = tuple[str, ...]
+IN_SESSION: Pattern = (homes.ARTIFACTS_FOLDER, "{id}.txt")
+CLAUDE_PATTERN: Pattern = ("*", "*", homes.FOLDER, *IN_SESSION)
 # A store holding one session directory per id (the Codex hook's folder, the gateway's store).
-STORE_PATTERN = CODEX_PATTERN
-BESIDE_PATTERN = f"*{homes.SUFFIX}/{homes.ARTIFACTS_FOLDER}/{{id}}.txt"
+STORE_PATTERN: Pattern = ("*", *IN_SESSION)
+BESIDE_PATTERN: Pattern = (f"*{homes.SUFFIX}", *IN_SESSION)
 
 
 class ArtifactFinder:
-    """Finds an artifact's content by id: in the given session directories, else in the default ones."""
+    """Finds an artifact's content by id: in the given session directories, else in the default places."""
 
-    def __init__(self, sessions: Sequence[Path] = (), roots: Sequence[tuple[Path, str]] | None = None) -> None:
-        self.sessions = list(sessions)
-        self.roots = list(roots) if roots is not None else default_roots()
+    def __init__(self, sessions: Sequence[Path] = (), roots: Sequence[tuple[Path, Pattern]] | None = None) -> None:
+        given = [(Path(session), IN_SESSION) for session in sessions]
+        self.roots = given or (list(roots) if roots is not None else default_roots())
 
     def artifact(self, artifact_id: str) -> str:
+        """The verified content of `artifact_id`; ArtifactNotFoundError when no place holds it, the first
+        refusal (ArtifactDamagedError) when every file found for it was refused."""
         if not ARTIFACT_ID_RE.fullmatch(artifact_id):
-            raise ArtifactNotFoundError(f"{artifact_id!r} is not an artifact id")
-        for path in self._files(artifact_id):
+            raise ArtifactNotFoundError(f"{artifact_id[:200]!r} is not an artifact id")
+        refused: list[ArtifactDamagedError] = []
+        for root, parts, _ in self._files(f"{artifact_id}.txt"):
             try:
-                return read_text(path, "artifact")
-            except FormatError:
-                continue
+                return read_artifact_file(root, parts, artifact_id)
+            except ArtifactNotFoundError:
+                continue  # removed since it was listed
+            except ArtifactDamagedError as exc:
+                log.warning("refused an artifact file: %s", exc)
+                refused.append(exc)
+        if refused:
+            raise refused[0]
         raise ArtifactNotFoundError(f"no artifact {artifact_id!r} in the sessions searched")
 
-    def _files(self, artifact_id: str) -> Iterable[Path]:
-        for session in self.sessions:
-            yield session / homes.ARTIFACTS_FOLDER / f"{artifact_id}.txt"
-        if self.sessions:
+    def artifact_ids(self) -> list[str]:
+        """The ids of the artifact files in every place searched (regular files; a read checks each one)."""
+        found = {parts[-1].removesuffix(".txt") for root, parts, regular in self._files("*.txt") if regular}
+        return sorted(i for i in found if ARTIFACT_ID_RE.fullmatch(i))
+
+    def _files(self, name: str) -> Iterator[tuple[Path, tuple[str, ...], bool]]:
+        """(root, path components below it, whether it is a regular file) of each file named `name` (a
+        glob) in the places searched."""
+        for root, pattern in self.roots:
+            if root.is_dir():
+                yield from ((root, parts, regular) for parts, regular in _walk(root, (*pattern[:-1], name)))
+
+
+def _walk(folder: Path, pattern: Sequence[str], done: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """(the components below `folder` matching `pattern`, whether the last is a regular file), never going
+    through a symbolic link to a folder; the last component is anything but a folder (a link there is
+    found, so that reading it refuses it by name). A glob component matches no hidden name, as in `glob`."""
+    head, rest = pattern[0], pattern[1:]
+    if any(c in head for c in "*?["):
+        try:
+            with os.scandir(folder) as entries:
+                names = sorted(e.name for e in entries if fnmatch.fnmatchcase(e.name, head) and not e.name.startswith("."))
+        except OSError:
             return
-        for folder, pattern in self.roots:
-            if folder.is_dir():
-                yield from sorted(folder.glob(pattern.format(id=artifact_id)))
+    else:
+        names = [head]
+    for name in names:
+        try:
+            mode = os.lstat(folder / name).st_mode
+        except OSError:
+            continue
+        if rest and stat.S_ISDIR(mode):
+            yield from _walk(folder / name, rest, (*done, name))
+        elif not rest and not stat.S_ISDIR(mode):
+            yield (*done, name), stat.S_ISREG(mode)
 
 
-def default_roots() -> list[tuple[Path, str]]:
+def default_roots() -> list[tuple[Path, Pattern]]:
+    """The places worksurface keeps session directories by default, and where their artifact files are."""
     claude = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / "projects"
     return [(claude, CLAUDE_PATTERN), (homes.codex_home() / homes.FOLDER, STORE_PATTERN),
             (Path.cwd(), BESIDE_PATTERN)]
 
 
-class McpServer:
-    """The protocol: `handle(message)` -> the response to send (None for a notification)."""
+def build_server(finder: ArtifactFinder, version: str = "unknown") -> Server[Any]:
+    """The MCP server: the fetch_artifact tool and the artifacts as resources, answered from `finder`
+    (in a worker thread: reading a file must not hold up the protocol)."""
 
-    def __init__(self, finder: ArtifactFinder, version: str = "unknown") -> None:
-        self.finder = finder
-        self.version = version
-        self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "initialize": self._initialize, "ping": lambda params: {}, "tools/list": self._tools_list,
-            "tools/call": self._tools_call}
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool.model_validate(fetch_tool("mcp"))])
 
-    def handle(self, message: Any) -> dict[str, Any] | None:
-        if not isinstance(message, dict) or message.get("jsonrpc") != JSONRPC:
-            return _error(None, INVALID_REQUEST, "not a JSON-RPC 2.0 message")
-        method, request_id = message.get("method"), message.get("id")
-        if method is None:
-            return None  # a response to a request of ours: this server sends none
-        if "id" not in message:
-            return None  # a notification (initialized, cancelled, ...): never answered
-        if not isinstance(method, str):
-            return _error(request_id, INVALID_REQUEST, "method must be a string")
-        handler = self._methods.get(method)
-        if handler is None:
-            return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
-        params = message.get("params") or {}
-        if not isinstance(params, dict):
-            return _error(request_id, INVALID_PARAMS, "params must be an object")
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name != FETCH_TOOL_NAME:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name[:200]}")
+        fetched = await anyio.to_thread.run_sync(answer_fetch, finder, params.arguments or {})
+        return types.CallToolResult(content=[types.TextContent(type="text", text=fetched.text)],
+                                    is_error=fetched.is_error)
+
+    async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        cursor = params.cursor if params is not None else None
+        if cursor is not None and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 12):
+            raise MCPError(code=types.INVALID_PARAMS, message="unknown cursor: give the nextCursor of the last page")
+        ids = await anyio.to_thread.run_sync(finder.artifact_ids)
+        start = int(cursor) if cursor is not None else 0
+        page = ids[start:start + PAGE_SIZE]
+        following = start + PAGE_SIZE
+        return types.ListResourcesResult(
+            resources=[types.Resource(uri=URI_PREFIX + i, name=f"artifact {i}", mime_type=MIME_TYPE) for i in page],
+            next_cursor=str(following) if following < len(ids) else None)
+
+    async def list_templates(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+            uri_template=URI_TEMPLATE, name="artifact", mime_type=MIME_TYPE,
+            description="The original content a worksurface marker names by its artifact id.")])
+
+    async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        uri = params.uri
+        artifact_id = uri.removeprefix(URI_PREFIX) if uri.startswith(URI_PREFIX) else ""
         try:
-            return {"jsonrpc": JSONRPC, "id": request_id, "result": handler(params)}
-        except _InvalidParams as exc:
-            return _error(request_id, INVALID_PARAMS, str(exc))
+            if not ARTIFACT_ID_RE.fullmatch(artifact_id):
+                raise ArtifactNotFoundError(f"not a worksurface artifact: {uri[:200]!r} (expected {URI_TEMPLATE})")
+            content = await anyio.to_thread.run_sync(finder.artifact, artifact_id)
+        except ArtifactNotFoundError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc.args[0]), data={"uri": uri[:200]}) from None
+        except (WorksurfaceError, OSError) as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"artifact {artifact_id} cannot be read: {exc}",
+                           data={"uri": uri}) from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE,
+                                                                             text=content)])
 
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        asked = params.get("protocolVersion")
-        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
-        return {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "worksurface", "version": self.version}, "instructions": INSTRUCTIONS}
+    return Server("worksurface", version=version, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call_tool, on_list_resources=list_resources,
+                  on_list_resource_templates=list_templates, on_read_resource=read_resource)
 
-    def _tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": [fetch_tool("mcp")]}
 
-    def _tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
-        name, arguments = params.get("name"), params.get("arguments") or {}
-        if name != FETCH_TOOL_NAME:
-            raise _InvalidParams(f"unknown tool: {name}")
-        if not isinstance(arguments, dict):
-            raise _InvalidParams("arguments must be an object")
-        fetched = answer_fetch(self.finder, arguments)
-        return {"content": [{"type": "text", "text": fetched.text}], "isError": fetched.is_error}
+def rejection(line: str) -> types.JSONRPCError | None:
+    """The answer an input line gets when it is not one JSON-RPC message (None: it is one, and goes to
+    the SDK). Parsed as the SDK parses (pydantic's JSON parser, with its nesting limit), minus NaN and
+    Infinity."""
+    try:
+        raw = pydantic_core.from_json(line, allow_inf_nan=False)
+    except ValueError as exc:
+        return _error(types.PARSE_ERROR, f"Parse error: not JSON ({exc})")
+    if isinstance(raw, list):
+        return _error(types.INVALID_REQUEST, "Invalid Request: batches are not accepted; send one message a line")
+    if not isinstance(raw, dict):
+        return _error(types.INVALID_REQUEST, "Invalid Request: a message is a JSON object")
+    if "id" in raw and (isinstance(raw["id"], bool) or not isinstance(raw["id"], (str, int))):
+        return _error(types.INVALID_REQUEST, "Invalid Request: an id is a string or an integer")
+    try:
+        types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except pydantic.ValidationError:
+        return _error(types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or response")
+    return None
 
-    def serve(self, stdin: TextIO, stdout: TextIO) -> None:
-        """Answer messages from `stdin` until it closes."""
-        for line in stdin:
+
+def _error(code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+
+
+class ScreenedInput(anyio.AsyncFile[str]):
+    """Standard input as the SDK's stdio transport reads it (UTF-8, undecodable bytes replaced), minus
+    the lines that are not a JSON-RPC message: each of those is answered through `answer_with`'s
+    function and skipped. Blank lines are skipped unanswered."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        self._text = io.TextIOWrapper(source, encoding="utf-8", errors="replace")
+        super().__init__(self._text)
+        self._answer: Callable[[types.JSONRPCError], Awaitable[None]] | None = None
+        self._ready = anyio.Event()
+
+    def answer_with(self, answer: Callable[[types.JSONRPCError], Awaitable[None]]) -> None:
+        self._answer = answer
+        self._ready.set()
+
+    async def readline(self) -> str:
+        while line := await super().readline():
             if not line.strip():
                 continue
-            try:
-                message = json.loads(line)
-            except ValueError as exc:
-                _send(stdout, _error(None, PARSE_ERROR, f"parse error: {exc}"))
-                continue
-            batch = message if isinstance(message, list) else [message]
-            replies = [r for r in (self.handle(m) for m in batch) if r is not None]
-            if isinstance(message, list) and replies:
-                _send(stdout, replies)
-            for reply in ([] if isinstance(message, list) else replies):
-                _send(stdout, reply)
+            refused = rejection(line)
+            if refused is None:
+                return line
+            log.warning("answered an input line that is not a JSON-RPC message: %s", refused.error.message)
+            await self._ready.wait()
+            if self._answer is not None:
+                await self._answer(refused)
+        return ""
+
+    def release(self) -> None:
+        """Let go of the source without closing it (it is the process's stdin)."""
+        with suppress(ValueError):
+            self._text.detach()
 
 
-class _InvalidParams(Exception):
-    pass
+async def serve(finder: ArtifactFinder, version: str, source: BinaryIO) -> None:
+    """Serve MCP over the SDK's stdio transport, reading `source` through `ScreenedInput`."""
+    server = build_server(finder, version)
+    screened = ScreenedInput(source)
+    try:
+        async with stdio_server(stdin=screened) as (read_stream, write_stream):
+            async def answer(error: types.JSONRPCError) -> None:
+                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # the client is gone
+                    await write_stream.send(SessionMessage(error))
 
-
-def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": JSONRPC, "id": request_id, "error": {"code": code, "message": message}}
-
-
-def _send(stdout: TextIO, payload: Any) -> None:
-    stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-    stdout.flush()
+            screened.answer_with(answer)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        screened.release()
 
 
 def serve_stdio(sessions: Sequence[Path], version: str, stores: Sequence[Path] = ()) -> None:
     """Serve on stdin/stdout; `stores` are further folders of session directories to search."""
     roots = default_roots() + [(store, STORE_PATTERN) for store in stores]
-    McpServer(ArtifactFinder(sessions, roots), version).serve(sys.stdin, sys.stdout)
+    anyio.run(serve, ArtifactFinder(sessions, roots), version, sys.stdin.buffer)

@@ -11,22 +11,27 @@ lock files 0600.
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shutil
 import sqlite3
+import stat
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import diskcache
 import filelock
 
-from ..core.errors import SessionError, SessionLockedError, SessionNotFoundError, StoreDamagedError
+from ..core.errors import (ArtifactDamagedError, ArtifactNotFoundError, SessionError, SessionLockedError,
+                           SessionNotFoundError, StoreDamagedError)
 from ..core.fileio import PRIVATE_FILE_MODE, atomic_write
 from ..core.tokens import TokenCounter
+from . import integrity
 from .homes import ARTIFACTS_FOLDER, DB_FOLDER, is_session_dir
-from .store import ReentrantLock, Store
+from .store import ReentrantLock, Store, content_digest
 
 # How often a waiting `lock()` retries; short enough to feel instant, long enough not to spin.
 LOCK_POLL_SECONDS = 0.05
@@ -42,6 +47,14 @@ DB_DIR, ARTIFACTS_DIR = DB_FOLDER, ARTIFACTS_FOLDER
 DB_FILE, LOCK_FILE = "cache.db", "lock"
 # Session directories (the session, its db and artifacts) are created readable by their owner only.
 PRIVATE_DIR_MODE = 0o700
+# An artifact file is opened one component at a time below its root, none of them followed if it is a
+# symbolic link: a link planted by a repository or a session (or swapped in after a listing) is refused.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_OPEN_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
+_OPEN_FILE = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC  # a FIFO in the file's place opens at once (then refused)
+# atomic_write keeps a lone surrogate of an artifact's content as the text `\udXXX` in its file.
+_ESCAPED_SURROGATE = re.compile(r"\\u(d[89a-f][0-9a-f]{2})")
 
 
 class DiskStore(Store):
@@ -148,7 +161,9 @@ class DiskStore(Store):
 
     def _materialize(self, artifact_id: str, content: str) -> str:
         path = self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"
-        if not path.exists():
+        # A link planted in the file's place would send the model that opens the path elsewhere: the
+        # atomic rename replaces the link itself (never what it points to) with the artifact.
+        if not path.exists() or path.is_symlink():
             atomic_write(path, content, PRIVATE_FILE_MODE)
         return os.path.abspath(path)  # a marker names a path the model can open from any directory
 
@@ -194,7 +209,72 @@ class DiskStore(Store):
             store.close()
 
 
+def read_artifact_file(root: Path, parts: Sequence[str], artifact_id: str) -> str:
+    """The content of the artifact file `root/parts...` (a session's `artifacts/<id>.txt`), opened without
+    following a symbolic link anywhere below `root` and checked against its id before it is returned.
+
+    ArtifactNotFoundError when there is no such file; ArtifactDamagedError for a link or a non-folder on
+    the way, a file that is not a regular file, bytes that are not UTF-8, or content whose digest is not
+    the id (a file changed after it was written is never served as the original)."""
+    where = os.path.join(root, *parts)
+    fd = _open_below(root, parts, where)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ArtifactDamagedError("is not a regular file: not read", store=where)
+        data = fh.read()
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ArtifactDamagedError(f"is not UTF-8 text (byte {exc.start}): not served", store=where) from None
+    try:
+        integrity.check_artifact(where, artifact_id, content, None, content_digest)
+        return content
+    except ArtifactDamagedError:
+        restored = _ESCAPED_SURROGATE.sub(lambda m: chr(int(m.group(1), 16)), content)
+        if restored == content:
+            raise
+        integrity.check_artifact(where, artifact_id, restored, None, content_digest)
+        return restored
+
+
+def _open_below(root: Path, parts: Sequence[str], where: str) -> int:
+    """A descriptor for root/parts, each part opened with O_NOFOLLOW from the folder before it."""
+    if os.open not in os.supports_dir_fd:  # no openat (Windows): check each part, then open the path
+        for i in range(1, len(parts) + 1):
+            if os.path.islink(os.path.join(root, *parts[:i])):
+                raise ArtifactDamagedError(f"{os.path.join(*parts[:i])} is a symbolic link: not followed", store=where)
+        try:
+            return os.open(where, _OPEN_FILE)
+        except FileNotFoundError:
+            raise ArtifactNotFoundError(f"{where}: no such artifact file") from None
+        except OSError as exc:
+            raise ArtifactDamagedError(f"cannot be opened ({exc.strerror or exc})", store=where) from None
+    try:
+        folder = os.open(root, _OPEN_FOLDER)
+    except OSError:
+        raise ArtifactNotFoundError(f"{root}: no such session folder") from None
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            try:
+                fd = os.open(part, (_OPEN_FILE if last else _OPEN_FOLDER) | _NOFOLLOW, dir_fd=folder)
+            except FileNotFoundError:
+                raise ArtifactNotFoundError(f"{where}: no such artifact file") from None
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise ArtifactDamagedError(f"{os.path.join(*parts[:i + 1])} is a symbolic link or not a folder: "
+                                               "not followed", store=where) from None
+                raise ArtifactDamagedError(f"cannot be opened ({exc.strerror or exc})", store=where) from None
+            os.close(folder)
+            folder = fd
+        fd, folder = folder, -1
+        return fd
+    finally:
+        if folder >= 0:
+            os.close(folder)
+
+
 # The name this backend had before there were two.
 SessionStore = DiskStore
 
-__all__ = ["DiskStore", "SessionStore", "is_session_dir"]
+__all__ = ["DiskStore", "SessionStore", "is_session_dir", "read_artifact_file"]

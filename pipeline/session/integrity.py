@@ -14,7 +14,8 @@ import json
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from ..core.errors import SessionError, StoreDamagedError
+from ..core.artifacts import ARTIFACT_ID_RE
+from ..core.errors import ArtifactDamagedError, SessionError, StoreDamagedError
 
 if TYPE_CHECKING:
     from .store import Store
@@ -101,10 +102,16 @@ def check_lengths(store: "Store") -> None:
 
 
 def check_artifact(store: str, artifact_id: str, content: str, digest: str | None, digest_of: Callable[[str], str]) -> None:
-    """A fetched artifact is the content its record's digest names."""
-    if digest is not None and digest_of(content) != digest:
-        raise StoreDamagedError("the artifact's content does not match its recorded digest",
-                                store=store, key=f"artifact:{artifact_id}")
+    """A fetched artifact is the content its id names (an id is the start of its content's digest), and
+    the one its record's digest names when there is a record; ArtifactDamagedError otherwise, on every
+    read: a store or file whose content was changed is never served as the original."""
+    actual = digest_of(content)
+    if digest is not None and actual != digest:
+        raise ArtifactDamagedError("the artifact's content does not match its recorded digest",
+                                   store=store, key=f"artifact:{artifact_id}")
+    if not ARTIFACT_ID_RE.fullmatch(artifact_id) or not actual.startswith(artifact_id):
+        raise ArtifactDamagedError(f"the artifact's content does not match its id (the content's digest starts "
+                                   f"{actual[:16]})", store=store, key=f"artifact:{artifact_id}")
 
 
 def _excerpt(text: str, limit: int = 60) -> str:

@@ -361,7 +361,7 @@ class Store(ABC):
 
     def get_artifact(self, id: str) -> str:
         """The stored content of artifact `id`; `ArtifactNotFoundError` if there is none,
-        `StoreDamagedError` if it is not the content its record names."""
+        `ArtifactDamagedError` if it is not the content its id and its record name (checked on every read)."""
         key = f"{ARTIFACT_PREFIX}{id}"
         text = self._get(key)
         if text is None:
