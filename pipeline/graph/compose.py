@@ -13,6 +13,7 @@ of the order: `_next_step`.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
@@ -38,6 +39,12 @@ else:
 # LangGraph's names of the graph's entry and exit (langgraph.constants), spelled here: the direct walk,
 # which most calls take, never imports LangGraph (over half a second), only the first call a stage edits.
 START, END = "__start__", "__end__"
+
+
+# Graphs shared by the sessions of one process (StagedGraph.shared), by the identity of their parts:
+# a handful of entries (one per distinct set of plugins), never evicted.
+_SHARED: dict[tuple[tuple[int, ...], tuple[int, ...]], "StagedGraph"] = {}
+_SHARED_LOCK = threading.RLock()
 
 
 def load_langgraph() -> None:
@@ -158,8 +165,21 @@ def _reinjected(reinjectors: Sequence[Reinjector], state: PipelineState, ctx: St
 
 
 class StagedGraph:
-    """The stages and reinjectors of one session, composed: the compiled LangGraph (`invoke`) and the
-    direct walk over the same order for calls on which no stage edits (`walk`)."""
+    """The stages and reinjectors of a session, composed: the compiled LangGraph (`invoke`) and the
+    direct walk over the same order for calls on which no stage edits (`walk`). Sessions with the same
+    parts share one (`shared`): compiling costs milliseconds, and a gateway opens sessions per request."""
+
+    @classmethod
+    def shared(cls, stages: Sequence[Stage[Any]], reinjectors: Sequence[Reinjector]) -> "StagedGraph":
+        """The graph of exactly these parts (the same declaration objects, in this order), made and
+        compiled once per process. Its per-call state travels in the state and the context, and what
+        it keeps per Config is read into locals, so sessions on several threads can share it."""
+        key = (tuple(map(id, stages)), tuple(map(id, reinjectors)))
+        with _SHARED_LOCK:
+            found = _SHARED.get(key)
+            if found is None:  # the entry holds its parts, so their ids cannot be reused while it lives
+                found = _SHARED[key] = cls(stages, reinjectors)
+            return found
 
     def __init__(self, stages: Sequence[Stage[Any]], reinjectors: Sequence[Reinjector]) -> None:
         names = [s.name for s in stages]
@@ -180,19 +200,24 @@ class StagedGraph:
     def _lowest_trigger_after(self, config: Config) -> tuple[int, ...]:
         """For each stage, the lowest trigger among the stages after it (kept per Config: it is frozen,
         and a session passes the same one on every call)."""
-        if self._triggers is None or self._triggers[0] is not config:
+        # Read once into a local: sessions of other configs share this graph from other threads.
+        cached = self._triggers
+        if cached is None or cached[0] is not config:
             triggers = [s.trigger(config) for s in self.stages]
-            self._triggers = (config, tuple(min(triggers[i + 1:], default=0) for i in range(len(triggers))))
-        return self._triggers[1]
+            cached = (config, tuple(min(triggers[i + 1:], default=0) for i in range(len(triggers))))
+            self._triggers = cached
+        return cached[1]
 
     def _config_of(self, index: int, config: Config) -> Any:
         """The stage's settings: its section of Config, or its validated plugins.options entry."""
         section = self._sections[index]
         if section is not None:
             return getattr(config, section)
-        if self._plugin_configs is None or self._plugin_configs[0] is not config:
-            self._plugin_configs = (config, {})
-        known = self._plugin_configs[1]
+        cached = self._plugin_configs
+        if cached is None or cached[0] is not config:
+            cached = (config, {})
+            self._plugin_configs = cached
+        known = cached[1]
         if index not in known:
             stage = self.stages[index]
             known[index] = part_config(config, stage.config, stage.name)
@@ -248,9 +273,13 @@ class StagedGraph:
 
     def invoke(self, state: PipelineState, ctx: StageContext) -> PipelineState:
         """The compiled graph on one call (each invocation passes its StageContext as the run context)."""
-        if self._compiled is None:
-            self._compiled = self._compile()
-        final: PipelineState = self._compiled.invoke(state, context=ctx)
+        compiled = self._compiled
+        if compiled is None:
+            with _SHARED_LOCK:
+                if self._compiled is None:
+                    self._compiled = self._compile()
+                compiled = self._compiled
+        final: PipelineState = compiled.invoke(state, context=ctx)
         return final
 
     def run(self, state: PipelineState, ctx: StageContext) -> PipelineState:

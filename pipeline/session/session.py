@@ -84,7 +84,7 @@ class Session:
         self.counter = counter if counter is not None else TokenCounter()
         # The shipped stages and reinjectors with the third-party ones the config brings (plugins).
         self.reinjectors = tuple(reinjectors) if reinjectors is not None else reinjectors_for(config)
-        self._graph = StagedGraph(stages_for(config), self.reinjectors)
+        self._graph = StagedGraph.shared(stages_for(config), self.reinjectors)
         check_plugin_options(config, self._graph.stages, self.reinjectors)
         self._noted: set[str] = set()  # messages whose recovery cleaning the report already named
         self._measurements = MeasurementLog(self.counter)  # the transcript's usage, read once per message
