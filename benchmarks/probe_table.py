@@ -138,6 +138,21 @@ def tables(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def first_scores(targets: Sequence[int]) -> dict[str, Any]:
+    """The first scores recorded right after each blind labeling, shaped as a measured run: the
+    honest unseen figure, kept beside the probe file and never re-measured."""
+    from .replay import OWN_PROBES_DIR
+
+    sessions: dict[str, Any] = {}
+    for first in sorted(OWN_PROBES_DIR.rglob("*.first-score.json")):
+        recorded = json.loads(first.read_text(encoding="utf-8"))
+        probes = first.with_name(first.name.replace(".first-score.json", ".json"))
+        transcript = SHARED / "transcripts" / (ProbeSet.load(probes).transcript or "")
+        sessions[probes.stem] = {"user": user_of(transcript), "runs": recorded["runs"],
+                                 "measured_on": recorded.get("measured_on")}
+    return {"targets": list(targets), "sessions": sessions}
+
+
 def per_user_table(results: dict[str, Any], cols: Sequence[str]) -> list[str]:
     """Retained share per user/repository and method, summed over that user's sessions: a change counts
     when it raises the users it was not developed on, which a pooled total can hide."""
@@ -169,8 +184,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="Probe-set stems to also replay with `probe curve` ('' for none).")
     parser.add_argument("--window", type=int, default=60000)
     parser.add_argument("--json", type=Path, help="Write all figures here.")
+    parser.add_argument("--first-scores", action="store_true",
+                        help="Print the recorded first (blind, untuned) scores of the project's own probe sets "
+                             "(benchmarks/probes/**/<stem>.first-score.json) instead of measuring.")
     args = parser.parse_args(argv)
     targets = [int(t) for t in args.targets.split(",") if t]
+    if args.first_scores:
+        print(tables(first_scores(targets)))
+        return 0
     wanted = {s for s in args.sessions.split(",") if s}
     files = dict(pair.split("=", 1) for pair in args.file)
     baselines = [b for b in WANTED_BASELINES if b in DEFAULT_BASELINES]
