@@ -96,3 +96,45 @@ def gateway_process(store: Path, upstream: str, *args: str, port: int | None = N
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(5)
+
+
+@dataclass
+class Upstreamed:
+    """What an in-process gateway forwarded: each request's path, headers and exact body bytes."""
+
+    path: str
+    headers: httpx.Headers
+    body: bytes
+
+    def json(self) -> Any:
+        import json
+        return json.loads(self.body)
+
+
+@dataclass
+class InProcess:
+    """A gateway app driven in this process (no sockets): `client` speaks to it as the peer `peer`;
+    `answer(request)` makes the upstream's response; `seen` lists what reached the upstream."""
+
+    client: Any
+    gateway: Gateway
+    seen: list[Upstreamed]
+
+
+@contextmanager
+def inprocess_gateway(store: Path, answer: Any, *, peer: str = "127.0.0.1", **settings: Any) -> Iterator[InProcess]:
+    """The gateway app with an httpx MockTransport as its upstream and Starlette's TestClient as its
+    client: a test of what the gateway does with bytes runs in milliseconds."""
+    from starlette.testclient import TestClient
+
+    seen: list[Upstreamed] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(Upstreamed(request.url.path, request.headers, request.read()))
+        response: httpx.Response = answer(request)
+        return response
+
+    config = GatewayConfig(store=str(store), upstream="http://upstream.test", port=0, **settings)
+    app = create_app(config, transport=httpx.MockTransport(handler))
+    with TestClient(app, client=(peer, 50000), raise_server_exceptions=False) as client:
+        yield InProcess(client, app.state.gateway, seen)

@@ -134,7 +134,7 @@ def _read_message(i: int, raw: Any, path: str | None) -> Message:
     if role == "developer":
         meta[ROLE_NAME] = "developer"
     mid = str(expect(raw["id"], (str, int), path, record, "id")) if raw.get("id") is not None else str(i)
-    mark = ownmark.from_name(raw.get("name"), role)
+    mark = ownmark.from_name(raw.get("name"), role, "\n".join(b.text for b in blocks if isinstance(b, Text)))
     if mark is not None:
         # A message worksurface wrote (its `name` says so): its origin back, the mark not kept as a field.
         if extra.pop("name", None) is not None and not extra:

@@ -11,13 +11,13 @@ API's limit), the earliest message ones dropped first.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence
 
 from ..core.model import Message
 from ..formats import anthropic_messages
 from ..formats.base import Transcript
 from ..formats.reuse import Memo, made
-from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, Watch, int_field
 from . import relay
 from .fetch import Answered, Round
 from .sse import Event
@@ -51,7 +51,7 @@ class AnthropicMessages(Api):
         return relay.anthropic_body(self, doc, rewrite)
 
     def rewrite_stream(self, response: UpstreamResponse, rewrite: relay.Rewrite,
-                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+                       on_usage: Watch) -> AsyncIterator[bytes]:
         return relay.anthropic_stream(self, response, rewrite, on_usage)
 
     def usage_of(self, doc: Any) -> Usage | None:
@@ -62,7 +62,8 @@ class AnthropicMessages(Api):
         if event.name != "message_start":
             return None
         data = event.data()
-        usage = data.get("message", {}).get("usage") if isinstance(data, dict) else None
+        message = data.get("message") if isinstance(data, dict) else None
+        usage = message.get("usage") if isinstance(message, dict) else None
         return _usage(usage) if isinstance(usage, dict) else None
 
 

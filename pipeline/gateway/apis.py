@@ -5,6 +5,7 @@ per API (anthropic.py, openai_chat.py, responses.py); the call itself is the sam
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
@@ -13,6 +14,7 @@ from ..core.artifacts import FETCH_TOOL_DESCRIPTION, FETCH_TOOL_NAME, fetch_sche
 from ..core.model import Message
 from ..formats.base import Transcript
 from ..formats.reuse import Memo, Reuse
+from .logs import event
 from .sse import Event
 
 if TYPE_CHECKING:
@@ -102,7 +104,7 @@ class Api:
         raise NotImplementedError
 
     def rewrite_stream(self, response: UpstreamResponse, rewrite: Rewrite,
-                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+                       on_usage: Watch) -> AsyncIterator[bytes]:
         """A streamed response as the client gets it."""
         raise NotImplementedError
 
@@ -112,13 +114,58 @@ class Api:
 
 
 def dumps(doc: Any) -> bytes:
-    """The forwarded body: compact and deterministic, so an unchanged view is byte-identical."""
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    """The forwarded body: compact and deterministic, so an unchanged view is byte-identical. A lone
+    surrogate (valid JSON as an escape, never as UTF-8) is written as the `\\udXXX` escape it came as."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
+
+
+# More input tokens than any model reads: a count beyond it (or below 0) is not a count.
+MAX_REPORTED_TOKENS = 10**12
+
+
+class OddAnswer(ValueError):
+    """An upstream answer worksurface reads but does not understand: it is forwarded as it came."""
 
 
 def int_field(doc: Any, *path: str) -> int:
+    """A token count of a usage object (0 when absent); OddAnswer when it is there but no count."""
     for key in path:
         if not isinstance(doc, dict):
             return 0
         doc = doc.get(key)
-    return doc if isinstance(doc, int) else 0
+    if doc is None:
+        return 0
+    if isinstance(doc, bool) or not isinstance(doc, int) or not 0 <= doc <= MAX_REPORTED_TOKENS:
+        shown = repr(doc) if not isinstance(doc, int) else (str(doc) if abs(doc) < 10**20 else f"a {len(str(doc))}-digit number")
+        raise OddAnswer(f"usage {'.'.join(path)} is {shown[:60]}, not a token count")
+    return doc
+
+
+class Watch:
+    """What a response tells the gateway on its way back: its usage (`watch(usage)`), and what in it
+    worksurface did not understand (`odd`: logged once per response, one line, and the answer goes
+    on as it came)."""
+
+    def __init__(self, on_usage: Callable[[Usage], None], api: str, session: str | None) -> None:
+        self._on_usage = on_usage
+        self.api, self.session = api, session
+        self.logged = False
+
+    def __call__(self, usage: Usage) -> None:
+        self._on_usage(usage)
+
+    def odd(self, problem: str) -> None:
+        if not self.logged:
+            self.logged = True
+            event(logging.WARNING, "upstream answer not understood: passed on as it came", api=self.api,
+                  session=self.session, problem=problem[:300])
+
+    def usage_of(self, read: Callable[[], Usage | None]) -> None:
+        """Record the usage `read()` finds (an odd one is noted, never raised)."""
+        try:
+            usage = read()
+        except Exception as exc:        # whatever the upstream sent, the answer goes on
+            self.odd(f"{type(exc).__name__}: {exc}")
+            return
+        if usage is not None:
+            self(usage)

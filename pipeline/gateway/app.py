@@ -12,6 +12,7 @@ never broken by worksurface.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import logging
@@ -21,27 +22,30 @@ from typing import Any, AsyncIterator, Mapping
 
 import httpx
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..core.artifacts import fetch as fetch_artifact
 from ..core.edits import apply_edits
-from ..core.errors import FormatError
+from ..core.errors import FormatError, SessionError
 from ..core.tokens import get_encoding
 from ..core.view import live_slice
+from ..formats import ownmark
 from ..graph.compose import load_langgraph
 from . import relay, sse
 from .anthropic import AnthropicMessages
-from .apis import FETCH_TOOL, Api, Usage, dumps
+from .apis import FETCH_TOOL, Api, OddAnswer, Usage, Watch, dumps
 from .fetch import MAX_FETCH_ROUNDS, Answered, FetchCall, Round
-from .config import GatewayConfig
+from .config import TOKEN_VARIABLE, GatewayConfig, is_loopback
 from .logs import event
 from .metrics import Metrics
 from .openai_chat import OpenAIChat
 from .plan import Plan, plan_call
 from .recognize import read_head
 from .registry import Entry, Registry
+from .store import valid_session_id
 from .responses import OpenAIResponses
 from .workers import Workers
 from .upstream import Upstream, UpstreamResponse, UpstreamUnavailable, join_url, unavailable_body
@@ -101,6 +105,8 @@ class Gateway:
             return await self._forward(api, "failed_open", url, headers, raw, started, session=entry.id)
         finally:
             self._evict_soon()
+        if plan.doc == head.body:
+            plan.body = raw         # nothing to edit: the client's own bytes go on
         self._account(api, entry, plan)
         rewrite = self._rewrite(api, entry, plan, url, headers, head.body)
         if plan.pause and plan.compaction:
@@ -143,9 +149,10 @@ class Gateway:
         session = entry.session
 
         def counted_body() -> bytes:
-            transcript = ANTHROPIC.read_doc(head.body)
-            view = apply_edits(live_slice(transcript.messages), session.edits)
-            return dumps(ANTHROPIC.build(transcript, view, head.body, self.config.offer_fetch))
+            with ownmark.keyed(entry.mark_key):
+                transcript = ANTHROPIC.read_doc(head.body)
+                view = apply_edits(live_slice(transcript.messages), session.edits)
+                return dumps(ANTHROPIC.build(transcript, view, head.body, self.config.offer_fetch))
 
         try:
             body = await self.workers.run(counted_body)
@@ -178,7 +185,7 @@ class Gateway:
                             headers=dict(extra), media_type="application/json")
         self.metrics.upstream_status.labels(api.NAME, str(upstream.status)).inc()
         out_headers = [*upstream.headers, *extra]
-        on_usage = self._on_usage(api, entry)
+        on_usage = self._on_usage(api, entry, session)
         if upstream.status >= 400:
             data = await upstream.read()
             await upstream.close()
@@ -197,15 +204,19 @@ class Gateway:
             doc = json.loads(data)
         except ValueError:
             return _response(data, upstream.status, out_headers)
-        usage = api.usage_of(doc)
-        if usage is not None:
-            on_usage(usage)
+        on_usage.usage_of(lambda: api.usage_of(doc))
         if active is not None:
-            doc = await self._answer_fetches(api, doc, active, on_usage)
-            data = dumps(api.rewrite_body(doc, active))
+            try:
+                answered = await self._answer_fetches(api, doc, active, on_usage)
+                rewritten = api.rewrite_body(answered, active)
+                if answered is not doc or rewritten != doc:     # else: nothing to say, its own bytes go on
+                    data = dumps(rewritten)
+            except (OddAnswer, AttributeError, TypeError, KeyError, ValueError) as exc:
+                # An answer of a shape worksurface does not know goes to the client as it came.
+                on_usage.odd(f"{type(exc).__name__}: {exc}")
         return _response(data, upstream.status, out_headers)
 
-    async def _answer_fetches(self, api: Api, doc: Any, rewrite: relay.Rewrite, on_usage: Any) -> Any:
+    async def _answer_fetches(self, api: Api, doc: Any, rewrite: relay.Rewrite, on_usage: Watch) -> Any:
         """A whole response whose model called only fetch_artifact: asked again with the results."""
         kept: list[Any] = []
         for _ in range(MAX_FETCH_ROUNDS):
@@ -213,16 +224,15 @@ class Gateway:
             if found is None or rewrite.fetch is None:
                 break
             if api is ANTHROPIC:     # its words before the fetch stay, ahead of the answer's
-                kept += [b for b in found.turn if not (b.get("type") == "tool_use" and b.get("name") == FETCH_TOOL)]
+                kept += [b for b in found.turn if not (isinstance(b, dict) and b.get("type") == "tool_use"
+                                                       and b.get("name") == FETCH_TOOL)]
             response = await rewrite.fetch(found)
             data = await response.read()
             await response.close()
             if response.status >= 400:
                 break
             doc = json.loads(data)
-            usage = api.usage_of(doc)
-            if usage is not None:
-                on_usage(usage)
+            on_usage.usage_of(lambda: api.usage_of(doc))
         if kept and isinstance(doc, dict):
             doc = {**doc, "content": kept + list(doc.get("content") or [])}
         return doc
@@ -243,7 +253,7 @@ class Gateway:
             async def fetch(found: Round) -> UpstreamResponse:
                 answered.append((found, [answer(c) for c in found.calls]))
                 event(logging.INFO, "fetch_artifact answered", session=entry.id,
-                      artifacts=[str(c.input.get("id")) for c in found.calls])
+                      artifacts=[c.artifact for c in found.calls])
                 return await self.upstream.send("POST", url, headers, api.follow_up(plan.doc, answered))
 
             rewrite.fetch = fetch
@@ -283,14 +293,14 @@ class Gateway:
         for stage in plan.fired:
             self.metrics.stage_firings.labels(stage).inc()
 
-    def _on_usage(self, api: Api, entry: Entry | None) -> Any:
+    def _on_usage(self, api: Api, entry: Entry | None, session: str | None) -> Watch:
         def record(usage: Usage) -> None:
             self.metrics.usage(api.NAME, usage.input_tokens, usage.cached_tokens)
             if entry is not None:
                 entry.last_usage = usage.input_tokens or None
                 entry.input_tokens += usage.input_tokens
                 entry.cached_tokens += usage.cached_tokens
-        return record
+        return Watch(record, api.NAME, session)
 
     def _log_call(self, api: Api, outcome: str, session: str | None, plan: Plan | None, started: float) -> None:
         fields: dict[str, Any] = {"api": api.NAME, "outcome": outcome, "session": session,
@@ -306,15 +316,34 @@ class Gateway:
 
     # --- the gateway's own endpoints ---------------------------------------------------------------
 
-    def authorized(self, request: Request) -> bool:
+    def refusal(self, request: Request) -> Response | None:
+        """Why `request` is not served (None: it is). With a token, every caller must send it (compared
+        in constant time: both sides hashed first, so not even its length shows); without one, only
+        loopback peers are served, the only callers a loopback-bound gateway can have."""
         token = self.config.token
         if not token:
-            return True
+            peer = request.client.host if request.client is not None else None
+            if is_loopback(peer):
+                return None
+            return _error(403, "permission_error", "worksurface gateway: no token is set, so only this machine "
+                          f"is served; set {TOKEN_VARIABLE} to serve others")
         given = request.headers.get(TOKEN_HEADER) or ""
         proxy = request.headers.get("proxy-authorization") or ""
-        if proxy.lower().startswith("bearer "):
+        if proxy[:7].lower() == "bearer ":
             given = given or proxy[7:]
-        return hmac.compare_digest(given.encode(), token.encode())
+        if hmac.compare_digest(_digest(given), _digest(token)):
+            return None
+        return _error(401, "authentication_error", "worksurface gateway: missing or wrong gateway token")
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest()
+
+
+def _error(status: int, kind: str, message: str) -> Response:
+    """The gateway's own error, shaped as the APIs shape theirs (ASCII JSON: any text can be said)."""
+    body = json.dumps({"type": "error", "error": {"type": kind, "message": message}})
+    return Response(body.encode(), status, media_type="application/json")
 
 
 def _header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
@@ -338,9 +367,9 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
 
     def guarded(handler: Any) -> Any:
         async def endpoint(request: Request) -> Response:
-            if not gateway.authorized(request):
-                return JSONResponse({"error": {"type": "authentication_error",
-                                               "message": "worksurface gateway: missing or wrong gateway token"}}, 401)
+            refused = gateway.refusal(request)
+            if refused is not None:
+                return refused
             result: Response = await handler(request)
             return result
         return endpoint
@@ -359,14 +388,23 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
 
     async def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        if request.method == "DELETE":
-            deleted = await gateway.registry.delete(session_id)
-            return JSONResponse({"deleted": deleted, "id": session_id}, 200 if deleted else 404)
+        if not valid_session_id(session_id):
+            return _error(400, "invalid_request_error", f"worksurface gateway: {ascii(session_id[:100])} "
+                          "is not a session id (letters, digits, '.', '_', '-', at most 81)")
         try:
+            if request.method == "DELETE":
+                deleted = await gateway.registry.delete(session_id)
+                if not deleted:
+                    return _error(404, "not_found_error", f"worksurface gateway: no session {session_id!r}")
+                return JSONResponse({"deleted": True, "id": session_id})
             described = await gateway.registry.describe(session_id)
-        except Exception as exc:
-            return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, 400)
-        return JSONResponse(described) if described is not None else JSONResponse({"error": "no such session"}, 404)
+        except SessionError as exc:     # damaged or unreadable: said, not raised
+            event(logging.WARNING, "session not readable", session=session_id, problem=str(exc)[:300])
+            return _error(409, "invalid_request_error", f"worksurface gateway: session {session_id!r}: "
+                          f"{str(exc)[:300]}")
+        if described is None:
+            return _error(404, "not_found_error", f"worksurface gateway: no session {session_id!r}")
+        return JSONResponse(described)
 
     async def metrics(request: Request) -> Response:
         return Response(gateway.metrics.render(), media_type="text/plain; version=0.0.4")
@@ -403,12 +441,19 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
         Route("/v1/responses", guarded(responses), methods=["POST"]),
         Route("/responses", guarded(responses), methods=["POST"]),
         Route("/sessions", guarded(sessions), methods=["GET"]),
-        Route("/sessions/{session_id}", guarded(session), methods=["GET", "DELETE"]),
+        Route("/sessions/{session_id:path}", guarded(session), methods=["GET", "DELETE"]),
         Route("/metrics", guarded(metrics), methods=["GET"]),
         Route("/healthz", health, methods=["GET"]),
         Route("/{path:path}", guarded(other), methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """A path no route takes (a newline in it, say) or a method a route does not: said in JSON."""
+        status = exc.status_code if isinstance(exc, HTTPException) else 400
+        return _error(status, "not_found_error" if status == 404 else "invalid_request_error",
+                      f"worksurface gateway: {request.method} {ascii(request.url.path[:200])}: "
+                      f"{exc.detail if isinstance(exc, HTTPException) else 'not served'}")
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
     app.state.gateway = gateway
     return app
 

@@ -7,6 +7,7 @@ environment variables named `WORKSURFACE_GATEWAY_<FIELD>` (the bearer token is b
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from pathlib import Path
@@ -24,6 +25,40 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8788
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
+
+
+# The one name given for the token wherever the gateway refuses to go without one.
+TOKEN_VARIABLE = "WORKSURFACE_GATEWAY_TOKEN"
+
+
+class ExposedGatewayError(ConfigError):
+    """A gateway asked to listen beyond this machine with no token: anyone who can reach it could send
+    requests through it and read its sessions."""
+
+
+def is_loopback(host: str | None) -> bool:
+    """`host` (an address to bind or a peer's address) reaches this machine only: 127.0.0.0/8, ::1
+    (IPv4-mapped too) or `localhost`. Any other name or address, or none, is not."""
+    if not host:
+        return False
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name.split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def check_network_policy(config: "GatewayConfig") -> None:
+    """Loopback needs no token; any other bind address needs one (ExposedGatewayError otherwise)."""
+    if not config.token and not is_loopback(config.host):
+        raise ExposedGatewayError(
+            f"--host {config.host or '(empty: every interface)'} is reachable from other machines: set a "
+            f"token ({TOKEN_VARIABLE}, or `token` in --config) that clients send as X-Worksurface-Token, or "
+            "listen on 127.0.0.1")
 
 
 def default_store() -> str:
@@ -46,7 +81,8 @@ class GatewayConfig(BaseSettings):
     store: str = Field(default_factory=default_store, description="Session store: a directory (one "
                        "subdirectory per session) or a postgresql:// URL.")
     token: str | None = Field(None, description="Bearer token clients must send to the gateway itself "
-                              "(X-Worksurface-Token or Proxy-Authorization); none: no check (loopback only).")
+                              "(X-Worksurface-Token or Proxy-Authorization) on every route but /healthz; "
+                              "required to listen beyond loopback. None: only loopback peers are served.")
     offer_fetch: bool = Field(False, description="Add a fetch_artifact tool to each request and answer "
                               "the model's calls to it, so a cleared result can be read back.")
     cache_edits: bool = Field(False, description="The upstream supports Anthropic cache_edits: results "
@@ -93,4 +129,5 @@ def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) ->
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path or 'gateway settings'}: {problems}") from None
+    check_network_policy(config)
     return config

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from . import sse
-from .apis import FETCH_TOOL, Api, Usage, dumps
+from .apis import FETCH_TOOL, Api, OddAnswer, Watch, dumps
 from .upstream import UpstreamResponse
 
 MAX_FETCH_ROUNDS = 4
@@ -28,8 +28,16 @@ CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call",
 
 @dataclass(frozen=True)
 class FetchCall:
+    """One call the model made: `input` as it gave it (fetch answers a non-object with an error)."""
+
     call_id: str
-    input: dict[str, Any]
+    input: Any
+
+    @property
+    def artifact(self) -> str | None:
+        """The artifact id asked for, when the input names one (for the log)."""
+        wanted = self.input.get("id") if isinstance(self.input, dict) else None
+        return wanted[:200] if isinstance(wanted, str) else None
 
 
 @dataclass
@@ -40,29 +48,36 @@ class Round:
 
 Answered = list[tuple[Round, list[str]]]        # each round with its results' texts, in call order
 FollowUp = Callable[[Round], Awaitable[UpstreamResponse]]
-OnUsage = Callable[[Usage], None]
+OnUsage = Watch
 
 
-def arguments(text: Any) -> dict[str, Any]:
+def arguments(text: Any) -> Any:
+    """A call's arguments as the model gave them: the JSON they hold, or the text itself when it is
+    none (fetch answers anything but an object with an error result)."""
     try:
-        value = json.loads(text) if isinstance(text, str) else text
+        return json.loads(text) if isinstance(text, str) else text
     except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return text
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 # --- Chat Completions ------------------------------------------------------------------------------
 
 def _is_fetch_call(call: Any) -> bool:
-    return isinstance(call, dict) and (call.get("function") or {}).get("name") == FETCH_TOOL
+    function = call.get("function") if isinstance(call, dict) else None
+    return isinstance(function, dict) and function.get("name") == FETCH_TOOL
 
 
 def chat_round(doc: Any) -> Round | None:
     """The round to answer in a whole response: its model called fetch_artifact and nothing else."""
-    choice = (doc.get("choices") or [None])[0] if isinstance(doc, dict) else None
+    choices = doc.get("choices") if isinstance(doc, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
-    calls = (message or {}).get("tool_calls") or []
-    if not calls or not all(_is_fetch_call(c) for c in calls):
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if not isinstance(calls, list) or not calls or not all(_is_fetch_call(c) for c in calls):
         return None
     return Round(message, [FetchCall(str(c.get("id")), arguments(c["function"].get("arguments"))) for c in calls])
 
@@ -98,10 +113,12 @@ async def chat_stream(api: Api, response: UpstreamResponse, fetch: FollowUp, on_
         state = _ChatRound(may_follow=round_number < MAX_FETCH_ROUNDS)
         try:
             async for event in sse.events(response.chunks()):
-                usage = api.usage_of_event(event)
-                if usage is not None:
-                    on_usage(usage)
-                out = state.relay(event)
+                on_usage.usage_of(lambda: api.usage_of_event(event))
+                try:
+                    out = state.relay(event)
+                except Exception as exc:    # not understood: it goes on as it came
+                    on_usage.odd(f"a chunk: {type(exc).__name__}: {exc}")
+                    out = None if state.follow else event.raw
                 if out is not None:
                     yield out
         finally:
@@ -130,13 +147,17 @@ class _ChatRound:
         """The chunk as the client gets it (None: nothing for the client)."""
         data = event.data()
         choices = data.get("choices") if isinstance(data, dict) else None
-        if self.follow or not choices:
+        if self.follow or not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             # After the follow-up is decided, the rest (usage, [DONE]) belongs to a round the client never sees.
             return None if self.follow else event.raw
         choice = choices[0]
-        delta = choice.get("delta") or {}
-        self.text.append(delta.get("content") or "")
-        out = self._calls(delta["tool_calls"]) if delta.get("tool_calls") else None
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return event.raw
+        content = delta.get("content")
+        self.text.append(content if isinstance(content, str) else "")
+        calls = delta.get("tool_calls")
+        out = self._calls(calls) if isinstance(calls, list) and calls else None
         if choice.get("finish_reason") == "tool_calls" and not self.shown:
             if self.hidden and self.may_follow:
                 self.follow = True
@@ -153,12 +174,17 @@ class _ChatRound:
         """Folds the chunk's call pieces in; returns the client's pieces, renumbered."""
         out = []
         for part in parts:
+            if not isinstance(part, dict) or not isinstance(part.get("index", 0), int):
+                raise OddAnswer(f"a tool call piece is {type(part).__name__}, not a call with an index")
             i = part.get("index", 0)
             call = self.calls.setdefault(i, {"id": "", "name": "", "arguments": ""})
-            function = part.get("function") or {}
-            call["id"] = part.get("id") or call["id"]
-            call["name"] += function.get("name") or ""
-            call["arguments"] += function.get("arguments") or ""
+            function = part.get("function")
+            function = function if isinstance(function, dict) else {}
+            ident = part.get("id")
+            if isinstance(ident, str) and ident:
+                call["id"] = ident
+            call["name"] += _text(function.get("name"))
+            call["arguments"] += _text(function.get("arguments"))
             if i not in self.hidden and i not in self.shown:
                 if call["name"] == FETCH_TOOL:
                     self.hidden.add(i)
@@ -219,13 +245,15 @@ async def responses_stream(api: Api, response: UpstreamResponse, fetch: FollowUp
                 data = event.data()
                 kind = data.get("type") if isinstance(data, dict) else None
                 if kind == "response.completed":
-                    usage = api.usage_of_event(event)
-                    if usage is not None:
-                        on_usage(usage)
+                    on_usage.usage_of(lambda: api.usage_of_event(event))
                     if output.follows_up():
                         follow = True
                         break
-                out = output.relay(event, data, kind)
+                try:
+                    out = output.relay(event, data, kind)
+                except Exception as exc:    # not understood: it goes on as it came
+                    on_usage.odd(f"{kind or 'an event'}: {type(exc).__name__}: {exc}")
+                    out = event.raw
                 if out is not None:
                     yield out
         finally:
@@ -264,12 +292,15 @@ class _ResponsesOutput:
         if kind in ("response.created", "response.in_progress") and self.number:
             return None                     # the client's response began with the first round
         if kind == "response.created":
-            self.first_id = (data.get("response") or {}).get("id")
+            response = data.get("response")
+            self.first_id = response.get("id") if isinstance(response, dict) else None
         index = data.get("output_index") if isinstance(data, dict) else None
         if isinstance(index, int):
             return self._item_event(event, data, kind, index)
         if kind == "response.completed" and (self.number or self.hidden):
-            body = dict(data.get("response") or {})
+            if not isinstance(data.get("response"), dict):
+                raise OddAnswer("response.completed carries no response object")
+            body = dict(data["response"])
             body["output"] = self.given
             if self.first_id is not None:
                 body["id"] = self.first_id

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
 from ..formats import openai_chat
-from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, Watch, int_field
 from . import fetch
 from .fetch import Answered, Round
 from .relay import Rewrite
@@ -34,7 +34,7 @@ class OpenAIChat(Api):
         return fetch.chat_body(doc) if rewrite.fetch is not None else doc
 
     def rewrite_stream(self, response: UpstreamResponse, rewrite: Rewrite,
-                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+                       on_usage: Watch) -> AsyncIterator[bytes]:
         assert rewrite.fetch is not None        # the only rewrite of an OpenAI response
         return fetch.chat_stream(self, response, rewrite.fetch, on_usage)
 

@@ -10,7 +10,8 @@ from typing import Any, Mapping
 from ..core.config import Config
 from ..core.errors import ContextOverflowError
 from ..core.model import Origin
-from ..session.session import PrepareReport
+from ..formats import ownmark
+from ..session.session import PrepareReport, Session
 from . import context_management as cm_
 from .apis import Api, dumps
 from .registry import Entry, Registry
@@ -37,8 +38,14 @@ def plan_call(api: Api, registry: Registry, entry: Entry, body: Mapping[str, Any
               offer_fetch: bool, now: float | None = None) -> Plan:
     """The plan for one parsed request. Its transcript is read here, reusing the messages the
     conversation's previous request had unchanged (a FormatError: the request is not readable)."""
-    transcript = api.read_doc(body, entry.reuse)
     session = registry.open(entry)
+    with ownmark.keyed(entry.mark_key):
+        return _plan(api, registry, entry, session, body, base, offer_fetch, now)
+
+
+def _plan(api: Api, registry: Registry, entry: Entry, session: Session, body: Mapping[str, Any], base: Config,
+          offer_fetch: bool, now: float | None) -> Plan:
+    transcript = api.read_doc(body, entry.reuse)
     cm = cm_.parse(body)
     if api.NAME == "anthropic":
         messages = cm_.fold_compaction_blocks(transcript.messages, entry.summaries)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..core.model import Message
+from ..formats import ownmark
 from .apis import Api
 from .context_management import parse as parse_context_management
 
@@ -59,7 +60,9 @@ def read_head(api: Api, headers: Mapping[str, str], raw: bytes) -> Head:
     reason = api.passthrough_reason(body)
     if reason is not None:
         return Head(body, reason, None)
-    return Head(body, None, recognize(api.NAME, headers, body, api.stable_prefix(body)))
+    with ownmark.keyed(ownmark.NO_KEY):     # before the session's key is known, every text is the client's
+        prefix = api.stable_prefix(body)
+    return Head(body, None, recognize(api.NAME, headers, body, prefix))
 
 
 def recognize(api: str, headers: Mapping[str, str], body: Mapping[str, Any],

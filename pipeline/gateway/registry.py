@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.model import Origin
+from ..formats import ownmark
 from ..formats.reuse import Memo, Reuse
 from ..session.session import Session
 from .config import GatewayConfig
@@ -37,6 +38,9 @@ class Entry:
     last_usage: int | None = None
     last_report: dict[str, Any] | None = None
     summaries: set[str] = field(default_factory=set)
+    # The secret worksurface's marks in this conversation's forwarded requests are tagged with (kept in
+    # the store beside the session, never served): a client's text is never taken for one (ownmark).
+    mark_key: bytes = ownmark.NO_KEY
     calls: int = 0
     input_tokens: int = 0
     cached_tokens: int = 0
@@ -45,7 +49,7 @@ class Entry:
 
     def info(self) -> dict[str, Any]:
         return {"id": self.id, "api": self.api, "source": self.source, "created": self.created,
-                "summaries": sorted(self.summaries)}
+                "summaries": sorted(self.summaries), "mark_key": self.mark_key.hex()}
 
 
 class Registry:
@@ -75,7 +79,9 @@ class Registry:
             if stored:
                 entry.summaries |= set(stored.get("summaries") or ())
                 entry.created = float(stored.get("created") or entry.created)
-            else:
+                entry.mark_key = _mark_key(stored.get("mark_key"))
+            if not stored or not entry.mark_key:
+                entry.mark_key = entry.mark_key or ownmark.new_key()
                 write_info(self.config.store, entry.id, entry.info())
         return entry.session
 
@@ -141,3 +147,12 @@ class Registry:
                     await self.workers.run(session.close)
                 self._entries.pop(session_id, None)
         return await self.workers.run(delete_gateway_session, self.config.store, session_id)
+
+
+def _mark_key(stored: Any) -> bytes:
+    """The stored mark key (NO_KEY when there is none or it is not one: a new one is made)."""
+    try:
+        key = bytes.fromhex(stored) if isinstance(stored, str) else ownmark.NO_KEY
+    except ValueError:
+        return ownmark.NO_KEY
+    return key if len(key) >= 16 else ownmark.NO_KEY

@@ -15,16 +15,13 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
 from . import sse
-from .apis import FETCH_TOOL, Api, Usage, dumps
+from .apis import FETCH_TOOL, Api, OddAnswer, Watch, dumps
 from .context_management import compaction_block
 from .fetch import MAX_FETCH_ROUNDS, Answered, FetchCall, FollowUp, Round
 from .upstream import UpstreamResponse
-
-OnUsage = Callable[[Usage], None]
-
 
 @dataclass
 class Rewrite:
@@ -40,20 +37,19 @@ class Rewrite:
         return bool(self.compaction or self.context_management or self.fetch)
 
 
-async def passthrough(api: Api, response: UpstreamResponse, on_usage: OnUsage) -> AsyncIterator[bytes]:
+async def passthrough(api: Api, response: UpstreamResponse, on_usage: Watch) -> AsyncIterator[bytes]:
     """A stream as it comes, its usage read on the way."""
     try:
         async for event in sse.events(response.chunks()):
-            usage = api.usage_of_event(event)
-            if usage is not None:
-                on_usage(usage)
+            on_usage.usage_of(lambda: api.usage_of_event(event))
             yield event.raw
     finally:
         await response.close()
 
 
-async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrite, on_usage: OnUsage) -> AsyncIterator[bytes]:
-    """An Anthropic stream with the rewrites in the module doc."""
+async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrite, on_usage: Watch) -> AsyncIterator[bytes]:
+    """An Anthropic stream with the rewrites in the module doc. An event worksurface cannot read
+    goes to the client as it came (noted once): the stream is never cut by the gateway's parser."""
     blocks = _ClientBlocks(rewrite)
     started = False
     rounds = 0
@@ -62,28 +58,33 @@ async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrit
         follow = False
         try:
             async for event in sse.events(response.chunks()):
-                name = event.name
-                if name == "message_start":
-                    usage = api.usage_of_event(event)
-                    if usage is not None:
-                        on_usage(usage)
-                    if not started:
-                        started = True
-                        yield event.raw
-                        if rewrite.compaction:
-                            yield _compaction_events(rewrite.compaction)
-                            blocks.next_index = 1
-                elif name in _BLOCK_EVENTS:
-                    out = blocks.relay(event)
-                    if out is not None:
-                        yield out
-                elif name == "message_delta":
-                    if blocks.follows_up(event, rounds):
+                out: list[bytes] = []
+                try:
+                    name = event.name
+                    if name == "message_start":
+                        on_usage.usage_of(lambda: api.usage_of_event(event))
+                        if not started:
+                            started = True
+                            out.append(event.raw)
+                            if rewrite.compaction:
+                                out.append(_compaction_events(rewrite.compaction))
+                                blocks.next_index = 1
+                    elif name in _BLOCK_EVENTS:
+                        relayed = blocks.relay(event)
+                        out += [relayed] if relayed is not None else []
+                    elif name == "message_delta" and blocks.follows_up(event, rounds):
                         follow = True
-                        break
-                    yield blocks.final_delta(event)
-                else:
-                    yield event.raw
+                    elif name == "message_delta":
+                        out.append(blocks.final_delta(event))
+                    else:
+                        out.append(event.raw)
+                except Exception as exc:    # not understood: it goes on as it came
+                    on_usage.odd(f"{event.name or 'an event'}: {type(exc).__name__}: {exc}")
+                    out = [event.raw]
+                if follow:
+                    break
+                for piece in out:
+                    yield piece
         finally:
             await response.close()
         if not follow or rewrite.fetch is None:
@@ -121,7 +122,8 @@ class _ClientBlocks:
             return event.raw
         assert isinstance(data, dict)
         if name == "content_block_start":
-            block = data.get("content_block") or {}
+            block = data.get("content_block")
+            block = block if isinstance(block, dict) else {}
             self.blocks[index] = _Block(copy.deepcopy(block))
             if self.rewrite.fetch is not None and block.get("type") == "tool_use" and block.get("name") == FETCH_TOOL:
                 self.hidden.add(index)
@@ -138,22 +140,23 @@ class _ClientBlocks:
 
     def follows_up(self, event: sse.Event, rounds: int) -> bool:
         """The model stopped to call fetch_artifact alone: the gateway answers and asks again."""
-        data = event.data() or {}
-        stop = (data.get("delta") or {}).get("stop_reason")
+        data = event.data()
+        delta = data.get("delta") if isinstance(data, dict) else None
+        stop = delta.get("stop_reason") if isinstance(delta, dict) else None
         return (bool(self.hidden) and not self.client_tools and stop == "tool_use"
                 and self.rewrite.fetch is not None and rounds < MAX_FETCH_ROUNDS)
 
     def final_delta(self, event: sse.Event) -> bytes:
-        if not self.rewrite.context_management:
+        data = event.data()
+        if not self.rewrite.context_management or not isinstance(data, dict):
             return event.raw
-        data = event.data() or {}
         return sse.encode(event.name, {**data, "context_management": {"applied_edits": self.rewrite.applied}})
 
     def round(self) -> Round:
         """The model's turn and its fetch calls, to answer."""
         turn = [self.blocks[i].done() for i in sorted(self.blocks)]
         calls = [self.blocks[i].done() for i in sorted(self.hidden)]
-        return Round(turn, [FetchCall(str(c.get("id")), c.get("input") or {}) for c in calls])
+        return Round(turn, [FetchCall(str(c.get("id")), c.get("input")) for c in calls])
 
 
 def anthropic_body(api: Api, doc: Any, rewrite: Rewrite) -> Any:
@@ -161,6 +164,8 @@ def anthropic_body(api: Api, doc: Any, rewrite: Rewrite) -> Any:
     if not isinstance(doc, dict) or doc.get("type") != "message":
         return doc
     out = dict(doc)
+    if not isinstance(out.get("content") or [], list):
+        raise OddAnswer("the message's content is not a list")
     if rewrite.fetch is not None:
         out["content"] = [b for b in out.get("content") or []
                           if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == FETCH_TOOL)]
@@ -180,7 +185,7 @@ def anthropic_round(doc: Any) -> Round | None:
     calls = [b for b in uses if b.get("name") == FETCH_TOOL]
     if not calls or len(calls) < len(uses):
         return None
-    return Round(content, [FetchCall(str(b.get("id")), b.get("input") or {}) for b in calls])
+    return Round(content, [FetchCall(str(b.get("id")), b.get("input")) for b in calls])
 
 
 def anthropic_follow_up(doc: dict[str, Any], answered: Answered) -> bytes:
@@ -209,16 +214,19 @@ class _Block:
         self.partial = ""
 
     def feed(self, name: str, data: dict[str, Any]) -> None:
-        if name != "content_block_delta":
+        delta = data.get("delta")
+        if name != "content_block_delta" or not isinstance(delta, dict):
             return
-        delta = data.get("delta") or {}
         kind = delta.get("type")
+        piece = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}.get(kind or "")
+        if piece is not None and not isinstance(delta.get(piece, ""), str):
+            return                      # not text: the client gets the event as it is; the turn keeps none
         if kind == "text_delta":
-            self.block["text"] = self.block.get("text", "") + delta.get("text", "")
+            self.block["text"] = str(self.block.get("text", "")) + delta.get("text", "")
         elif kind == "input_json_delta":
             self.partial += delta.get("partial_json", "")
         elif kind == "thinking_delta":
-            self.block["thinking"] = self.block.get("thinking", "") + delta.get("thinking", "")
+            self.block["thinking"] = str(self.block.get("thinking", "")) + delta.get("thinking", "")
         elif kind == "signature_delta":
             self.block["signature"] = delta.get("signature")
 

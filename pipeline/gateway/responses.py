@@ -7,10 +7,10 @@ is passed through untouched and the response says so (`X-Worksurface: passthroug
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable, Mapping
+from typing import Any, AsyncIterator, Mapping
 
 from ..formats import openai_responses
-from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, int_field
+from .apis import FETCH_DESCRIPTION, FETCH_SCHEMA, FETCH_TOOL, Api, Usage, Watch, int_field
 from . import fetch
 from .fetch import Answered, Round
 from .relay import Rewrite
@@ -50,7 +50,7 @@ class OpenAIResponses(Api):
         return fetch.responses_body(doc) if rewrite.fetch is not None else doc
 
     def rewrite_stream(self, response: UpstreamResponse, rewrite: Rewrite,
-                       on_usage: Callable[[Usage], None]) -> AsyncIterator[bytes]:
+                       on_usage: Watch) -> AsyncIterator[bytes]:
         assert rewrite.fetch is not None        # the only rewrite of an OpenAI response
         return fetch.responses_stream(self, response, rewrite.fetch, on_usage)
 

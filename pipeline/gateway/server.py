@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from .app import create_app
-from .config import GatewayConfig
+from .config import GatewayConfig, check_network_policy
 from .logs import configure, event
 
 # Session data, artifacts and logs the gateway writes are the user's alone.
@@ -18,6 +18,7 @@ def serve(config: GatewayConfig, *, ready: Any = None) -> None:
     """Serve until interrupted. `ready(port)` is called once the socket is listening."""
     import uvicorn
 
+    check_network_policy(config)        # before anything listens
     os.umask(PRIVATE_UMASK)
     configure(config.json_logs)
     app = create_app(config)

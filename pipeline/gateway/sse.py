@@ -28,9 +28,10 @@ class Event:
 
 
 def encode(name: str | None, data: Any) -> bytes:
-    """An event as bytes (compact JSON data)."""
+    """An event as bytes (compact JSON data; a lone surrogate stays the `\\udXXX` escape it came as)."""
     head = f"event: {name}\n" if name else ""
-    return f"{head}data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+    data_text = json.dumps(data, ensure_ascii=False, separators=(',', ':'))
+    return f"{head}data: {data_text}\n\n".encode("utf-8", "backslashreplace")
 
 
 class Parser:

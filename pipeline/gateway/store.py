@@ -37,8 +37,13 @@ def is_url(store: str) -> bool:
     return "://" in store
 
 
+def valid_session_id(session_id: str) -> bool:
+    """A name a session of the gateway's can have (what the admin routes accept)."""
+    return bool(_ID.fullmatch(session_id))
+
+
 def _check(store: str, session_id: str) -> None:
-    if not _ID.fullmatch(session_id):
+    if not valid_session_id(session_id):
         raise SessionError(f"{session_id!r} is not a session id")
     if is_url(store) and not is_postgres_url(store):
         raise SessionError(f"{store.split('://')[0]}:// stores are not supported: give a directory or a "
