@@ -29,6 +29,7 @@ from worksurface.cli import app
 from worksurface.core.model import Message, Origin, Thinking
 from worksurface.core.view import live_slice
 from worksurface.formats import Transcript, read_transcript
+from worksurface.offline.sizing import SizeFlags
 from worksurface.probes.cut import first_boundary
 
 # The targets of `compact --force --target N`: above what any harness here sends besides the
@@ -160,6 +161,30 @@ def test_corpus_gate(path: Path, target: int | None, tmp_path: Path) -> None:
     report = _cli("compact", str(path), "--force", "--json", "-o", str(out), *args)
     problems = check_compaction(path, out, report, target)
     assert not problems, f"compact {' '.join(args)}:\n" + "\n".join(problems)
+
+
+# Generated Claude Code 2.1.2xx sessions (fixturegen/newer.py, issue 56): a preserved segment, a manual
+# /compact with instructions, a 1M window (a [1m] model, a native 1M one), the newer record kinds and tools.
+NEWER = [(60_000, 3, "claude-opus-4-6[1m]"), (90_000, 5, "claude-opus-5")]
+
+
+@pytest.mark.parametrize(("tokens", "seed", "model"), NEWER, ids=[f"{m}-{n // 1000}k" for n, _, m in NEWER])
+@pytest.mark.parametrize("target", [None, TARGETS[0]], ids=["boundary", str(TARGETS[0])])
+def test_corpus_gate_on_generated_newer_sessions(tokens: int, seed: int, model: str, target: int | None,
+                                                tmp_path: Path) -> None:
+    from fixturegen.newer import newer_jsonl
+
+    path = tmp_path / "newer.jsonl"
+    path.write_text(newer_jsonl(tokens, seed, model=model), encoding="utf-8")
+    info = _cli("inspect", str(path), "--json")
+    assert info["messages"] > 0
+    args = ["--at", "boundary"] if target is None else ["--target", str(target)]
+    out = tmp_path / "out.jsonl"
+    report = _cli("compact", str(path), "--force", "--json", "-o", str(out), *args)
+    problems = check_compaction(path, out, report, target)
+    assert not problems, f"compact {' '.join(args)}:\n" + "\n".join(problems)
+    # Sized from the session's own window, not the 200k default (the post-compact target is 20% of 1M).
+    assert SizeFlags().config(_source(path)).post_compact_target == 200_000
 
 
 def test_pair_problems_name_orphans_and_context_between_a_call_and_its_result() -> None:

@@ -309,3 +309,54 @@ def test_attachments_are_classified_by_their_producer() -> None:
     assert attachment_producer({"type": "queued_command", "prompt": "next"}) == "user"
     assert attachment_producer({"type": "file", "filename": "a.py"}) == "file"
     assert attachment_producer({"type": "something_new"}) == "harness"  # whatever it is, Claude Code wrote it
+
+
+# --- the generated 2.1.2xx session (fixturegen/newer.py, also in the corpus gate) ----------------------------
+
+def test_the_generated_newer_session_is_deterministic_and_reads_as_claude_code_writes_it() -> None:
+    from fixturegen.newer import INSTRUCTIONS, MISSING_ID, newer_jsonl
+
+    text = newer_jsonl(12_000, 1)
+    assert text == newer_jsonl(12_000, 1) != newer_jsonl(12_000, 2)
+    records = [json.loads(x) for x in text.splitlines()]
+    assert records[0]["type"] == "custom-title"
+    stamps = [r["timestamp"] for r in records if "timestamp" in r]
+    assert stamps != sorted(stamps)  # attachments stamped before the prompt they follow
+    t = cc.read(text, "newer.jsonl")
+    assert cc.write(t) == text
+    boundary = next(m for m in t.messages if m.meta.get("compact_boundary"))
+    kept = [m for m in live_slice(t.messages) if m.meta.get(cc.PRESERVED_BY) == boundary.id]
+    assert [m.id for m in kept] == [i for i in boundary.meta["preserved"]["ids"] if i in {m.id for m in kept}]
+    assert kept and live_slice(t.messages)[2].id == kept[0].id  # right after boundary and summary
+    assert boundary.meta["instructions"] == INSTRUCTIONS and MISSING_ID in t.meta["notices"][0]
+    assert t.meta["context_window"] == LARGE_WINDOW
+    # Later usage measures the compacted context, not the one before it.
+    after = [message_usage(m) for m in live_slice(t.messages) if m.role == "assistant"]
+    assert all(u is None or u.context < boundary.meta["pre_tokens"] for u in after)
+
+
+def test_the_newer_tools_have_kinds_and_a_sub_agent_named_by_its_model_is_a_task() -> None:
+    from fixturegen.newer import newer_jsonl
+    from worksurface.core.toolkinds import tool_kind
+    from worksurface.facts.subagents import subagent_tasks
+
+    t = cc.read(newer_jsonl(12_000, 1), "newer.jsonl")
+    calls = {c.name: c for m in t.messages for c in m.tool_calls}
+    assert tool_kind(calls["ToolSearch"]) == "search"
+    assert tool_kind(calls["mcp__claude-in-chrome__navigate"]) == "fetch"
+    assert tool_kind(calls["SendMessage"]) == "other" and tool_kind(calls["Agent"]) == "agent"
+    tasks = [task for task in subagent_tasks(t.messages) if task.call_id == calls["Agent"].id]
+    assert len(tasks) == 1 and tasks[0].agent_type == "general-purpose" and "12 passed" in tasks[0].result
+
+
+def test_the_deferred_tools_attachment_announces_tools_and_the_hook_context_is_the_harness_s() -> None:
+    from fixturegen.newer import DEFERRED, HOOK_RULE, newer_jsonl
+    from worksurface.facts.tools import attachment_announcements
+    from worksurface.formats.claude_code_records import attachment_producer
+
+    t = cc.read(newer_jsonl(12_000, 1), "newer.jsonl")
+    attachments = [r for _, r in t.extras if isinstance(r, dict) and r.get("type") == "attachment"]
+    hook = next(r["attachment"] for r in attachments if r["attachment"]["type"] == "hook_additional_context")
+    assert hook["content"] == [HOOK_RULE] and attachment_producer(hook) == "harness"
+    found = attachment_announcements(list(enumerate(r for _, r in t.extras)))
+    assert [a.kind for a in found] == ["tools"] and set(found[0].names) == set(DEFERRED)

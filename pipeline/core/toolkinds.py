@@ -25,6 +25,9 @@ _ALIASES: dict[str, str] = {
     "grep": "grep", "glob": "glob", "ls": "list", "websearch": "search", "webfetch": "fetch",
     "todowrite": "todo", "todoread": "todo", "exitplanmode": "plan", "enterplanmode": "plan",
     "skill": "skill", "task": "agent", "agent": "agent", "toolsearch": "search", "askuserquestion": "ask",
+    # Claude Code's MCP browser tools (claude-in-chrome, Playwright MCP): the ones that read a page
+    "navigate": "fetch", "read_page": "fetch", "get_page_text": "fetch", "browser_navigate": "fetch",
+    "browser_snapshot": "fetch",
     # OpenAI-style / Codex / generic function-calling agents
     "read_file": "read", "view_file": "read", "open_file": "read", "cat": "read",
     "write_file": "write", "create_file": "write", "apply_patch": "edit", "edit_file": "edit",
