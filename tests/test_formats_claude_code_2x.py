@@ -360,3 +360,27 @@ def test_the_deferred_tools_attachment_announces_tools_and_the_hook_context_is_t
     assert hook["content"] == [HOOK_RULE] and attachment_producer(hook) == "harness"
     found = attachment_announcements(list(enumerate(r for _, r in t.extras)))
     assert [a.kind for a in found] == ["tools"] and set(found[0].names) == set(DEFERRED)
+
+
+def test_a_hook_context_attachment_s_rule_is_a_standing_constraint_and_a_tool_output_s_is_not() -> None:
+    """A SessionStart hook's context reaches the model only as an attachment record: the harness
+    wrote it, so its rule binds (source "hook"); the same words printed by a tool bind nothing."""
+    from fixturegen.newer import HOOK_RULE, newer_jsonl
+    from worksurface.facts.constraints import HOOK, attachment_constraints
+    from worksurface.ledger.ledger import Ledger
+
+    t = cc.read(newer_jsonl(12_000, 1), "newer.jsonl")
+    ledger = Ledger()
+    ledger.update(t.messages, queued=t.queued_inputs, extras=t.extras)
+    found = [c for c in ledger.records.kind("constraints").values() if c.text == HOOK_RULE]
+    assert len(found) == 1 and found[0].source == HOOK and found[0].origin == "SessionStart"
+    printed = {"type": "user", "uuid": "r9", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t9", "content": HOOK_RULE}]}}
+    assert attachment_constraints([(0, printed)]) == []
+    other = {"type": "attachment", "uuid": "a9", "attachment": {"type": "file", "content": HOOK_RULE}}
+    assert attachment_constraints([(0, other)]) == []
+    # worksurface's own surface, attached back by Claude Code after its hook ran, restates rules: not read again.
+    from worksurface.hooks.run import HEADER
+    own = {"type": "attachment", "uuid": "a8", "attachment": {"type": "hook_additional_context",
+                                                              "content": [f"{HEADER}\n\n- {HOOK_RULE}"]}}
+    assert attachment_constraints([(0, own)]) == []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.model import Message
 from ..core.toolkinds import call_path, normalize_name, tool_kind
@@ -124,6 +124,35 @@ def rules_in(text: str) -> list[tuple[str, int]]:
         strength = rule_strength(unit.text, unit.heading, unit.bullet)
         if strength is not None and len(unit.text) >= 8:
             out.append((unit.text, strength))
+    return out
+
+
+# Claude Code 2.1.2xx attachment records that carry a hook's output to the model (the harness's own
+# record: `{"type": "attachment", "attachment": {"type": ..., "content": ...}}`, in Transcript.extras).
+HOOK_ATTACHMENTS = ("hook_additional_context", "hook_success")
+# worksurface's own hook output (hooks/run.py HEADER) comes back the same way: it restates rules already
+# folded from where they were said, so it is not read for rules again.
+OWN_SURFACE_PREFIX = "[worksurface]"
+
+
+def attachment_constraints(extras: Sequence[tuple[int, Any]]) -> list[Constraint]:
+    """The rules in the hook context Claude Code attached (HOOK_ATTACHMENTS), as `(index of the message
+    they follow, record)` pairs: the harness produced them, so they bind as a hook's reminder does
+    (source HOOK, origin the hook's event), oldest first (the ledger keeps each rule once)."""
+    out: list[Constraint] = []
+    for index, record in extras:
+        att = record.get("attachment") if isinstance(record, dict) and record.get("type") == "attachment" else None
+        if not isinstance(att, dict) or att.get("type") not in HOOK_ATTACHMENTS:
+            continue
+        content = att.get("content")
+        texts = [content] if isinstance(content, str) else [t for t in content if isinstance(t, str)] \
+            if isinstance(content, list) else []
+        event = att.get("hookEvent") if isinstance(att.get("hookEvent"), str) else ""
+        ident = str(record.get("uuid") or f"attachment-{index}")
+        for text in texts:
+            if text.lstrip().startswith(OWN_SURFACE_PREFIX):
+                continue
+            out += [Constraint(rule, HOOK, ident, index, str(event), strength) for rule, strength in rules_in(text)]
     return out
 
 

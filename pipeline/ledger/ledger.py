@@ -24,6 +24,7 @@ from ..facts.errors import RESOLUTION_WINDOW, ErrorReader
 from ..facts.filetracker import FileTracker
 from ..facts.reading import MessageProgress, ProgressReader, ResultFacts
 from ..facts.tools import attachment_announcements
+from ..facts.constraints import attachment_constraints
 from ..facts.meta import message_cwd
 from ..facts import subagents as subagent_facts
 from ..core.model import Message, Origin
@@ -210,7 +211,8 @@ class Ledger(LedgerStorage):
             f.seen = len(transcript)
 
     def _fold_extras(self, extras: Sequence[tuple[str | None, Any]]) -> None:
-        """Announcements in the harness's attachment records, each record once (they only grow)."""
+        """Announcements and hook-context rules in the harness's attachment records, each record once (they
+        only grow)."""
         if len(extras) <= self.extras_seen:
             return
         new = [(self._positions.get(anchor, 0) if anchor else 0, record)
@@ -219,6 +221,10 @@ class Ledger(LedgerStorage):
         for a in attachment_announcements(new):
             if announcements.put(self._records.kind("announcements"), a):
                 self._records.changed("announcements")
+        constraints = BY_NAME["constraints"]  # a hook's context, attached by the harness (Claude Code 2.1.2xx)
+        for c in attachment_constraints(new):
+            if constraints.put(self._records.kind("constraints"), c):
+                self._records.changed("constraints")
         self.extras_seen = len(extras)
         self.dirty = True
 
