@@ -1,5 +1,6 @@
-"""`worksurface mcp` in the real Claude Code (issue 31, item 1): started from `--mcp-config`, its
-fetch_artifact tool is offered to the model, and a call of it (scripted in the fake Messages API)
+"""`worksurface mcp` (on the official `mcp` SDK, issue 54) in the real Claude Code (issue 31, item 1):
+added with `claude mcp add` (listed as connected by `claude mcp list`) or started from `--mcp-config`,
+its fetch_artifact tool is offered to the model, and a call of it (scripted in the fake Messages API)
 returns what a compaction replaced, in the tool_result Claude Code sends back.
 
 Claude Code defers MCP tools behind ToolSearch by default; ENABLE_TOOL_SEARCH=false lists the tool
@@ -33,7 +34,8 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
             for b in m["content"] if b.get("type") == "tool_result"]
 
 
-def test_claude_code_calls_fetch_artifact_through_the_mcp_server(tmp_path: Path) -> None:
+def compacted(tmp_path: Path) -> tuple[Path, str]:
+    """A compacted output whose marker names an artifact kept beside it; (output, artifact id)."""
     chat = [{"role": "user", "content": "Why did the workers fail?"},
             {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat log"}'}}]},
@@ -42,11 +44,11 @@ def test_claude_code_calls_fetch_artifact_through_the_mcp_server(tmp_path: Path)
     (tmp_path / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
     out = tmp_path / "out.json"
     assert runner.invoke(app, ["compact", str(tmp_path / "chat.json"), "-o", str(out)]).exit_code == 0
-    artifact_id = re.findall(r"artifact ([0-9a-f]{16})", out.read_text(encoding="utf-8"))[0]
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"worksurface": {
-        "command": sys.executable, "args": ["-m", "worksurface", "mcp", "--session", str(out)]}}}), encoding="utf-8")
+    return out, re.findall(r"artifact ([0-9a-f]{16})", out.read_text(encoding="utf-8"))[0]
 
+
+def call_fetch_artifact(tmp_path: Path, artifact_id: str, extra_args: list[str], **extra_env: str) -> None:
+    """Claude Code, told to read the artifact, calls fetch_artifact (scripted) and sends its answer back."""
     def script(body: dict[str, Any], done: int) -> Answer:
         if any(r["tool_use_id"] == CALL_ID for r in tool_results(body)):
             return Answer([{"type": "text", "text": "Fetched."}])  # the tool answered: the turn ends
@@ -54,8 +56,8 @@ def test_claude_code_calls_fetch_artifact_through_the_mcp_server(tmp_path: Path)
         return tool_use(TOOL, {"id": artifact_id, "start_line": 1, "end_line": 3}, CALL_ID)
 
     with FakeAnthropic(script=script) as fake:
-        run_claude(tmp_path, fake, ["-p", f"Read artifact {artifact_id}.", "--mcp-config", str(config),
-                                    "--allowedTools", TOOL], ENABLE_TOOL_SEARCH="false")
+        run_claude(tmp_path, fake, ["-p", f"Read artifact {artifact_id}.", *extra_args, "--allowedTools", TOOL],
+                   ENABLE_TOOL_SEARCH="false", **extra_env)
         requests = fake.messages()
     answered = [r for req in requests for r in tool_results(req.body) if r["tool_use_id"] == CALL_ID]
     assert answered, f"no tool_result for the call in {len(requests)} requests"
@@ -63,3 +65,24 @@ def test_claude_code_calls_fetch_artifact_through_the_mcp_server(tmp_path: Path)
     text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
     print("tool_result Claude Code sent back:", json.dumps(answered[0])[:600])
     assert not answered[0].get("is_error") and text == "\n".join(BIG.splitlines()[:3])
+
+
+def test_claude_code_calls_fetch_artifact_through_the_mcp_server(tmp_path: Path) -> None:
+    out, artifact_id = compacted(tmp_path)
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"worksurface": {
+        "command": sys.executable, "args": ["-m", "worksurface", "mcp", "--session", str(out)]}}}), encoding="utf-8")
+    call_fetch_artifact(tmp_path, artifact_id, ["--mcp-config", str(config)])
+
+
+def test_claude_mcp_add_lists_the_server_connected_and_the_model_calls_it(tmp_path: Path) -> None:
+    out, artifact_id = compacted(tmp_path)
+    with FakeAnthropic() as fake:
+        run_claude(tmp_path, fake, ["mcp", "add", "worksurface", "--", sys.executable, "-m", "worksurface", "mcp",
+                                    "--session", str(out)])
+        listed = run_claude(tmp_path, fake, ["mcp", "list"]).stdout
+    print("claude mcp list:", listed)
+    line = next(line for line in listed.splitlines() if line.startswith("worksurface"))
+    assert "Connected" in line and "Failed" not in line, listed
+    # Servers from the user's settings connect in the background; the first request waits for them here.
+    call_fetch_artifact(tmp_path, artifact_id, [], MCP_CONNECTION_NONBLOCKING="false")

@@ -337,3 +337,34 @@ def test_screened_input_passes_messages_on_and_answers_the_rest() -> None:
 
     assert anyio.run(read) == [ping.decode(), ping.decode()]
     assert [a.error.code for a in answered] == [PARSE_ERROR, INVALID_REQUEST]
+
+
+def test_the_finder_looks_in_each_default_place_and_refuses_ids_that_are_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from worksurface.core.errors import ArtifactNotFoundError
+    from worksurface.hooks.mcp import STORE_PATTERN, ArtifactFinder, default_roots
+    from worksurface.session.store import ARTIFACT_ID_CHARS, content_digest
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.chdir(tmp_path)  # files compacted here keep <file>.worksurface beside them
+    places = {
+        "claude": tmp_path / "home" / ".claude" / "projects" / "-work-app" / "sid" / "worksurface",
+        "codex": tmp_path / "codex" / "worksurface" / "codex-session",
+        "gateway": tmp_path / "gateway" / "conversation-1",
+        "beside": tmp_path / "out.json.worksurface",
+    }
+    ids = {}
+    for place, home in places.items():
+        content = f"what the {place} session kept"
+        ids[place] = content_digest(content)[:ARTIFACT_ID_CHARS]
+        (home / "artifacts").mkdir(parents=True)
+        (home / "artifacts" / f"{ids[place]}.txt").write_text(content, encoding="utf-8")
+    finder = ArtifactFinder(roots=default_roots() + [(tmp_path / "gateway", STORE_PATTERN)])
+    for place, artifact_id in ids.items():
+        assert finder.artifact(artifact_id) == f"what the {place} session kept"
+    assert finder.artifact_ids() == sorted(ids.values())
+    for bad in ("4" * 16, "../../etc/passwd", "*", ""):
+        with pytest.raises(ArtifactNotFoundError):
+            finder.artifact(bad)

@@ -106,10 +106,11 @@ class ArtifactFinder:
 
 def _walk(folder: Path, pattern: Sequence[str], done: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], bool]]:
     """(the components below `folder` matching `pattern`, whether the last is a regular file), never going
-    through a symbolic link to a folder; the last component is anything but a folder (a link there is
-    found, so that reading it refuses it by name). A glob component matches no hidden name, as in `glob`."""
+    through a symbolic link: the last component is anything but a folder, and a link met where the rest
+    of the pattern names each component is found too, so that reading it refuses it by name (a link met
+    where a glob would list its folder is skipped). A glob component matches no hidden name, as in `glob`."""
     head, rest = pattern[0], pattern[1:]
-    if any(c in head for c in "*?["):
+    if _is_glob(head):
         try:
             with os.scandir(folder) as entries:
                 names = sorted(e.name for e in entries if fnmatch.fnmatchcase(e.name, head) and not e.name.startswith("."))
@@ -126,6 +127,12 @@ def _walk(folder: Path, pattern: Sequence[str], done: tuple[str, ...] = ()) -> I
             yield from _walk(folder / name, rest, (*done, name))
         elif not rest and not stat.S_ISDIR(mode):
             yield (*done, name), stat.S_ISREG(mode)
+        elif rest and stat.S_ISLNK(mode) and not any(_is_glob(part) for part in rest):
+            yield (*done, name, *rest), False
+
+
+def _is_glob(part: str) -> bool:
+    return any(c in part for c in "*?[")
 
 
 def default_roots() -> list[tuple[Path, Pattern]]:
