@@ -27,6 +27,7 @@ except ImportError:                     # pragma: no cover - older typer uses cl
 
 from ..core.memo import forget_all
 from ..formats import FORMAT_NAMES, WRITABLE_FORMATS
+from .output import TerminalFormatter, shown
 
 # Exit codes: 2 for anything the user can fix (bad input, usage, paths), as click does for usage.
 EXIT_USAGE = 2
@@ -128,7 +129,7 @@ def _help_as_paragraphs(command: Any) -> None:
 
 
 def _exit(message: str, code: int) -> NoReturn:
-    typer.echo(ERROR_PREFIX + message, err=True)
+    typer.echo(ERROR_PREFIX + shown(message), err=True)
     sys.exit(code)
 
 
@@ -197,13 +198,15 @@ def settle_input() -> None:
 
 def fail(message: str, code: int = EXIT_USAGE) -> "typer.Exit":
     """Print a one-line error to stderr and return the Exit to raise (no traceback for user errors)."""
-    typer.echo(ERROR_PREFIX + _one_line(message), err=True)
+    # Errors name files and quote values: a control character in them is shown, never acted on.
+    typer.echo(ERROR_PREFIX + shown(_one_line(message)), err=True)
     return typer.Exit(code)
 
 
 def _one_line(message: str) -> str:
     """Messages from parsers and pydantic can span lines; an error stays one line."""
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    # Split on newlines only: a carriage return or another control inside a name is shown (`shown`).
+    return " ".join(part.strip() for part in str(message).split("\n") if part.strip())
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -226,7 +229,7 @@ def configure_logging(verbosity: int) -> None:
         if getattr(handler, "_worksurface_cli", False):
             logger.removeHandler(handler)
     handler = _StderrHandler()
-    handler.setFormatter(logging.Formatter("worksurface: %(levelname)s: %(message)s"))
+    handler.setFormatter(TerminalFormatter("worksurface: %(levelname)s: %(message)s"))
     handler._worksurface_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.setLevel(_LEVELS[min(verbosity, len(_LEVELS) - 1)])

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
@@ -20,6 +19,7 @@ from ..batch.results import FORMATS as RESULT_FORMATS
 from ..batch.tasks import TASKS
 from ..core.errors import WorksurfaceError
 from ..core.lazy import require_extra
+from .output import console as make_console, echo, markup
 from .app import STRICT_HELP, WINDOW_HELP, app, choices, fail
 
 if TYPE_CHECKING:     # members are TASKS and RESULT_FORMATS; to mypy, str Enums
@@ -101,13 +101,13 @@ def batch(
     options = BatchOptions(inputs=inputs, task=task, out=out, targets=_targets(targets), probes_from=probes_from,
                            window=window, fmt=results_format.value, scheduler=scheduler, workers=workers,
                            resume=resume, force=force, max_bytes=max_bytes, use_usage=not no_usage, strict=strict)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     try:
         p = plan(options)
         where = scheduler or ("this process" if workers == 0 else f"a local cluster of {workers} workers")
         console.print(f"{len(p.specs)} transcripts to run ({len(p.discovery.skipped)} files skipped as not "
                       f"transcripts" + (f", {p.skipped_done} already in the results" if resume else "")
-                      + f") on {escape(where)}", highlight=False)
+                      + f") on {markup(where)}", highlight=False)
         progress = Progress(TextColumn(f"[bold]{task}[/bold]"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("[red]{task.fields[failed]} failed"), _RateColumn(), TimeElapsedColumn(),
                             TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
@@ -127,14 +127,14 @@ def batch(
         console.print("[yellow]interrupted[/yellow] before the batch started; nothing written")
         raise typer.Exit(INTERRUPTED_EXIT) from None
     try:
-        _print_summary(summarize(outcome.rows), outcome.rows, task, Console())
+        _print_summary(summarize(outcome.rows), outcome.rows, task, make_console())
     except KeyboardInterrupt:  # the results are saved; only the printout is cut short
         outcome.stats.interrupted = True
     store = outcome.store
     assert store is not None
     stats = outcome.stats
     console.print(f"{stats.done} transcripts in {stats.seconds:.1f} s, {stats.failed} with errors; "
-                  f"{len(outcome.rows)} rows in {escape(str(store.table_path))}", highlight=False, soft_wrap=True)
+                  f"{len(outcome.rows)} rows in {markup(str(store.table_path))}", highlight=False, soft_wrap=True)
     if stats.interrupted:
         console.print(f"[yellow]interrupted[/yellow]: {stats.done} of {len(p.specs)} transcripts done and kept; "
                       "run the same command with --resume to continue", highlight=False)
@@ -159,10 +159,10 @@ def _print_summary(summary: list[dict[str, Any]], rows: list[dict[str, Any]], ta
         table.caption = "retention: mean share of probes the view retains"
     # Figures cut to '19…' are worse than a wrapped line (and piped output gets rich's 80 columns).
     needed = Console(width=1_000).measure(table).maximum
-    (console if needed <= console.width else Console(width=needed)).print(table)
+    (console if needed <= console.width else make_console(width=needed)).print(table)
     failed = sorted({(r["path"], r.get("error") or "") for r in rows if r.get("error")})
     for path, error in failed[:SHOW_FAILURES]:
-        console.print(f"[red]failed[/red] {escape(path)}: {escape(error)}", highlight=False, soft_wrap=True)
+        console.print(f"[red]failed[/red] {markup(path)}: {markup(error)}", highlight=False, soft_wrap=True)
     if len(failed) > SHOW_FAILURES:
         console.print(f"... and {len(failed) - SHOW_FAILURES} more (rows with an 'error' in the table)")
 
@@ -187,5 +187,5 @@ def report_batch_page(directory: Path, out: Optional[Path]) -> Path:
         raise fail(str(exc)) from None
     except OSError as exc:
         raise fail(f"{destination}: cannot write the report ({exc.strerror or exc})") from None
-    typer.echo(f"wrote {destination} ({len(page.encode('utf-8')) / 1024:,.0f} KB)")
+    echo(f"wrote {destination} ({len(page.encode('utf-8')) / 1024:,.0f} KB)")
     return destination

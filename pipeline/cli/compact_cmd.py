@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..core.errors import WorksurfaceError
@@ -24,6 +23,7 @@ from ..probes.cut import cut, cut_transcript
 from ..session import homes
 from ..session.locations import describe
 from ..session.pgstore import is_postgres_url, redacted
+from .output import console, echo, markup, shown
 from .app import (AGENT_HELP, BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, OutputFormat, PIN_HELP, SESSION_ID_HELP,
                   STRICT_HELP, WINDOW_HELP, app, fail, settle_input, with_pins)
 
@@ -132,7 +132,7 @@ def compact(
     report = prepared.report
     if output.to_stdout:
         typer.echo(text_out, nl=False)
-        Console(stderr=True).print(f"compacted {report.tokens_before:,} -> {report.tokens_after:,} tokens "
+        console(stderr=True).print(f"compacted {report.tokens_before:,} -> {report.tokens_after:,} tokens "
                                    f"({fmt}, to standard output)", highlight=False)
         return
     if as_json:
@@ -252,15 +252,15 @@ def _say_where(home: Path | str | None, session_id: str | None, destination: Pat
     are not); the same as JSON for --json."""
     if home is None:
         if artifacts:
-            typer.echo(f"worksurface: warning: {artifacts} artifacts were kept in memory only (--no-session): "
-                       f"the markers in {destination} point at nothing", err=True)
+            echo(f"worksurface: warning: {artifacts} artifacts were kept in memory only (--no-session): "
+                 f"the markers in {shown(destination)} point at nothing", err=True)
         return {"session": None, "count": artifacts}
     if isinstance(home, Path):
         session, fetch = str(home), f"worksurface artifact {destination} ID"
     else:
         session, fetch = describe(home, session_id), f"worksurface artifact {redacted(home)} ID --session-id {session_id}"
     count = f"{artifacts} artifact{'' if artifacts == 1 else 's'}"
-    typer.echo(f"worksurface: session kept in {session} ({count}; `{fetch}` prints one)", err=True)
+    echo(f"worksurface: session kept in {shown(session)} ({count}; `{shown(fetch)}` prints one)", err=True)
     return {"session": session, "count": artifacts, "fetch": fetch}
 
 
@@ -271,7 +271,7 @@ def _default_destination(path: Path, fmt: str, source_format: str) -> Path:
 
 def _print_sizes(sizes: dict[str, Any]) -> None:
     """Both figures: worksurface's text count, and the size as the provider measures it."""
-    typer.echo(describe_sizes(sizes))
+    echo(describe_sizes(sizes))
 
 
 def describe_sizes(sizes: dict[str, Any]) -> str:
@@ -294,21 +294,22 @@ def _print_report(report: Any, destination: Path, fmt: str, dropped: Dropped) ->
                          ("items", "right"), ("ms", "right"), ("note", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for s in report.stages + report.reinjected:
-        table.add_row(s.name, f"{s.tokens_before:,}", f"{s.tokens_after:,}", str(s.items), f"{s.ms:.1f}",
-                      s.skipped or "")
-    console = Console()
-    console.print(table)
-    console.print(f"transcript {report.tokens_before:,} tokens -> view {report.tokens_after:,} tokens "
-                  f"in {report.ms:.0f} ms")
+        table.add_row(markup(s.name), f"{s.tokens_before:,}", f"{s.tokens_after:,}", str(s.items), f"{s.ms:.1f}",
+                      markup(s.skipped or ""))
+    out = console()
+    out.print(table)
+    out.print(f"transcript {report.tokens_before:,} tokens -> view {report.tokens_after:,} tokens "
+              f"in {report.ms:.0f} ms")
     if report.boundary:
         b = report.boundary
-        console.print(f"boundary: {b['trigger']}, epoch {b['epoch']}, {b['pre_tokens']:,} -> {b['post_tokens']:,} "
-                      f"tokens, {len(b['covered_ids'])} messages summarized by {b['summarizer']}")
+        out.print(f"boundary: {markup(b['trigger'])}, epoch {b['epoch']}, {b['pre_tokens']:,} -> "
+                  f"{b['post_tokens']:,} tokens, {len(b['covered_ids'])} messages summarized by "
+                  f"{markup(b['summarizer'])}")
     else:
-        console.print("no compact boundary written (under the threshold; use --force to compact anyway)")
-    console.print(f"billed for sending this view: ${report.cost:.4f} (session total ${report.cost_total:.4f})")
+        out.print("no compact boundary written (under the threshold; use --force to compact anyway)")
+    out.print(f"billed for sending this view: ${report.cost:.4f} (session total ${report.cost_total:.4f})")
     for notice in getattr(report, "notices", ()):     # breaker paused, summarizer fallback, ...
-        console.print(f"notice: {notice}", markup=False, highlight=False)
-    console.print(f"wrote {destination} ({fmt})")
+        out.print(f"notice: {shown(notice)}", markup=False, highlight=False)
+    out.print(f"wrote {markup(destination)} ({fmt})", highlight=False)
     if dropped.source != dropped.target or not dropped.empty or dropped.carried:
-        console.print(dropped.describe(), markup=False, highlight=False)
+        out.print(shown(dropped.describe(), lines=True), markup=False, highlight=False)

@@ -8,12 +8,11 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 from ..core.errors import WorksurfaceError
 from ..offline.inspect import inspect_file
+from .output import console, markup, text
 from .app import InputFormat, app, fail, settle_input, STRICT_HELP
 
 CATEGORY_LABELS = {"stable_prefix": "stable prefix (leading system)", "dialogue": "dialogue (text, thinking)",
@@ -71,7 +70,7 @@ def inspect(
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
-        _print(report, Console())
+        _print(report, console())
 
 
 def _sizes(b: dict[str, Any]) -> str:
@@ -92,7 +91,7 @@ def _pct(part: int, whole: int) -> str:
 def _print(report: dict[str, Any], console: Console) -> None:
     total = report["tokens"]
     # Paths, ids and targets come from the transcript: escaped, so "[...]" in them is not rich markup.
-    console.print(f"[bold]{escape(str(report['path']))}[/bold]  format [cyan]{report['format']}[/cyan]  "
+    console.print(f"[bold]{markup(str(report['path']))}[/bold]  format [cyan]{report['format']}[/cyan]  "
                   f"{report['messages']:,} messages  {total:,} tokens")
     live = report["live"]
     if live["from_message"] is not None:
@@ -104,7 +103,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
         roles.add_column(col, justify="left" if col == "role" else "right")
     for role, row in report["by_role"].items():
         if row["messages"]:
-            roles.add_row(role, f"{row['messages']:,}", f"{row['tokens']:,}", _pct(row["tokens"], total))
+            roles.add_row(markup(role), f"{row['messages']:,}", f"{row['tokens']:,}", _pct(row["tokens"], total))
     console.print(roles)
 
     cats = Table(title="By category")
@@ -119,7 +118,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
         for col in ("tool", "calls", "call tokens", "results", "result tokens"):
             tools.add_column(col, justify="left" if col == "tool" else "right")
         for name, row in report["by_tool"].items():
-            tools.add_row(Text(name), f"{row['calls']:,}", f"{row['call_tokens']:,}", f"{row['results']:,}",
+            tools.add_row(text(name), f"{row['calls']:,}", f"{row['call_tokens']:,}", f"{row['results']:,}",
                           f"{row['result_tokens']:,}")
         console.print(tools)
 
@@ -128,8 +127,8 @@ def _print(report: dict[str, Any], console: Console) -> None:
         for col in ("call id", "tool", "target", "tokens"):
             big.add_column(col, justify="right" if col == "tokens" else "left", overflow="fold")
         for row in report["largest_results"]:
-            big.add_row(Text(row["call_id"]), Text(row["tool"] + (" (error)" if row["is_error"] else "")),
-                        Text(row["target"]),
+            big.add_row(text(row["call_id"]), text(row["tool"] + (" (error)" if row["is_error"] else "")),
+                        text(row["target"]),
                         f"{row['tokens']:,}")
         console.print(big)
 
@@ -139,21 +138,21 @@ def _print(report: dict[str, Any], console: Console) -> None:
     if comp["boundaries"]:
         console.print(f"compactions: {comp['count']}")
     for n, b in enumerate(comp["boundaries"], 1):
-        console.print(escape(f"  #{n} at message {b['index']} [{b['message_id']}] by {b['made_by']}, "
+        console.print(markup(f"  #{n} at message {b['index']} [{b['message_id']}] by {b['made_by']}, "
                              f"trigger {b['trigger'] or '?'}: {_sizes(b)}"))
     if comp["compact_summaries"]:
-        console.print(escape(f"compact summaries: {', '.join(comp['compact_summaries'])}"))
+        console.print(markup(f"compact summaries: {', '.join(comp['compact_summaries'])}"))
     if comp["worksurface"]:
         console.print("worksurface messages: " + ", ".join(f"{k} {v}" for k, v in comp["worksurface"].items()))
     for c in report["harness_clearings"]:
-        console.print(escape(f"harness clearing after message {c['index']} [{c['message_id']}], trigger "
+        console.print(markup(f"harness clearing after message {c['index']} [{c['message_id']}], trigger "
                              f"{c['trigger'] or '?'}: {c['cleared_results']} tool results cleared, "
                              f"{c['tokens_cleared']:,} tokens counted"
                              + (f" ({c['tokens_saved']:,} by the harness's figure)"
                                 if isinstance(c["tokens_saved"], int) else "")))
     damaged = report["damaged_lines"]
     if damaged:
-        console.print(escape(f"{len(damaged)} damaged line(s) read around and kept in the file: "
+        console.print(markup(f"{len(damaged)} damaged line(s) read around and kept in the file: "
                              + "; ".join(f"line {d['line']}: {d['problem']}" for d in damaged)))
     notes = [f"{report[k]} {k.replace('_', ' ')}" for k in ("unanswered_calls", "orphan_results", "queued_inputs")
              if report[k]]
@@ -169,21 +168,21 @@ def _print_subagents(tree: dict[str, Any] | None, console: Console) -> None:
     """The sub-agent tree: each parent call -> its sidechain file, with goal, state, result, size."""
     if not tree or not (tree["agents"] or tree["unlinked"]):
         return
-    console.print(f"sub-agents: {len(tree['agents'])}" + (f" (sidechains in {escape(tree['folder'])})"
+    console.print(f"sub-agents: {len(tree['agents'])}" + (f" (sidechains in {markup(tree['folder'])})"
                                                           if tree["folder"] else ""))
     for a in tree["agents"]:
         side = a["sidechain"]
-        where = (f"-> {escape(side['path'])} ({side['messages']:,} messages, {side['tokens']:,} tokens"
-                 f"{', ' + escape(side['model']) if side['model'] else ''}; linked by {a['matched_by']})"
+        where = (f"-> {markup(side['path'])} ({side['messages']:,} messages, {side['tokens']:,} tokens"
+                 f"{', ' + markup(side['model']) if side['model'] else ''}; linked by {a['matched_by']})"
                  if side else "-> no sidechain file")
-        console.print(escape(f"  {a['call_id']} at message {a['index']}: {a['agent_type']} "
+        console.print(markup(f"  {a['call_id']} at message {a['index']}: {a['agent_type']} "
                              f"\"{a['description']}\" [{a['state']}, {a['mode']}]") + f" {where}")
-        console.print(Text("    goal: " + a["goal"].replace("\n", "\n          ")))
+        console.print(text("    goal: " + a["goal"].replace("\n", "\n          "), lines=True))
         if a["result"]:
-            console.print(Text("    result: " + a["result"].split("\n", 1)[0][:200]
+            console.print(text("    result: " + a["result"].split("\n", 1)[0][:200]
                                + (" …" if len(a["result"]) > 200 or "\n" in a["result"] else "")))
     for side in tree["unlinked"]:
         what = "compaction call" if side["compaction"] else "no parent call found"
-        console.print(escape(f"  unlinked {side['path']}: {what}, {side['messages']:,} messages, "
-                             f"{side['tokens']:,} tokens") + (f" (unreadable: {escape(side['error'])})"
+        console.print(markup(f"  unlinked {side['path']}: {what}, {side['messages']:,} messages, "
+                             f"{side['tokens']:,} tokens") + (f" (unreadable: {markup(side['error'])})"
                                                               if side["error"] else ""))

@@ -21,6 +21,7 @@ from ..probes.derivation import derive
 from ..probes.match import Score
 from ..probes.model import CATEGORIES, ProbeSet
 from ..offline.sizing import SizeFlags
+from .output import console, markup
 from .app import BUFFER_HELP, InputFormat, MAX_OUTPUT_HELP, STRICT_HELP, WINDOW_HELP, app, fail
 
 probe_app = typer.Typer(help="Forgetting probes: derive them, check a compaction, replay a curve.",
@@ -57,7 +58,7 @@ def derive_cmd(
             typer.echo(probes.dumps(), nl=False)
         else:
             probes.save(destination, inputs=[path])
-            Console(stderr=True).print(f"{len(probes)} probes written to {output}", highlight=False)
+            console(stderr=True).print(f"{len(probes)} probes written to {markup(output)}", highlight=False)
 
 
 @probe_app.command("check")
@@ -117,7 +118,7 @@ def curve_cmd(
         config = SizeFlags(window, target, max_output, buffer).config(transcript)
         points = curve(transcript, ProbeSet.load(probes), one_shot=one_shot, use_usage=not no_usage, config=config)
     if not points:
-        Console(stderr=True).print(
+        console(stderr=True).print(
             f"note: no compaction happened: the view never passed the autocompact threshold of {config.threshold:,} "
             f"tokens (window {config.window:,} less the output reserve and the buffer; the earlier stages kept it "
             "under), and no earlier compaction paid. Lower --window, or pass --max-output and --buffer, to "
@@ -139,32 +140,32 @@ def _cell(score: Score, category: str) -> str:
 
 
 def _print_check(result: CheckResult) -> None:
-    console = Console()
+    out = console()
     cats = _categories([m.score for m in result.methods.values()])
     table = Table(title=f"Probe retention (transcript at the cut: {result.tokens_before:,} tokens)")
     table.add_column("method", no_wrap=True)
     for col in ("tokens", "retained", *cats):
         table.add_column(col, justify="right", no_wrap=True)
     for name, m in result.methods.items():
-        table.add_row(name, f"{m.tokens:,}", f"{len(m.score.retained)}/{m.score.total} "
+        table.add_row(markup(name), f"{m.tokens:,}", f"{len(m.score.retained)}/{m.score.total} "
                       f"({m.score.fraction:.0%})", *(_cell(m.score, c) for c in cats))
-    console = _wide_enough(console, table)
-    console.print(table)
+    out = _wide_enough(out, table)
+    out.print(table)
     for name, m in result.methods.items():
         if m.score.forgotten:
-            console.print(f"[bold]{name}[/bold] forgot: "
-                          + ", ".join(f"{p.id}" for p in m.score.forgotten), highlight=False)
+            out.print(f"[bold]{markup(name)}[/bold] forgot: "
+                      + ", ".join(markup(p.id) for p in m.score.forgotten), highlight=False)
     for note in result.notes:
-        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+        out.print(f"[yellow]note:[/yellow] {markup(note)}", highlight=False)
     if result.usage is not None:
         from .compact_cmd import describe_sizes
-        console.print("worksurface " + describe_sizes(result.usage), highlight=False)
+        out.print("worksurface " + markup(describe_sizes(result.usage)), highlight=False)
 
 
 def _print_curve(points: list[CurvePoint]) -> None:
-    console = Console()
+    out = console()
     if not points:
-        console.print("no compaction happened: try a smaller --window")
+        out.print("no compaction happened: try a smaller --window")
         return
     cats = _categories([p.score for p in points])
     table = Table(title="Retention after each compaction")
@@ -177,17 +178,18 @@ def _print_curve(points: list[CurvePoint]) -> None:
         sizes = p.sizes or {}
         figures = [f"{sizes[k][unit]:,}" if k in sizes else "-" for unit in ("counted", "measured")
                    for k in ("before", "after")]
-        table.add_row(str(i) + (" overflow" if p.overflow else ""), str(p.messages), p.reason or "", *figures,
+        table.add_row(str(i) + (" overflow" if p.overflow else ""), str(p.messages), markup(p.reason or ""),
+                      *figures,
                       f"{len(p.score.retained)}/{p.score.total} ({p.score.fraction:.0%})",
                       *single, *(_cell(p.score, c) for c in cats))
-    _wide_enough(console, table).print(table)
+    _wide_enough(out, table).print(table)
     unit = (points[0].sizes or {}).get("unit", "counted")
-    console.print(f"compactions fired on the {unit} size (counted: worksurface's text count; measured: as the "
+    out.print(f"compactions fired on the {unit} size (counted: worksurface's text count; measured: as the "
                   "provider measures, from the recorded usage)", highlight=False)
 
 
-def _wide_enough(console: Console, table: Table) -> Console:
+def _wide_enough(out: Console, table: Table) -> Console:
     """A console at least as wide as the table: figures cut to '19…' are worse than a wrapped line
     (and output piped to a file gets rich's default 80 columns)."""
     needed = Console(width=1_000).measure(table).maximum
-    return console if needed <= console.width else Console(width=needed)
+    return out if needed <= out.width else console(width=needed)

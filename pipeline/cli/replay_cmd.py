@@ -8,7 +8,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..core.config import PRICE_PRESETS
@@ -16,6 +15,7 @@ from ..core.errors import WorksurfaceError
 from ..formats import read_transcript
 from ..offline.sizing import SizeFlags
 from ..status.publish import STRATEGIES
+from .output import console, markup, shown
 from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, NO_AUTOCOMPACT_HELP, PIN_HELP, SESSION_HELP, SESSION_ID_HELP,
                   STRICT_HELP, THRESHOLD_HELP, WINDOW_HELP, InputFormat, app, choices, fail, with_pins)
 
@@ -89,26 +89,26 @@ def replay_command(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    table = Table(title=f"worksurface replay: {path.name}")
+    table = Table(title=f"worksurface replay: {markup(path.name)}")
     for col in ("call", "messages", "counted", "measured", "cached", "fired", "status B", "ms"):
         table.add_column(col, justify="left" if col == "fired" else "right")
     for c in result.calls:
         if c.fired or c.call % 10 == 0 or c is result.calls[-1]:
             fired = ", ".join(c.fired) + (f" ({c.compaction['reason']})" if c.compaction else "")
             table.add_row(str(c.call), str(c.messages), f"{c.view_tokens:,}", f"{c.measured_tokens:,}",
-                          f"{c.cached_tokens:,}", fired, str(c.status_bytes), f"{c.ms:.1f}")
-    console = Console()
-    console.print(table)
+                          f"{c.cached_tokens:,}", markup(fired), str(c.status_bytes), f"{c.ms:.1f}")
+    out = console()
+    out.print(table)
     s = data["summary"]
-    console.print(f"{s['calls']} calls, {s['compactions']} compactions, cache share {s['cache_share']:.1%}, "
-                  f"median {s['median_ms']:.1f} ms per call, {s['status_bytes']:,} status bytes published "
-                  "(rows shown: calls where a stage fired, every 10th, and the last); view sizes counted "
-                  "(worksurface's text count) and measured (as the provider measures, from the recorded "
-                  f"usage); the stages acted on the {s['unit']} size")
+    out.print(f"{s['calls']} calls, {s['compactions']} compactions, cache share {s['cache_share']:.1%}, "
+              f"median {s['median_ms']:.1f} ms per call, {s['status_bytes']:,} status bytes published "
+              "(rows shown: calls where a stage fired, every 10th, and the last); view sizes counted "
+              "(worksurface's text count) and measured (as the provider measures, from the recorded "
+              f"usage); the stages acted on the {s['unit']} size")
     for notice in s["notices"]:
-        console.print(f"notice: {notice}", markup=False, highlight=False)
+        out.print(f"notice: {shown(notice)}", markup=False, highlight=False)
     cost = s.get("cost") or {}
     if cost:
-        others = "; ".join(f"{name} ${b['cost']:.4f}" for name, b in cost["baselines"].items())
-        console.print(f"billed at {cost['prices']['name']} prices: worksurface ${cost['worksurface']:.4f}"
-                      + (f"; on the same calls: {others}" if others else ""))
+        others = "; ".join(f"{markup(name)} ${b['cost']:.4f}" for name, b in cost["baselines"].items())
+        out.print(f"billed at {markup(cost['prices']['name'])} prices: worksurface ${cost['worksurface']:.4f}"
+                  + (f"; on the same calls: {others}" if others else ""))

@@ -12,6 +12,7 @@ from ..core.errors import WorksurfaceError
 from ..core.fileio import STDOUT, atomic_write, output_file
 from ..formats import read_transcript
 from ..offline.sizing import SizeFlags
+from .output import echo
 from .app import (BUFFER_HELP, MAX_OUTPUT_HELP, SESSION_HELP, SESSION_ID_HELP, STRICT_HELP, WINDOW_HELP, InputFormat,
                   app, fail, settle_input)
 
@@ -91,4 +92,4 @@ def report_command(
         typer.echo(json.dumps(data, indent=1, ensure_ascii=False))
         return
     counts = ", ".join(f"{n} {fate}" for fate, n in data["counts"].items() if n)
-    typer.echo(f"wrote {destination} ({data['bytes'] / 1024:,.0f} KB): {len(data['cells']):,} cells ({counts})")
+    echo(f"wrote {destination} ({data['bytes'] / 1024:,.0f} KB): {len(data['cells']):,} cells ({counts})")

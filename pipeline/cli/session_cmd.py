@@ -10,6 +10,7 @@ import typer
 
 from ..core.errors import WorksurfaceError
 from ..core.fileio import atomic_writer, check_output_path
+from .output import echo
 from .app import SESSION_ID_HELP, app, fail
 
 session_app = typer.Typer(help="Move sessions between stores (a directory, a postgresql:// database); list and "
@@ -37,7 +38,7 @@ def export_command(
             n = export_session(store, fh, describe(location, session_id))
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
-    typer.echo(f"exported {n} records from {describe(location, session_id)} to {out}", err=True)
+    echo(f"exported {n} records from {describe(location, session_id)} to {out}", err=True)
 
 
 @session_app.command("import")
@@ -64,7 +65,7 @@ def import_command(
         raise fail(str(exc)) from None
     except OSError as exc:
         raise fail(f"{file}: cannot read it ({exc.strerror or exc})") from None
-    typer.echo(f"imported {n} records into {describe(location, session_id)}", err=True)
+    echo(f"imported {n} records into {describe(location, session_id)}", err=True)
 
 
 @session_app.command("list")
@@ -74,7 +75,7 @@ def list_command(location: str = typer.Argument(..., help="A directory of sessio
 
     try:
         for session_id in list_sessions(location):
-            typer.echo(session_id)
+            echo(session_id)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
 
@@ -92,7 +93,7 @@ def delete_command(
         delete_session(location, session_id, timeout=timeout)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
-    typer.echo(f"deleted {describe(location, session_id)}", err=True)
+    echo(f"deleted {describe(location, session_id)}", err=True)
 
 
 def _refuse_existing(location: str, session_id: Optional[str]) -> None:

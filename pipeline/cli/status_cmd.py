@@ -8,9 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from ..core.config import Config
 from ..core.errors import WorksurfaceError
@@ -19,6 +17,7 @@ from ..status.display import display
 from ..status.publish import DEFAULT_STRATEGY, STRATEGIES
 from ..status.render import render
 from ..status.replay import Replay, replay
+from .output import console, echo, markup, text
 from .app import InputFormat, app, choices, fail, STRICT_HELP
 
 # Message ids are UUIDs in Claude Code; the first characters are enough to find one.
@@ -54,20 +53,21 @@ def status(
 
 
 def _print(result: Replay, bar: str, path: Path) -> None:
-    table = Table(title=f"worksurface status: {path.name}")
+    table = Table(title=f"worksurface status: {markup(path.name)}")
     for col in ("section", "field", "value", "source", "message", "freshness"):
         table.add_column(col)
     for section, fields in result.snapshot.sections.items():
         for name, f in fields.items():
             # Text cells: values such as "[x] done" must not be read as rich markup.
-            table.add_row(section, name, Text(display(section, name, f)), f.source,
-                          (f.message_id or "")[:SHORT_ID], f.freshness)
-    console = Console()
-    console.print(table)
+            table.add_row(markup(section), markup(name), text(display(section, name, f), lines=True),
+                          markup(f.source), markup((f.message_id or "")[:SHORT_ID]), markup(f.freshness))
+    out = console()
+    out.print(table)
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.kinds.items())) or "none"
-    console.print(Text(
+    out.print(text(
         f"strategy {result.state.strategy}: {result.publications} publications ({kinds}), "
         f"{result.state.epoch} epoch(s), {result.bytes_published:,} bytes published; "
         f"{len(result.state.published_ids)} status message(s) in view at the end "
         f"({result.visible_bytes:,} bytes)"))
-    typer.echo(bar)
+    # The bar quotes the transcript (todo items, test ids): shown as the model reads it, controls escaped.
+    echo(bar)

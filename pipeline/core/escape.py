@@ -130,6 +130,32 @@ def one_line(text: str) -> str:
     return _CONTROL_RE.sub("", _BREAKS_RE.sub("\\\\n", text))
 
 
+# What a terminal would act on instead of showing: C0 controls (ESC starts colour, cursor, title and
+# OSC 8 link sequences; CR returns over the line; BEL, BS, form feed ...), DEL, C1 controls (CSI and
+# OSC as one byte), the line and paragraph separators, and the bidi controls that reorder what
+# follows (a name that reads as another). Tab and newline are kept only where a text may span lines.
+_TERMINAL_NAMES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_TERMINAL_CONTROLS = ([chr(c) for c in range(0x20)] + [chr(c) for c in range(0x7f, 0xa0)]
+                      + list("\u2028\u2029\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                             "\u2066\u2067\u2068\u2069"))
+
+
+def _visible(char: str) -> str:
+    code = ord(char)
+    return _TERMINAL_NAMES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+_TERMINAL_LINE = str.maketrans({c: _visible(c) for c in _TERMINAL_CONTROLS})
+_TERMINAL_TEXT = str.maketrans({c: _visible(c) for c in _TERMINAL_CONTROLS if c not in "\n\t"})
+
+
+def for_terminal(text: str, *, lines: bool = False) -> str:
+    """`text` (a name, a path, a quoted text) as a terminal must show it: every character a terminal
+    would act on (escape sequences, carriage return, C1 controls, bidi overrides) written as a
+    visible escape (`\\x1b`, `\\r`, `\\u202e`); newlines and tabs kept only when `lines`."""
+    return text.translate(_TERMINAL_TEXT if lines else _TERMINAL_LINE)
+
+
 def escape_quoted(text: str, headings: Iterable[str] = (), tag: str | None = None) -> str:
     """Quoted text for any rendering: reserved tags (and `tag`) neutralized, and lines that would
     pass for one of `headings` of the rendering escaped."""
