@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,10 @@ from hypothesis import settings
 settings.register_profile("repeatable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+# No test reads the developer's own ~/.config/worksurface (their settings, the project files they
+# trust): the suite, and every process it starts, gets an empty user configuration folder of its own.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="worksurface-tests-config-")
 
 # Test helper modules (builders, shared, ...) import by plain name; the synthetic-session generator
 # (`fixturegen`) and `benchmarks` live at the repository root, outside the installed package.

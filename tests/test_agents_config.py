@@ -49,7 +49,7 @@ def test_a_session_opened_for_an_agent_uses_its_settings() -> None:
 @pytest.mark.parametrize("agents, problem", [
     ({"subagent": {"autocompact": {"summary_tokens": 3}}},
      r"agents.subagent: autocompact.summary_tokens: Input should be greater than or equal to 200"),
-    ({"Explore": {"windw": 1}}, r"agents.Explore: windw: Extra inputs are not permitted"),
+    ({"Explore": {"windw": 1}}, r"agents.Explore: windw: not a setting \(did you mean window\?\)"),
     ({"main": {"agents": {}}}, r"agents.main cannot hold agents of its own"),
 ])
 def test_an_agents_bad_setting_is_named(agents: dict, problem: str) -> None:

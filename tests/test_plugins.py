@@ -162,7 +162,12 @@ def test_the_cli_reads_references_from_the_config_file(tmp_path: Path, monkeypat
     src = tmp_path / "in.json"
     write_transcript(Transcript(_session_with_secret().messages, "openai"), src)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["compact", str(src), "-o", str(tmp_path / "out.json"), "--json"])
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    compact = ["compact", str(src), "-o", str(tmp_path / "out.json"), "--json"]
+    refused = CliRunner().invoke(app, compact)     # a project's file names code only once the user trusts it
+    assert refused.exit_code == 2 and "sets plugins.stages" in refused.output
+    assert CliRunner().invoke(app, ["config", "trust", str(tmp_path)]).exit_code == 0
+    result = CliRunner().invoke(app, compact)
     assert result.exit_code == 0, result.output
     out = (tmp_path / "out.json").read_text()
     assert "[redacted by plugin]" in out and "SECRET" not in out

@@ -22,6 +22,8 @@ from .app import app, choices, fail
 
 # A hook's own failures: reported, never blocking (2 blocks a compaction in Claude Code).
 EXIT_HOOK_FAILED = 1
+# `hook doctor` found an installed command a project could shadow.
+EXIT_UNSAFE = 1
 
 hook_app = typer.Typer(help="Claude Code and Codex hooks: rebuild the working surface after the harness's own "
                             "compaction (run by the harness), and install them.", no_args_is_help=True)
@@ -89,6 +91,29 @@ def install(
         raise fail(str(exc)) from None
     for line in result.lines():
         typer.echo(line)
+
+
+@hook_app.command("doctor")
+def doctor(project: Path = typer.Option(Path("."), "--project",
+                                        help="The project whose settings are checked beside the user's.")) -> None:
+    """Say which worksurface hooks and MCP servers are installed where, and whether each command is safe
+    to run in a project you did not write (exit 1 when one is not: `hook install` rewrites hooks)."""
+    from ..hooks.doctor import diagnose
+    from ..hooks.install import mcp_command
+
+    found = diagnose(project.absolute())
+    if not found:
+        typer.echo("no worksurface hook or MCP server is installed for this project or this user")
+    for item in found:
+        typer.echo(item.line())
+    unsafe = [item for item in found if item.problem is not None]
+    if unsafe:
+        if any(" hook " in item.what for item in unsafe):
+            typer.echo("rewrite the hooks: worksurface hook install <client> --scope <scope> (as listed above)")
+        if any(" MCP server" in item.what for item in unsafe):
+            typer.echo(f"re-add the MCP server: claude mcp remove worksurface; claude mcp add worksurface -- "
+                       f"{mcp_command()} (Codex: codex mcp add worksurface -- ...)")
+        raise typer.Exit(EXIT_UNSAFE)
 
 
 __all__ = ["hook_app"]

@@ -35,6 +35,7 @@ def serve(
     except ImportError as exc:
         raise fail(f"worksurface serve needs the gateway extra ({exc.name} is missing): "
                    "pip install 'worksurface[gateway]'") from None
+    from pydantic_settings import SettingsError
 
     try:
         settings = load_config(config, host=host, port=port, upstream=upstream, store=store,
@@ -44,4 +45,16 @@ def serve(
             settings.session_config()
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
+    except SettingsError as exc:    # a WORKSURFACE_GATEWAY_* list or table that is not JSON: refuse to start
+        raise fail(_settings_error(exc)) from None
     run_gateway(settings)
+
+
+def _settings_error(exc: Exception) -> str:
+    import os
+
+    from ..core.config import settings_error_line
+    from ..gateway.config import GatewayConfig
+
+    prefix = str(GatewayConfig.model_config.get("env_prefix") or "")
+    return settings_error_line(exc, prefix, os.environ, GatewayConfig)

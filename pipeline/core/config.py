@@ -2,16 +2,21 @@
 
 Thresholds derive from the window (every default is for a 200k window): autocompact fires at
 window - max_output - autocompact_buffer, and the post-compact view aims at 20% of the window.
-Values come from keyword arguments, `WORKSURFACE_*` environment variables, `worksurface.toml`, or
-`[tool.worksurface]` in pyproject.toml (later sources win, in the reverse of that order).
+Values come from keyword arguments, `WORKSURFACE_*` environment variables, the project's
+`worksurface.toml` or `[tool.worksurface]` in pyproject.toml, and the user's own
+`~/.config/worksurface/config.toml` (earlier sources win). A project's file comes with the repository:
+it may set only data-only settings until the user trusts it (core/trust.py says which and how).
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 import tomllib
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -130,11 +135,11 @@ class Config(Section):
     ingest: IngestConfig = IngestConfig()
     hook: HookConfig = HookConfig()
     plugins: PluginsConfig = PluginsConfig()
+    store: StoreConfig = StoreConfig()
     agents: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         'Settings for one kind of agent, merged over the rest of this configuration: "main" (the main '
         'agent), "subagent" (every sub-agent), or a sub-agent\'s type name (e.g. "Explore", merged over '
         '"subagent"). A session learns which it is from the harness (a Claude Code sidechain and the '
-    store: StoreConfig = StoreConfig()
         "parent's call that launched it) or `Session.open(agent=...)` / `--agent`."))
 
     @property
@@ -162,23 +167,40 @@ class Config(Section):
     @classmethod
     def load(cls, directory: str | Path | None = None, *, environ: Mapping[str, str] | None = None,
              **overrides: Any) -> "Config":
-        """Defaults, then the configuration file found from `directory` (the current directory when
-        None) upwards (see `find_config_file`), then `WORKSURFACE_*` variables of `environ` (the
-        process's environment when None), then keyword overrides."""
+        """Defaults, then the user's own file (`trust.user_config_file`), then the project's file found
+        from `directory` (the current directory when None) upwards (see `find_config_file`; untrusted,
+        it may set only data: `trust.check_project_table`), then `WORKSURFACE_*` variables of `environ`
+        (the process's environment when None), then keyword overrides. A value that does not validate
+        is named with the file or the variable it came from."""
+        layers: list[tuple[str, dict[str, Any]]] = []
+        user = trust.user_config_file()
+        if user.is_file():
+            layers.append((str(user), read_config_table(user)[0]))
         found = find_config_file(Path(directory) if directory is not None else Path.cwd())
-        data = _config_table(found) if found is not None else {}
-        env = environment_overrides(environ)
-        source = str(found or "<defaults>") + (f" and {ENV_PREFIX}* variables ({', '.join(env_names(env))})"
-                                                if env else "")
-        return cls.from_mapping(_merge(_merge(data, env), overrides), source=source)
+        if found is not None:
+            table, sha = read_config_table(found)
+            trust.check_project_table(found, table, sha, field_paths())
+            layers.append((str(found), table))
+        variables = environ if environ is not None else _os_environ()
+        env = environment_overrides(variables)
+        if env:
+            layers.append((ENV_LAYER, env))
+        if overrides:
+            layers.append(("<arguments>", overrides))
+        data: dict[str, Any] = {}
+        for _, layer in layers:
+            data = _merge(data, layer)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(_problems(exc, layers, [k for k in variables if k.upper().startswith(ENV_PREFIX)])) from None
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any], source: str = "<arguments>") -> "Config":
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            problems = "; ".join(_problem(e) for e in exc.errors())
-            raise ConfigError(f"{source}: invalid configuration: {problems}") from None
+            raise ConfigError(_problems(exc, [(source, data)])) from None
 
     @field_validator("pins")
     @classmethod
@@ -234,16 +256,82 @@ class Config(Section):
         return Config.from_mapping(_merge(self.model_dump(exclude_unset=True), clean))
 
 
+@lru_cache(maxsize=None)
+def field_paths(model: type[BaseModel] | None = None, prefix: str = "") -> frozenset[str]:
+    """Every setting's dotted name (`budget.max_result_tokens`): the fields of `model` (Config) and
+    of its sections."""
+    out: set[str] = set()
+    for name, field in (model or Config).model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            out |= field_paths(annotation, f"{prefix}{name}.")
+        else:
+            out.add(prefix + name)
+    return frozenset(out)
+
+
 def environment_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The configuration `WORKSURFACE_*` variables set, as a nested mapping (pydantic-settings reads
-    them: `__` separates a section from its field, case does not matter)."""
+    them: `__` separates a section from its field, case does not matter). A list or table that is not
+    JSON is a ConfigError naming the variable and the form expected."""
     from pydantic_settings import EnvSettingsSource     # only when a configuration is loaded
+    from pydantic_settings import SettingsError
 
     source = EnvSettingsSource(Config, case_sensitive=False, env_prefix=ENV_PREFIX,  # type: ignore[arg-type]
                                env_nested_delimiter=ENV_NESTED_DELIMITER)
     if environ is not None:
         source.env_vars = {k.lower(): v for k, v in environ.items()}
-    return dict(source())
+    try:
+        return dict(source())
+    except SettingsError as exc:
+        raise ConfigError(settings_error_line(exc, ENV_PREFIX, environ if environ is not None else _os_environ(),
+                                              Config)) from None
+
+
+def settings_error_line(exc: Exception, prefix: str, environ: Mapping[str, str], model: type[BaseModel]) -> str:
+    """pydantic-settings' error for a variable that is not JSON where a list or table is expected, as
+    one line naming the variable, what is wrong and the form expected (the value is not repeated: a
+    table may hold a secret). `prefix` and `model`: the variables' prefix and the settings they fill."""
+    field = re.search(r'field "([^"]+)"', str(exc))
+    name = field.group(1) if field else ""
+    wanted = (prefix + name).upper()
+    for variable, value in sorted(environ.items()):
+        upper = variable.upper()
+        if upper != wanted and not upper.startswith(wanted + ENV_NESTED_DELIMITER):
+            continue
+        path = [p.lower() for p in upper[len(prefix):].split(ENV_NESTED_DELIMITER)]
+        try:
+            json.loads(value)
+        except ValueError as err:
+            form = _json_form(model, path)
+            if form.startswith("a JSON object of"):
+                form += f", or one {variable}{ENV_NESTED_DELIMITER}<FIELD> variable per field"
+            return f"{variable}: not valid JSON ({err}); expected {form}"
+    return f"{prefix}{name.upper()}: cannot be read ({exc.__cause__ or exc})"
+
+
+def _json_form(model: type[BaseModel], path: Sequence[str]) -> str:
+    """The JSON a variable for the field at `path` takes, in words."""
+    annotation: Any = model
+    for part in path:
+        fields = getattr(annotation, "model_fields", {})
+        if part not in fields:
+            return "JSON"
+        annotation = fields[part].annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"a JSON object of {'.'.join(path)}'s fields, e.g. {{\"{next(iter(annotation.model_fields))}\": ...}}"
+    text = str(annotation)
+    if text.startswith("tuple") or text.startswith("list"):
+        return 'a JSON array, e.g. ["first", "second"]'
+    if text.startswith("dict"):
+        return 'a JSON object, e.g. {"key": "value"}'
+    return f"JSON ({text})"
+
+
+def _os_environ() -> Mapping[str, str]:
+    import os
+
+    return os.environ
 
 
 def env_names(overrides: Mapping[str, Any], prefix: str = "") -> list[str]:
@@ -253,6 +341,53 @@ def env_names(overrides: Mapping[str, Any], prefix: str = "") -> list[str]:
         name = f"{prefix}{ENV_NESTED_DELIMITER if prefix else ENV_PREFIX}{key.upper()}"
         names += env_names(value, name) if isinstance(value, Mapping) and key not in FREE_TABLES else [name]
     return names
+
+
+# The label of the `WORKSURFACE_*` layer in `Config.load` (an error names the variable itself).
+ENV_LAYER = f"{ENV_PREFIX}* variables"
+
+
+def _problems(exc: ValidationError, layers: Sequence[tuple[str, Mapping[str, Any]]],
+              variables: Sequence[str] = ()) -> str:
+    """pydantic's errors as one line: per source (a file, a variable, the arguments), the keys that
+    are wrong, what is wrong with each, and the value given."""
+    by_origin: dict[str, list[str]] = {}
+    for error in exc.errors():
+        origin = _origin(tuple(error["loc"]), layers, variables)
+        by_origin.setdefault(origin, []).append(_problem(error))
+    return "; ".join(f"{origin}: invalid configuration: {'; '.join(problems)}" for origin, problems in by_origin.items())
+
+
+def _origin(loc: tuple[Any, ...], layers: Sequence[tuple[str, Mapping[str, Any]]], variables: Sequence[str]) -> str:
+    """Where the value at `loc` came from: the last layer that holds it; for the environment, the
+    variable (the longest name the location matches)."""
+    if not layers:
+        return "<defaults>"
+    if not loc:
+        return " and ".join(label for label, _ in layers)
+    for label, layer in reversed(layers):
+        if not _holds(layer, loc):
+            continue
+        if label != ENV_LAYER:
+            return label
+        for n in range(len(loc), 0, -1):
+            wanted = ENV_PREFIX + ENV_NESTED_DELIMITER.join(str(p) for p in loc[:n]).upper()
+            named = [v for v in variables if v.upper() == wanted]
+            if named:
+                return named[0]
+        return label
+    return layers[-1][0]
+
+
+def _holds(layer: Mapping[str, Any], loc: tuple[Any, ...]) -> bool:
+    node: Any = layer
+    for part in loc:
+        if not isinstance(node, Mapping):
+            return True
+        if part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 def _problem(error: Any) -> str:
@@ -266,12 +401,29 @@ def _problem(error: Any) -> str:
 
 
 def _sentence(error: Any) -> str:
-    """pydantic's message, except a choice written as a pattern (`^(a|b|c)$`), which reads as its choices."""
+    """pydantic's message, except a choice written as a pattern (`^(a|b|c)$`), which reads as its
+    choices, and an unknown key, which reads as the settings it could be."""
+    if error.get("type") == "extra_forbidden":
+        return _not_a_setting(tuple(error["loc"]))
     pattern = (error.get("ctx") or {}).get("pattern", "")
     if error.get("type") == "string_pattern_mismatch" and pattern.startswith("^(") and pattern.endswith(")$"):
         options = pattern[2:-2].split("|")
         return "must be " + (options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1])
     return str(error["msg"]).removeprefix("Value error, ")
+
+
+def _not_a_setting(loc: tuple[Any, ...]) -> str:
+    """An unknown key: not a setting, and the closest of the settings at its place."""
+    model: Any = Config
+    for part in loc[:-1]:
+        fields = getattr(model, "model_fields", None)
+        if not isinstance(fields, dict) or part not in fields:
+            return "not a setting"
+        model = fields[part].annotation
+    names = sorted(getattr(model, "model_fields", {}))
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1)
+    where = f"of {'.'.join(map(str, loc[:-1]))}" if len(loc) > 1 else "at the top level"
+    return "not a setting" + (f" (did you mean {close[0]}?)" if close else f" (the settings {where}: {', '.join(names)})")
 
 
 def find_config_file(start: Path) -> Path | None:
@@ -292,25 +444,33 @@ def find_config_file(start: Path) -> Path | None:
         folder = folder.parent
 
 
-def _config_table(path: Path) -> dict[str, Any]:
-    """The settings in a found file: pyproject's `[tool.worksurface]`; in worksurface.toml either the
-    bare keys or the same `[tool.worksurface]` table (so a snippet copied from pyproject works)."""
-    data = _read_toml(path)
+def read_config_table(path: Path) -> tuple[dict[str, Any], str]:
+    """The settings in a found file and the sha256 of the bytes they were read from (what a trust
+    record is checked against): pyproject's `[tool.worksurface]`; in worksurface.toml either the bare
+    keys or the same `[tool.worksurface]` table (so a snippet copied from pyproject works)."""
+    data, sha = _read_toml_digest(path)
     tool = data.get("tool")
     table = tool.get("worksurface") if isinstance(tool, dict) else None
     if path.name == "pyproject.toml" or (isinstance(table, dict) and set(data) == {"tool"}):
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [tool.worksurface] must be a table")
-        return table
-    return data
+        return table, sha
+    return data, sha
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    return _read_toml_digest(path)[0]
+
+
+def _read_toml_digest(path: Path) -> tuple[dict[str, Any], str]:
+    # Read once: the bytes parsed are the bytes hashed, so a file swapped in between is never trusted.
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        raw = path.read_bytes()
+        return tomllib.loads(raw.decode("utf-8")), trust.digest(raw)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
@@ -331,4 +491,4 @@ __all__ = ["CONFIG_FILE", "DEFAULT_COMPACTABLE_TOOLS", "DEFAULT_EXCLUDED_TOOLS",
            "ENV_PREFIX", "MAIN_AGENT", "PRICE_PRESETS", "SUBAGENT", "AutocompactConfig", "BudgetConfig",
            "CollapseConfig", "Config", "ConfigError", "HookConfig", "IngestConfig", "MicrocompactConfig",
            "PluginsConfig", "PricingConfig", "ReinjectConfig", "Section", "SnipConfig", "env_names",
-           "environment_overrides", "find_config_file"]
+           "environment_overrides", "field_paths", "find_config_file", "read_config_table"]

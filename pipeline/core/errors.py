@@ -63,6 +63,17 @@ class ConfigError(WorksurfaceError):
     """A configuration value or file that cannot be used."""
 
 
+class UntrustedConfigError(ConfigError):
+    """A project's configuration file (it came with the repository) sets a setting only the user's own
+    configuration may set (code to import, where the transcript or a key is sent, which files are read),
+    and the user has not trusted that file as it is: `keys` names them, `path` the file."""
+
+    def __init__(self, message: str, *, keys: tuple[str, ...], path: str) -> None:
+        self.keys = keys
+        self.path = path
+        super().__init__(message)
+
+
 class PluginError(ConfigError):
     """A third-party stage, reinjector or summarizer that cannot be used: an entry point or a
     `module:OBJECT` reference that does not load, or loads something that is not what it must be.
@@ -94,17 +105,6 @@ class SessionLockedError(SessionError):
     """Another process holds the session lock past the timeout."""
 
 
-class SessionNotFoundError(SessionError):
-    """No session by that id (or at that location) exists, where one was asked to exist."""
-
-
-class InvalidSessionIdError(SessionError):
-    """A session id that cannot name a session where it is asked to (missing for a database, or not a
-    safe directory name)."""
-
-
-class StoreDamagedError(SessionError):
-    """A session store whose stored values do not hold together: a garbage record, a missing entry, a
 class DatabaseUnreachableError(SessionError):
     """The session's database server cannot be reached (refused, timed out connecting, or every pooled
     connection dead); names `host:port`, so it never reads as another process holding the session."""
@@ -131,6 +131,17 @@ class CommitConflictError(SessionError):
     committed meanwhile): nothing of it was written; the session reads the stored state again."""
 
 
+class SessionNotFoundError(SessionError):
+    """No session by that id (or at that location) exists, where one was asked to exist."""
+
+
+class InvalidSessionIdError(SessionError):
+    """A session id that cannot name a session where it is asked to (missing for a database, or not a
+    safe directory name)."""
+
+
+class StoreDamagedError(SessionError):
+    """A session store whose stored values do not hold together: a garbage record, a missing entry, a
     length past the end, an emptied database. Names the store, the value and the problem; the store
     is left as it is (never silently started over)."""
 

@@ -2,8 +2,12 @@
 
 Both files have the same shape: `{"hooks": {"<Event>": [{"matcher": "...", "hooks": [{"type":
 "command", "command": "..."}]}]}}`. Installing is idempotent: worksurface's own handlers (recognised
-by their command, which ends `worksurface hook <client>`) are removed wherever they are and written
-once in a group of their own, so a second run changes nothing and writes nothing. Everything else in
+by their command, which runs `worksurface hook <client>`) are removed wherever they are and written
+once in a group of their own, so a second run changes nothing and writes nothing, and an older
+install (a shadowable `python -m worksurface`) is rewritten. The written command cannot be shadowed by
+the project the client runs it in: this Python by absolute path in isolated mode (`-I`: no working
+directory or script folder on sys.path, no user site, no PYTHON* variables), or, where worksurface is
+not importable that way (a user-site install), the console script by absolute path. Everything else in
 the file stays as it was; before a change the file is copied to `<file>.worksurface.bak`, and the new
 file keeps the old one's permissions (a new one is private: settings can hold keys).
 """
@@ -15,8 +19,11 @@ import os
 import shlex
 import shutil
 import stat
+import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +68,42 @@ class Installed:
 
 
 def hook_command(client: str, max_chars: int | None = None) -> str:
-    """The command a client runs: this Python's worksurface, whatever PATH the client has."""
-    limit = f" --max-chars {max_chars}" if max_chars is not None else ""
-    return f"{shlex.quote(sys.executable)} -m worksurface hook {client}{limit}"
+    """The command a client runs: this Python's worksurface, whatever PATH and working directory the
+    client has (see `worksurface_argv`)."""
+    limit = ["--max-chars", str(max_chars)] if max_chars is not None else []
+    return shlex.join([*worksurface_argv(), "hook", client, *limit])
 
 
 def mcp_command() -> str:
-    return f"{shlex.quote(sys.executable)} -m worksurface mcp"
+    """The MCP server's command line, for `claude mcp add worksurface -- ...` (see `worksurface_argv`)."""
+    return shlex.join([*worksurface_argv(), "mcp"])
+
+
+def worksurface_argv() -> list[str]:
+    """How an installed command starts this worksurface so no project can shadow it: `python -I -m
+    worksurface` by absolute path, or the console script by absolute path where isolated mode does not
+    find this same package (installed in the user site); HookError when neither is there."""
+    if _isolated_import_finds_this_package(sys.executable):
+        return [sys.executable, "-I", "-m", "worksurface"]
+    script = Path(sysconfig.get_path("scripts")) / "worksurface"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    raise HookError(f"{sys.executable} -I cannot import worksurface and there is no console script at {script}: "
+                    "install worksurface into this Python's environment (not the user site)")
+
+
+@lru_cache(maxsize=4)
+def _isolated_import_finds_this_package(python: str) -> bool:
+    # Asked once per process: a user-site or PYTHONPATH install is invisible under -I (and one that
+    # resolved elsewhere would run other code than the one that wrote the command).
+    from .. import __file__ as ours
+
+    try:
+        done = subprocess.run([python, "-I", "-c", "import worksurface; print(worksurface.__file__)"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == ours
 
 
 def settings_path(client: str, scope: str, project: Path) -> Path:
@@ -127,12 +163,26 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _is_ours(handler: Any, client: str) -> bool:
-    """A handler whose command runs `worksurface hook <client>` (whatever the Python and options)."""
+    """A handler whose command runs `worksurface hook <client>` (whatever the Python, the options, or
+    the console script's folder)."""
     command = handler.get("command") if isinstance(handler, dict) else None
-    if not isinstance(command, str):
-        return False
-    words = command.split()
-    return any(words[i:i + 3] == ["worksurface", "hook", client] for i in range(len(words)))
+    return isinstance(command, str) and runs_worksurface(command, ["hook", client])
+
+
+def runs_worksurface(command: str, subcommand: list[str]) -> bool:
+    """Whether a command line runs `worksurface <subcommand...>`: `python [-I] -m worksurface`, the
+    console script by any path, or `python -m worksurface.cli`."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    names = [Path(w).name if i == 0 or words[i - 1] != "-m" else w for i, w in enumerate(words)]
+    n = len(subcommand)
+    return any(names[i] in WORKSURFACE_NAMES and names[i + 1:i + 1 + n] == subcommand for i in range(len(names)))
+
+
+# How a command line names worksurface: the console script, or the module after `-m`.
+WORKSURFACE_NAMES = ("worksurface", "worksurface.cli")
 
 
 def _without_ours(groups: list[Any], client: str) -> list[Any]:
