@@ -384,3 +384,17 @@ def test_a_hook_context_attachment_s_rule_is_a_standing_constraint_and_a_tool_ou
     own = {"type": "attachment", "uuid": "a8", "attachment": {"type": "hook_additional_context",
                                                               "content": [f"{HEADER}\n\n- {HOOK_RULE}"]}}
     assert attachment_constraints([(0, own)]) == []
+
+
+def test_inspect_names_the_window_and_the_reader_s_notices(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from worksurface.cli import app
+
+    path = tmp_path / "s.jsonl"
+    path.write_text(preserved_session(kept=["u2", "gone-1", "a2"]).text(), encoding="utf-8")
+    res = CliRunner().invoke(app, ["inspect", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["window"]["window"] == LARGE_WINDOW and "297,412" in data["window"]["reason"]
+    assert len(data["notices"]) == 1 and "gone-1" in data["notices"][0]

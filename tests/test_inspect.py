@@ -23,7 +23,7 @@ TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 NOT_TRANSCRIPTS = ("README.md", "manifest.json")
 KEYS = {"path", "format", "messages", "tokens", "by_role", "by_category", "by_tool", "largest_results",
         "compaction", "live", "harness_clearings", "damaged_lines", "unanswered_calls", "orphan_results",
-        "queued_inputs", "subagents"}
+        "queued_inputs", "subagents", "window", "notices"}
 
 runner = CliRunner()
 

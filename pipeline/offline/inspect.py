@@ -21,6 +21,7 @@ from ..core.model import ROLES, Block, Message, Origin, Text, Thinking, ToolCall
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 from ..core.toolkinds import call_target
 from ..subagents.sidechains import sidechain_tree
+from .sizing import recorded_window
 from ..core.view import live_slice
 
 # How many of the largest tool results the report lists.
@@ -155,6 +156,11 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
       error} or None, matched_by (agent id, prompt, time)}], unlinked: [sidechain, ...]} (Claude Code
       sidechain files in `<session-id>/subagents/`; `agent-acompact-*` are its compaction calls)
     - `estimated_texts`: only when some huge text was counted on a sample (see BoundedCounter)
+    - `window`: {window, model, reason}: the context window the transcript shows it ran in (None: it
+      shows none, the configured window holds) and why (a Claude Code session's model, 1M beta or
+      sizes; a Codex rollout's model_context_window)
+    - `notices`: what the reader found in the file and went on without (e.g. kept messages a compact
+      boundary names that no record holds)
     """
     messages = transcript.messages
     prefix = stable_prefix_length(messages)
@@ -210,6 +216,8 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
         "orphan_results": len(orphan_results),
         "queued_inputs": len(transcript.queued_inputs),
         "subagents": sidechain_tree(transcript, counter).to_json(),
+        "window": _window(transcript),
+        "notices": [n for n in transcript.meta.get("notices", ()) if isinstance(n, str)],
     }
     estimated = getattr(counter, "estimated", 0)
     if estimated:       # only then: figures are exact unless this key says otherwise
@@ -232,6 +240,16 @@ def _clearings(messages: list[Message], counter: TokenCounter) -> list[dict[str,
                     "pre_tokens": mark.get("pre_tokens"), "tokens_saved": mark.get("tokens_saved"),
                     "cleared_results": len(edits), "tokens_cleared": sum(before.values()) - after})
     return out
+
+
+def _window(transcript: Transcript) -> dict[str, Any]:
+    """The window the transcript shows, as `window_inference` (Claude Code) or the recorded one."""
+    inferred = transcript.meta.get("window_inference")
+    if isinstance(inferred, dict):
+        return dict(inferred)
+    recorded = recorded_window(transcript)
+    return {"window": recorded, "model": transcript.meta.get("model"),
+            "reason": "recorded by the harness" if recorded is not None else "not recorded"}
 
 
 def _tool(by_tool: dict[str, dict[str, int]], name: str) -> dict[str, int]:
