@@ -398,3 +398,37 @@ def test_inspect_names_the_window_and_the_reader_s_notices(tmp_path: Any) -> Non
     data = json.loads(res.stdout)
     assert data["window"]["window"] == LARGE_WINDOW and "297,412" in data["window"]["reason"]
     assert len(data["notices"]) == 1 and "gone-1" in data["notices"][0]
+
+
+def test_an_edited_preserved_message_is_written_where_claude_code_relinks_it_from() -> None:
+    from dataclasses import replace as replaced
+
+    from worksurface.core.model import Text
+
+    text = preserved_session().text()
+    t = cc.read(text, "s.jsonl")
+    view = [replaced(m, blocks=(Text("second answer, shortened"),)) if m.id == "a2" else m for m in t.messages]
+    out = cc.write(t, view)
+    records = [json.loads(x) for x in out.splitlines()]
+    order = [r.get("uuid") for r in records if r.get("type") in ("user", "assistant", "system")]
+    assert order == ["u1", "a1", "u2", "a2", "b1", "s1sum", "u3", "a3"]  # the file's order
+    again = cc.read(out, "s.jsonl")
+    live = live_slice(again.messages)
+    assert [m.id for m in live][:4] == ["b1", "s1sum", "u2", "a2"] and live[3].text == "second answer, shortened"
+
+
+def test_a_worksurface_compaction_of_a_preserved_session_writes_the_history_as_it_was_then_its_chain() -> None:
+    from worksurface.core.model import Message, Origin, Text
+
+    text = preserved_session().text()
+    t = cc.read(text, "s.jsonl")
+    live = live_slice(t.messages)
+    view = [Message("ws-b", "system", (Text("Conversation compacted"),), Origin.BOUNDARY),
+            Message("ws-s", "user", (Text("worksurface summary"),), Origin.SUMMARY), *live[2:]]
+    out = cc.write_session(t, view, now="2026-11-02T00:00:00.000Z")
+    assert out.startswith(text)  # append-only: Claude Code's records, its boundary and kept turn, unchanged
+    again = cc.read(out, "s.jsonl")
+    chain = live_slice(again.messages)
+    assert [m.text for m in chain][1:] == ["worksurface summary", "second request", "second answer",
+                                            "third request", "third answer"]
+    assert not any(m.meta.get(cc.PRESERVED_BY) for m in again.messages)  # the last boundary keeps nothing by id
