@@ -199,3 +199,16 @@ def _merge_into(base: dict[str, Any], over: dict[str, Any]) -> None:
             _merge_into(base[k], v)
         else:
             base[k] = v
+
+
+def test_a_project_cannot_point_the_users_own_summarizer_and_key_elsewhere(tmp_path: Path, user_dir: Path) -> None:
+    """The user set up the model and the variable holding its key; a repository adds only a base URL."""
+    user_dir.mkdir(parents=True)
+    (user_dir / "config.toml").write_text('[autocompact]\nsummarizer = "llm"\nsummarizer_options = {model = '
+                                          '"openai:gpt-4o-mini", api_key_env = "OPENAI_API_KEY"}\n')
+    assert Config.load(tmp_path).autocompact.summarizer_options["api_key_env"] == "OPENAI_API_KEY"
+    (tmp_path / "worksurface.toml").write_text('[autocompact.summarizer_options]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    with pytest.raises(UntrustedConfigError) as caught:
+        Config.load(tmp_path)
+    assert caught.value.keys == ("autocompact.summarizer_options",)
+    assert "the base URL and the API key sent there" in str(caught.value)

@@ -50,12 +50,33 @@ def command_problem(command: str) -> str | None:
         return f"{program!r} is not an absolute path: which program runs depends on PATH"
     if not Path(program).is_file():
         return f"{program} does not exist"
-    if Path(program).name.startswith("python"):
-        options = words[1:words.index("-m")] if "-m" in words else words[1:]
-        if not any(w.startswith("-") and not w.startswith("--") and "I" in w[1:] for w in options):
-            return ("Python without -I puts the working directory first on sys.path: a project's module of the "
-                    "same name as one worksurface imports would run instead")
+    if Path(program).name.startswith("python") and not _isolated(words[1:]):
+        return ("Python without -I puts the working directory first on sys.path: a project's module of the "
+                "same name as one worksurface imports would run instead")
     return None
+
+
+def _isolated(args: list[str]) -> bool:
+    """Whether Python's own options (before `-m`, `-c` or a script) include -I, read as Python reads
+    them: `-W` and `-X` take the next word (or the rest of their cluster) as their value."""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if not word.startswith("-") or word in ("-", "--"):
+            return False
+        if word.startswith("--"):
+            i += word == "--check-hash-based-pycs"
+            continue
+        for n, flag in enumerate(word[1:], 1):
+            if flag in "cm":
+                return False
+            if flag == "I":
+                return True
+            if flag in "WX":
+                i += n == len(word) - 1     # its value is the next word unless the cluster goes on
+                break
+    return False
 
 
 def diagnose(project: Path) -> list[Found]:
