@@ -95,10 +95,10 @@ def compact(
         del text  # the transcript holds what it needs of it
         instructions = None  # a manual compaction's, when compacting at its boundary
         if at is not None:
-            where = cut(transcript.messages, at)
-            before = cut_transcript(transcript, where.before)
+            point = cut(transcript.messages, at)
+            before = cut_transcript(transcript, point.before)
             assert isinstance(before, Transcript)  # a Transcript in, a Transcript out
-            transcript, instructions = before, where.instructions
+            transcript, instructions = before, point.instructions
         flags = SizeFlags(window, target, max_output, buffer, use_usage=not no_usage)
         config = with_pins(flags.config(transcript), pin)
         fmt = out_format.value if out_format is not None else (
