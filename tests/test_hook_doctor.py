@@ -114,3 +114,14 @@ def test_a_python_without_isolated_mode_is_unsafe_whatever_its_other_options(bef
 @pytest.mark.parametrize("options", [["-W", "-I"], ["-X", "-I"], ["-c", "-I"], ["-mworksurface", "-I"], ["x.py", "-I"]])
 def test_an_i_that_python_reads_as_a_value_or_an_argument_is_not_isolated_mode(options: list[str]) -> None:
     assert command_problem(shlex.join([PYTHON, *options, "-m", "worksurface", "mcp"])) is not None
+
+
+def test_install_names_an_unsafe_install_left_in_another_scope(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    _settings(tmp_path / "claude" / "settings.json", OLD)        # the user scope, written by an older version
+    res = runner.invoke(app, ["hook", "install", "claude-code", "--project", str(project)])
+    assert res.exit_code == 0
+    unsafe = [line for line in res.stdout.splitlines() if line.startswith("still unsafe: ")]
+    assert len(unsafe) == 1 and "(scope user)" in unsafe[0] and OLD in unsafe[0]
+    res = runner.invoke(app, ["hook", "install", "claude-code", "--scope", "user", "--project", str(project)])
+    assert res.exit_code == 0 and "still unsafe" not in res.stdout

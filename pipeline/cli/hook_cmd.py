@@ -83,6 +83,7 @@ def install(
 ) -> None:
     """Write the hook entries (SessionStart with matcher compact, PreCompact) into the client's settings:
     idempotent, and the settings file as it was is kept as <file>.worksurface.bak."""
+    from ..hooks.doctor import diagnose
     from ..hooks.install import install_hooks
 
     try:
@@ -91,6 +92,10 @@ def install(
         raise fail(str(exc)) from None
     for line in result.lines():
         typer.echo(line)
+    # An older install in another scope still runs a command a project could shadow: say so.
+    for item in diagnose(project.absolute()):
+        if item.problem is not None:
+            typer.echo(f"still unsafe: {item.line()} (see worksurface hook doctor)")
 
 
 @hook_app.command("doctor")
