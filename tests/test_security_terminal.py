@@ -139,3 +139,13 @@ def test_a_real_process_writes_no_raw_control_to_its_streams(tmp_path: Path) -> 
         streams = (done.stdout + done.stderr).decode("utf-8", "backslashreplace")
         assert not _raw_in(streams), (args[0], _raw_in(streams))
         assert "\\x1b[2J" in streams, (args[0], streams[-300:])
+
+
+def test_config_show_names_a_hostile_config_path_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / f"proj{HOSTILE.replace('/', '_')}"
+    project.mkdir()
+    (project / "worksurface.toml").write_text("window = 100000\n", encoding="utf-8")
+    monkeypatch.chdir(project)
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 0, result.output
+    assert not _raw_in(result.output) and "\\x1b[2J" in result.output

@@ -14,6 +14,7 @@ from ..core.config import (CONFIG_FILE, ENV_NESTED_DELIMITER, ENV_PREFIX, Config
                            read_config_table)
 from ..core.errors import WorksurfaceError
 from .app import AGENT_HELP, app, fail
+from .output import echo
 
 config_app = typer.Typer(help=f"The configuration: defaults, then your own ~/.config/worksurface/"
                               f"{trusted.USER_CONFIG_FILE}, then the project's {CONFIG_FILE} or "
@@ -40,8 +41,8 @@ def show(directory: Optional[Path] = typer.Option(None, "--dir",
     found = find_config_file(directory or Path.cwd())
     user = trusted.user_config_file()
     if user.is_file():
-        typer.echo(f"your configuration file: {user}", err=True)
-    typer.echo(f"configuration file: {found or 'none (defaults)'}", err=True)
+        echo(f"your configuration file: {user}", err=True)
+    echo(f"configuration file: {found or 'none (defaults)'}", err=True)
     typer.echo(config.model_dump_json(indent=2))
 
 
@@ -64,25 +65,25 @@ def trust(directory: Path = typer.Argument(Path("."), help="The folder whose con
                        "nothing to trust")
         if revoke:
             gone = trusted.revoke(found)
-            typer.echo(f"{found}: no longer trusted" if gone else f"{found}: was not trusted; nothing changed")
+            echo(f"{found}: no longer trusted" if gone else f"{found}: was not trusted; nothing changed")
             return
         keys = trusted.user_only_keys(read_config_table(found)[0], field_paths())
         sha = trusted.trust(found)
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     sets = f"; it sets {', '.join(keys)}" if keys else "; it sets only data-only settings now"
-    typer.echo(f"{found}: trusted as it is now (sha256 {sha[:16]}){sets}. A change to it needs trusting again.")
+    echo(f"{found}: trusted as it is now (sha256 {sha[:16]}){sets}. A change to it needs trusting again.")
 
 
 def _list_trusted() -> None:
     files = trusted.trusted_files()
     if not files:
-        typer.echo(f"no trusted files (in {trusted.user_config_dir() / trusted.TRUST_FILE})")
+        echo(f"no trusted files (in {trusted.user_config_dir() / trusted.TRUST_FILE})")
     for name, sha in files.items():
         path = Path(name)
         state = ("missing" if not path.is_file() else
                  "trusted" if trusted.digest(path.read_bytes()) == sha else "changed since trusted: not applied")
-        typer.echo(f"{path}: {state} (sha256 {sha[:16]})")
+        echo(f"{path}: {state} (sha256 {sha[:16]})")
 
 
 @config_app.command("schema")

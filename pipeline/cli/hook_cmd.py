@@ -19,6 +19,7 @@ import typer
 from ..core.errors import WorksurfaceError
 from ..hooks.install import CLIENT_NAMES, DEFAULT_MAX_CHARS, SCOPES
 from .app import app, choices, fail
+from .output import echo
 
 # A hook's own failures: reported, never blocking (2 blocks a compaction in Claude Code).
 EXIT_HOOK_FAILED = 1
@@ -91,11 +92,11 @@ def install(
     except WorksurfaceError as exc:
         raise fail(str(exc)) from None
     for line in result.lines():
-        typer.echo(line)
+        echo(line)
     # An older install in another scope still runs a command a project could shadow: say so.
     for item in diagnose(project.absolute()):
         if item.problem is not None:
-            typer.echo(f"still unsafe: {item.line()} (see worksurface hook doctor)")
+            echo(f"still unsafe: {item.line()} (see worksurface hook doctor)")
 
 
 @hook_app.command("doctor")
@@ -110,14 +111,14 @@ def doctor(project: Path = typer.Option(Path("."), "--project",
     if not found:
         typer.echo("no worksurface hook or MCP server is installed for this project or this user")
     for item in found:
-        typer.echo(item.line())
+        echo(item.line())
     unsafe = [item for item in found if item.problem is not None]
     if unsafe:
         if any(" hook " in item.what for item in unsafe):
             typer.echo("rewrite the hooks: worksurface hook install <client> --scope <scope> (as listed above)")
         if any(" MCP server" in item.what for item in unsafe):
-            typer.echo(f"re-add the MCP server: claude mcp remove worksurface; claude mcp add worksurface -- "
-                       f"{mcp_command()} (Codex: codex mcp add worksurface -- ...)")
+            echo(f"re-add the MCP server: claude mcp remove worksurface; claude mcp add worksurface -- "
+                 f"{mcp_command()} (Codex: codex mcp add worksurface -- ...)")
         raise typer.Exit(EXIT_UNSAFE)
 
 
