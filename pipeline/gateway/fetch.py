@@ -158,13 +158,17 @@ class _ChatRound:
         self.text.append(content if isinstance(content, str) else "")
         calls = delta.get("tool_calls")
         out = self._calls(calls) if isinstance(calls, list) and calls else None
-        if choice.get("finish_reason") == "tool_calls" and not self.shown:
-            if self.hidden and self.may_follow:
+        if out == calls:
+            out = None                  # the client's own calls, numbered as they came: nothing to say
+        if choice.get("finish_reason") == "tool_calls" and self.hidden and not self.shown:
+            if self.may_follow:
                 self.follow = True
                 return None
             choice = {**choice, "finish_reason": "stop"}     # only fetch calls, answered no more
         if out is None and choice is choices[0]:
             return event.raw
+        if out is None and isinstance(calls, list) and calls:
+            out = calls
         delta = {k: v for k, v in delta.items() if k != "tool_calls"} | ({"tool_calls": out} if out else {})
         if not delta and choice.get("finish_reason") is None and len(choices) == 1:
             return None                 # a piece of a hidden call

@@ -24,9 +24,11 @@ HIDDEN = "***"
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:@\s/]*:)[^\s/]*@")
 # scheme://token@host (user info without a colon, as some proxies take a key)
 _URL_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)[^:@\s/]+@")
-# password=... in a libpq keyword string or a URL's query (quoted values whole).
-_KEYWORD_PASSWORD = re.compile(r"(?P<head>\b(?:password|passwd|pwd|sslpassword)\s*=\s*)"
-                               r"(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&;,]+)", re.IGNORECASE)
+# password=... in a URL's query (up to the next parameter) and in a libpq keyword string (up to the
+# next blank, quoted values whole).
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|passwd|pwd|sslpassword)=)[^&#\s]*", re.IGNORECASE)
+_KEYWORD_PASSWORD = re.compile(r"(?P<head>(?<![?&\w])(?:password|passwd|pwd|sslpassword|pgpassword)\s*=\s*)"
+                               r"(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\S+)", re.IGNORECASE)
 
 
 def redact(text: str) -> str:
@@ -35,6 +37,7 @@ def redact(text: str) -> str:
         return text
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{HIDDEN}@", text)
     text = _URL_USER.sub(lambda m: f"{m['head']}{HIDDEN}@", text)
+    text = _QUERY_PASSWORD.sub(lambda m: f"{m['head']}{HIDDEN}", text)
     return _KEYWORD_PASSWORD.sub(lambda m: f"{m['head']}{HIDDEN}", text)
 
 

@@ -63,12 +63,13 @@ async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrit
                     name = event.name
                     if name == "message_start":
                         on_usage.usage_of(lambda: api.usage_of_event(event))
+                        if rounds == 0:     # a follow-up's own start is hidden: the client's message began
+                            out.append(event.raw)
                         if not started:
                             started = True
-                            out.append(event.raw)
                             if rewrite.compaction:
                                 out.append(_compaction_events(rewrite.compaction))
-                                blocks.next_index = 1
+                                blocks.shift(1)
                     elif name in _BLOCK_EVENTS:
                         relayed = blocks.relay(event)
                         out += [relayed] if relayed is not None else []
@@ -113,12 +114,18 @@ class _ClientBlocks:
         self.blocks: dict[int, _Block] = {}
         self.hidden: set[int] = set()
         self.client_tools = False
+        self.base = self.next_index                     # the client's index of this round's block 0
+
+    def shift(self, blocks: int) -> None:
+        """The gateway's own blocks come first (a compaction block): the upstream's follow them."""
+        self.base += blocks
+        self.next_index += blocks
 
     def relay(self, event: sse.Event) -> bytes | None:
         """A block event as the client gets it (None: a hidden block's)."""
         name, data = event.name or "", event.data()
         index = data.get("index") if isinstance(data, dict) else None
-        if not isinstance(index, int):
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
             return event.raw
         assert isinstance(data, dict)
         if name == "content_block_start":
@@ -127,10 +134,11 @@ class _ClientBlocks:
             self.blocks[index] = _Block(copy.deepcopy(block))
             if self.rewrite.fetch is not None and block.get("type") == "tool_use" and block.get("name") == FETCH_TOOL:
                 self.hidden.add(index)
-            else:
+            elif index not in self.mapping:
+                # Numbered as the upstream numbers them, less the hidden blocks before, after the earlier rounds'.
                 self.client_tools |= block.get("type") in ("tool_use", "server_tool_use")
-                self.mapping[index] = self.next_index
-                self.next_index += 1
+                self.mapping[index] = self.base + index - sum(1 for h in self.hidden if h < index)
+                self.next_index = max(self.next_index, self.mapping[index] + 1)
         elif index in self.blocks:
             self.blocks[index].feed(name, data)
         if index in self.hidden:
