@@ -102,7 +102,6 @@ ERRORS = [
 
 FILES = [
     ("NOTICE_RE", "search", "Applied edit to src/app.py", "Added 3 files to the chat."),
-    ("PATCH_FILE_RE", "search", "*** Begin Patch\n*** Update File: src/app.py\n@@", "*** Begin Patch"),
     ("SED_RANGE_RE", "match", "10,40p", "s/foo/bar/p"),
     (r"-n\d+|--lines=\d+|-\d+", "fullmatch", "-n40", "--lines"),
     (r"\D", "search", "--lines=40", "40"),
@@ -124,6 +123,10 @@ FILEVIEWS = [
      "[The command completed with exit code 0.] then more output"),
     ("AIDER_BLOCK_RE", "search", "<<<<<<< SEARCH\nold = 1\n=======\nold = 2\n>>>>>>> REPLACE",
      "<<<<<<< HEAD\nold = 1\n=======\nold = 2\n>>>>>>> main"),
+    ("CODEX_EXIT_RE", "match", "Process exited with code 1", "Process running with session ID 7"),
+    ("CODEX_RUNNING_RE", "match", "Process running with session ID 7", "Process exited with code 1"),
+    ("PATCH_FILE_RE", "match", "*** Update File: src/app.py", "*** Begin Patch"),
+    ("PATCH_MOVE_RE", "match", "*** Move to: src/new.py", "*** Update File: src/app.py"),
 ]
 
 FINDINGS = [

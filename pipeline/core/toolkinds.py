@@ -6,6 +6,7 @@ Claude Code says `Read`, OpenAI-style agents `read_file`, SWE-agent `open`, Open
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from functools import lru_cache
@@ -49,6 +50,8 @@ _ALIASES: dict[str, str] = {
 _EDITOR_COMMANDS = {"view": "read", "create": "write", "str_replace": "edit", "insert": "edit",
                     "undo_edit": "edit"}
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file")
+# The files an apply_patch patch (Codex) names: `*** Add File: p`, `*** Update File: p`, `*** Delete File: p`.
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
 _SHELL_READERS = {"cat", "head", "tail", "less", "more", "nl", "bat"}
 _SHELL_SEARCHERS = {"grep", "rg", "ag", "ack", "find", "fd", "git grep"}
 
@@ -87,6 +90,23 @@ def shell_command(call: ToolCall) -> str | None:
     return None
 
 
+# Where a shell call says it runs (Codex exec_command / shell: `workdir`), over the session's cwd.
+_WORKDIR_KEYS = ("workdir", "cwd")
+
+
+def call_cwd(call: ToolCall, cwd: str | None) -> str | None:
+    """The directory a call runs in: its own `workdir` argument (joined onto `cwd` when relative),
+    else `cwd`."""
+    for key in _WORKDIR_KEYS:
+        value = call.input.get(key)
+        if isinstance(value, str) and value.strip():
+            value = value.strip()
+            if value.startswith("/") or cwd is None:
+                return value
+            return posixpath.normpath(posixpath.join(cwd, value))
+    return cwd
+
+
 @lru_cache(maxsize=CALL_CACHE_SIZE)
 def call_target(call: ToolCall) -> str:
     """A short human-readable target: the path, pattern, URL or command the call is about."""
@@ -94,6 +114,9 @@ def call_target(call: ToolCall) -> str:
     for key in _PATH_KEYS:
         if isinstance(inp.get(key), str):
             return inp[key]
+    patched = _patch_paths(call)
+    if patched:
+        return _one_line(", ".join(patched))
     for key in ("pattern", "query", "url", "description", "skill", "prompt"):
         if isinstance(inp.get(key), str):
             return _one_line(inp[key])
@@ -109,6 +132,9 @@ def call_path(call: ToolCall) -> str | None:
     for key in _PATH_KEYS:
         if isinstance(call.input.get(key), str):
             return call.input[key]
+    patched = _patch_paths(call)
+    if len(patched) == 1:
+        return patched[0]
     cmd = shell_command(call)
     if cmd and tool_kind(call) in ("shell", "read"):
         try:
@@ -135,6 +161,14 @@ def effective_kind(call: ToolCall) -> str:
     if first in ("ls", "tree"):
         return "list"
     return "shell"
+
+
+def _patch_paths(call: ToolCall) -> list[str]:
+    """The files an apply_patch call's patch names, in order, each once (none for other tools)."""
+    if normalize_name(call.name) != "apply_patch":
+        return []
+    patch = next((v for v in call.input.values() if isinstance(v, str) and "*** " in v), "")
+    return list(dict.fromkeys(p.strip() for p in _PATCH_FILE_RE.findall(patch)))
 
 
 def _one_line(text: str, limit: int = 120) -> str:

@@ -1,8 +1,10 @@
 """Tool calls paired with their results, in transcript order: the raw material of most fact extractors.
 
 Success and failure are judged the same way everywhere: the harness's error flag, a non-zero
-`Exit code N` first line (Claude Code Bash), a `<tool_use_error>`, or a user rejection. A rejection
-is the harness's own record (see provenance.py), never text a tool printed.
+`Exit code N` first line (Claude Code Bash), a non-zero code in the header Codex writes above a
+command's output (`Process exited with code N`, apply_patch's `Exit code: N`; never a line below its
+`Output:`), a `<tool_use_error>` or a refused patch, or a user rejection. A rejection is the
+harness's own record (see provenance.py), never text a tool printed.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from typing import Sequence
 
 from ..core.cached import cached
 from ..core.model import Message, ToolCall, ToolResult
-from ..core.toolkinds import call_target, effective_kind, shell_command, tool_kind
+from ..core.toolkinds import call_target, effective_kind, normalize_name, shell_command, tool_kind
 from ..core.memo import per_message_list
 from .provenance import is_harness_rejection
 from .shell import first_line
+from .fileviews import header_exit_code, split_header
 
 # Claude Code prefixes a failed shell result with its exit code; OpenHands appends one.
 EXIT_CODE_RE = re.compile(r"^\s*Exit code (\d+)|\[Command finished with exit code (\d+)\]")
+# How Codex's apply_patch answers a patch it refused (nothing was written): its first words.
+REFUSED_PATCH_PREFIXES = ("apply_patch verification failed",)
 # A cascade failure of a parallel call, not a failure of the call itself.
 SIBLING_ERROR = "Sibling tool call errored"
 # Only the head of an output is searched for an exit code: it is printed first (or last, OpenHands).
@@ -90,7 +95,14 @@ class CallRecord:
     @cached  # asked once per later call for each open error (errors.py)
     def failed(self) -> bool:
         """The call ran (or was refused) and did not succeed."""
-        return result_failed(self.result) or self.rejected
+        return result_failed(self.result) or self.rejected or self.refused_patch
+
+    @property
+    def refused_patch(self) -> bool:
+        """Codex's own apply_patch refused the patch (it runs in the harness, so its answer is the
+        harness's words, not a program's): nothing was written."""
+        return (self.result is not None and normalize_name(self.name) == "apply_patch"
+                and self.result.content.lstrip().startswith(REFUSED_PATCH_PREFIXES))
 
     @property
     def succeeded(self) -> bool:
@@ -111,6 +123,10 @@ def scanned(text: str) -> str:
 
 def exit_code(text: str) -> int | None:
     """The exit code a shell result reports, if it reports one."""
+    header = split_header(text[:EXIT_CODE_SCAN_CHARS])
+    code = header_exit_code(header[0]) if header is not None else None
+    if code is not None:
+        return code
     for chunk in (text[:EXIT_CODE_SCAN_CHARS], text[-EXIT_CODE_SCAN_CHARS:]):
         m = EXIT_CODE_RE.search(chunk)
         if m:

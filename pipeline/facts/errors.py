@@ -24,7 +24,7 @@ from .calls import CallRecord, is_sibling_error, tool_calls, tool_label
 from .testsummary import parse_test_output
 from .fileviews import edit_gist
 from .shell import first_line, signature, simple_commands
-from .text import one_line, trim
+from .text import one_line, output_body, trim
 
 # How far ahead (in calls) a retry or workaround of a failed call is looked for.
 RESOLUTION_WINDOW = 60
@@ -58,6 +58,7 @@ BANNER_RE = re.compile(
     r"compilation failed due to warnings|please report incorrect results|checking \d+ source files|"
     r"analysis took|\d+ mods/funs|make: \*\*\*|error: recipe|npm err! (?:a complete log|code \w+$)|"
     r"\d+ errors? (?:generated|found)|error: could not compile|aborting due to|exit code|"
+    r"(?:error: )?(?:script|command) \"[^\"]*\" exited with code|(?:.*: )?exited with code -?\d+\s*$|"
     r"[\w ]+ - please take a look|(?:code readability|software design|refactoring opportunities|"
     r"consistency|warnings)\s*$)")
 # A linter or compiler complaint: `path:line[:col]: message`, eslint's `  12:5  error  message`, or
@@ -111,8 +112,9 @@ class ErrorFact:
 # The ledger's error window re-reads the outputs of its open errors on every call: remember them.
 @lru_cache(maxsize=CLASSIFY_CACHE_SIZE)
 def error_line(output: str) -> str:
-    """The line of an error output that says what went wrong (verbatim, one line)."""
-    text = TAG_RE.sub("", output)
+    """The line of an error output that says what went wrong (verbatim, one line); a harness's header
+    above the output (Codex's chunk id, wall time, exit code) is not the output."""
+    text = TAG_RE.sub("", output_body(output))
     lines = [ln for ln in text.splitlines() if ln.strip() and not EXIT_LINE_RE.match(ln)]
     if not lines:
         return ""

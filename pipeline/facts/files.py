@@ -20,11 +20,11 @@ import re
 from typing import Any, Sequence
 
 from ..core.model import Message
-from ..core.toolkinds import call_path, normalize_name, tool_kind
+from ..core.toolkinds import call_cwd, call_path, normalize_name, tool_kind
 from .calls import CallRecord, tool_calls
 from .filestate import COPIED, CREATED, DELETED, EDITED, MOVED, READ, At, FileFact, FileState
-from .fileviews import (aider_edit_blocks, command_output, edit_steps, numbered_lines, shared_numbered_lines,
-                        window_path, window_search)
+from .fileviews import (aider_edit_blocks, command_output, edit_steps, numbered_lines, patch_files, patch_text,
+                        shared_numbered_lines, window_path, window_search)
 from ..core.memo import per_message_list
 from .meta import is_harness_output, message_cwd, normalize_path
 from .provenance import aider_command_output
@@ -39,8 +39,6 @@ NOTICE_ACTIONS = {"Applied edit to": "edited", "Added": "read", "Creating empty 
                   "Created new file": "created"}
 # Write-style inputs carry the whole new file under one of these keys.
 CONTENT_KEYS = ("content", "file_text", "contents", "text")
-# OpenAI apply_patch (Codex) names its files in headers like `*** Update File: path`.
-PATCH_FILE_RE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 # Result text that says a write made a new file, or replaced an existing one.
 CREATED_MARKERS = ("File created successfully", "created successfully at", "File created")
 UPDATED_MARKERS = ("has been updated", "overwritten", "has been modified")
@@ -112,8 +110,9 @@ class CallReplay:
               rec.result_message_id or rec.message_id)
         written = (rec.index, rec.message_id)  # content from a call's input is known at the call
         inp = dict(rec.call.input)
+        cwd = call_cwd(rec.call, cwd)
         if normalize_name(rec.name) == "apply_patch":
-            self._patch(inp, at, cwd)
+            self._patch(inp, at, written, cwd)
             return
         if tool_kind(rec.call) == "shell":
             self._shell(rec, cwd, at)
@@ -188,12 +187,30 @@ class CallReplay:
                     st.note_change(old, new)
                     st.apply([(old, new, False)], at)
 
-    def _patch(self, inp: dict[str, Any], at: At, cwd: str | None) -> None:
-        patch = next((v for v in inp.values() if isinstance(v, str) and "*** " in v), "")
-        for verb, path in PATCH_FILE_RE.findall(patch):
-            st = self.state(normalize_path(path.strip(), cwd), at[0])
-            st.touch({"Add": CREATED, "Delete": DELETED}.get(verb, EDITED), at)
-            st.changed_unseen()
+    def _patch(self, inp: dict[str, Any], at: At, written: At, cwd: str | None) -> None:
+        """An apply_patch patch (Codex): an added file's content is known, an updated file's hunks are
+        replayed onto what is known of it (and remembered as what the edit added and removed), a
+        moved file's content follows it, a deleted file is gone."""
+        for f in patch_files(patch_text(inp) or ""):
+            path = normalize_path(f.path, cwd)
+            if f.verb == "Delete":
+                self._delete(path, at[0], at)
+                continue
+            st = self.state(path, at[0])
+            if f.verb == "Add":
+                st.touch(CREATED if not st.actions - {DELETED} else EDITED, at)
+                st.edits += 1
+                st.see_text(f.hunks[0][1] + "\n" if f.hunks[0][1] else "", written)
+            else:
+                st.touch(EDITED, at)
+                for old, new in f.hunks:
+                    st.note_change(old, new)
+                if f.hunks:
+                    st.apply([(old, new, False) for old, new in f.hunks], written)
+                else:
+                    st.changed_unseen()
+            if f.move_to:
+                self._move([path], normalize_path(f.move_to, cwd), at[0], at, copy=False, into=False)
 
     def _shell(self, rec: CallRecord, cwd: str | None, at: At) -> None:
         commands = simple_commands(rec.command or "")

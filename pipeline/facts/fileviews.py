@@ -1,14 +1,17 @@
 """What a tool's output or an edit's input shows of a file: line-numbered listings (Claude Code,
 `cat -n`, SWE-agent), SWE-agent's file window, the harness's wrapper around a shell command's own
-output, aider's edit blocks, and the lines an edit adds. Pure readers of one text or one input;
-the file tracker (files.py) decides what they mean for a file.
+output, aider's edit blocks, Codex's apply_patch patches, and the lines an edit adds. Pure readers of
+one text or one input; the file tracker (files.py) decides what they mean for a file.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from typing import Any
+
+from .text import HEADER_LINE_RE, MAX_HEADER_LINES, OUTPUT_LABEL
 
 # Line-numbered read formats: Claude Code `     1→text`, `cat -n` / OpenHands `     1\ttext`,
 # SWE-agent `1:text`.
@@ -52,6 +55,118 @@ AIDER_BLOCK_RE = re.compile(r"^<{7} (?:SEARCH|ORIGINAL)[ \t]*\n([\s\S]*?)^={7}[ 
                             re.M)
 
 
+# Codex's header lines that say the command has not finished or exited non-zero (its output is not
+# a whole file then), and the note it writes first in an output it cut to max_output_tokens.
+CODEX_EXIT_RE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$")
+CODEX_RUNNING_RE = re.compile(r"^Process running with session ID \d+$")
+CODEX_CUT_MARKER = "Warning: truncated output"
+# Codex's apply_patch format: `*** Begin Patch`, per file `*** Add File: p` (+ lines), `*** Delete
+# File: p`, or `*** Update File: p` (optional `*** Move to: q`) with `@@` hunks of ` `/`-`/`+` lines.
+PATCH_BEGIN = "*** Begin Patch"
+PATCH_FILE_RE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")
+PATCH_MOVE_RE = re.compile(r"^\*\*\* Move to: (.+)$")
+PATCH_END_LINES = ("*** End Patch", "*** End of File")
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    """One file of an apply_patch patch: what happens to it and its hunks as (old, new) texts (an
+    added file: one hunk ("", its content))."""
+
+    verb: str  # "Add", "Update" or "Delete"
+    path: str
+    move_to: str | None = None
+    hunks: tuple[tuple[str, str], ...] = ()
+
+
+def split_header(output: str) -> tuple[list[str], str] | None:
+    """(header lines, body) of an output a harness wrote a metadata header above (Codex: `Chunk ID:
+    ..`, `Wall time: ..`, `Process exited with code N`, ..., then `Output:`), or None when the text
+    does not open with such a header. Only lines above the label are the harness's."""
+    lines = output.split("\n", MAX_HEADER_LINES + 1)
+    for n, line in enumerate(lines[:MAX_HEADER_LINES + 1]):
+        if line.strip() == OUTPUT_LABEL:
+            header = [x.strip() for x in lines[:n]]
+            if n and all(HEADER_LINE_RE.match(x) for x in header):
+                return header, "\n".join(lines[n + 1:])
+            return None
+        if not HEADER_LINE_RE.match(line.strip()):
+            return None
+    return None
+
+
+def header_exit_code(header: list[str]) -> int | None:
+    """The exit code a harness header reports (Codex's `Process exited with code N`, `Exit code: N`)."""
+    for line in header:
+        m = CODEX_EXIT_RE.match(line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def patch_text(inp: dict[str, Any]) -> str | None:
+    """The apply_patch patch among a call's inputs (Codex's `input`, or any string that opens with
+    `*** Begin Patch`), if there is one."""
+    for value in inp.values():
+        if isinstance(value, str) and value.lstrip().startswith(PATCH_BEGIN):
+            return value
+        if isinstance(value, list):  # an older shell call: ["apply_patch", "*** Begin Patch ..."]
+            found = next((v for v in value if isinstance(v, str) and v.lstrip().startswith(PATCH_BEGIN)), None)
+            if found is not None:
+                return found
+    return None
+
+
+def patch_files(patch: str) -> list[PatchFile]:
+    """The files of an apply_patch patch, in order, each with its hunks."""
+    out: list[PatchFile] = []
+    verb, path, move_to = "", "", None
+    hunks: list[tuple[str, str]] = []
+    old: list[str] = []
+    new: list[str] = []
+
+    def end_hunk() -> None:
+        if old or new:
+            hunks.append(("\n".join(old), "\n".join(new)))
+        old.clear()
+        new.clear()
+
+    def end_file() -> None:
+        end_hunk()
+        if path:
+            if verb == "Add":
+                out.append(PatchFile(verb, path, None, (("", "\n".join(h[1] for h in hunks)),)))
+            else:
+                out.append(PatchFile(verb, path, move_to, tuple(hunks)))
+        hunks.clear()
+
+    for line in patch.splitlines():
+        header = PATCH_FILE_RE.match(line)
+        if header:
+            end_file()
+            verb, path, move_to = header.group(1), header.group(2).strip(), None
+            continue
+        if not path:
+            continue
+        move = PATCH_MOVE_RE.match(line)
+        if move:
+            move_to = move.group(1).strip()
+        elif line.startswith("@@") or line.strip() in PATCH_END_LINES:
+            end_hunk()
+        elif verb == "Add":
+            new.append(line[1:] if line.startswith("+") else line)
+        elif line.startswith("+"):
+            new.append(line[1:])
+        elif line.startswith("-"):
+            old.append(line[1:])
+        elif verb == "Update":
+            text = line[1:] if line.startswith(" ") else line  # a context line (blank: an empty line)
+            old.append(text)
+            new.append(text)
+    end_file()
+    return out
+
+
 def numbered_lines(text: str) -> dict[int, str] | None:
     """Lines of a line-numbered read result keyed by number (the numbering format picked by majority),
     or None when the text is not line-numbered. The caller's own dict: a file's state keeps it."""
@@ -78,7 +193,11 @@ def shared_numbered_lines(text: str) -> dict[int, str] | None:
 
 
 def edit_steps(inp: dict[str, Any]) -> list[tuple[str, str, bool]] | None:
-    """(old, new, replace_all) steps of a string-replacement edit, or None for other edit shapes."""
+    """(old, new, replace_all) steps of a string-replacement edit (of an apply_patch patch: its hunks,
+    file after file), or None for other edit shapes."""
+    patch = patch_text(inp)
+    if patch is not None:
+        return [(old, new, False) for f in patch_files(patch) if f.verb != "Delete" for old, new in f.hunks]
     if isinstance(inp.get("edits"), list):
         steps = []
         for e in inp["edits"]:
@@ -128,8 +247,14 @@ def edit_gist(inp: dict[str, Any]) -> str | None:
 
 def command_output(output: str) -> str | None:
     """What a shell command itself printed, without the harness's wrapper around it (mini-swe-agent's
-    `<returncode>`/`<output>` tags, OpenHands' exit-code and directory notes). None when the wrapper
+    `<returncode>`/`<output>` tags, OpenHands' exit-code and directory notes, Codex's header). None when the wrapper
     says the command failed or the harness cut the output: then the output is not the file."""
+    header = split_header(output)
+    if header is not None:  # Codex: a command that failed, is still running or was cut shows no file
+        lines, body = header
+        if header_exit_code(lines) not in (None, 0) or any(CODEX_RUNNING_RE.match(x) for x in lines):
+            return None
+        return None if body.startswith(CODEX_CUT_MARKER) else body
     m = MINI_OUTPUT_RE.match(output)
     if m:
         body = m.group(2)

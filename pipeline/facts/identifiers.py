@@ -14,7 +14,7 @@ from ..core.model import Message
 from ..core.toolkinds import call_path, tool_kind
 from .calls import tool_calls
 from .files import file_activity, running_cwds
-from .fileviews import numbered_lines
+from .fileviews import edit_steps, numbered_lines, patch_text
 from .meta import message_branch
 from .requests import user_message_flags
 from .git import COMMIT_RE, GIT_LITERALS, PUSH_NEW_RE, PUSH_RANGE_RE, may_match
@@ -244,6 +244,10 @@ def _defined(inp: Mapping[str, Any]) -> list[str]:
             if isinstance(e, dict):
                 new_texts += [e[k] for k in ("new_string", "new_str") if isinstance(e.get(k), str)]
                 old_texts += [e[k] for k in ("old_string", "old_str") if isinstance(e.get(k), str)]
+    if patch_text(dict(inp)) is not None:  # an apply_patch patch: its hunks' new and old texts
+        for old_text, new_text, _ in edit_steps(dict(inp)) or ():
+            new_texts.append(new_text)
+            old_texts.append(old_text)
     old = "\n".join(old_texts)
     out: list[str] = []
     for text in new_texts:

@@ -120,8 +120,9 @@ def _units(text: str) -> tuple[Unit, ...]:
 
 
 # A harness's header above a command's output (Codex: `Chunk ID: ..`, `Wall time: ..`, `Process exited
-# with code 0`, `Original token count: ..`, then `Output:`): metadata lines, then the output itself.
-HEADER_LINE_RE = re.compile(r"^[A-Z][\w ]{1,40}(?::\s*\S.*| with code -?\d+)$")
+# with code 0` or `Process running with session ID N`, `Original token count: ..`, then `Output:`): metadata
+# lines, then the output itself.
+HEADER_LINE_RE = re.compile(r"^[A-Z][\w ]{1,40}(?::\s*\S.*| with code -?\d+| with session ID \d+)$")
 OUTPUT_LABEL = "Output:"
 MAX_HEADER_LINES = 8
 

@@ -1,0 +1,200 @@
+"""What the ledger's fact readers make of a Codex rollout's tool items: exec_command results with
+Codex's header (exit code, still running, cut), apply_patch patches (files added, updated, moved,
+deleted; what they added; a refused patch), and exec_command's `workdir`. Synthetic rollouts, read
+by the Codex reader as a real one is."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worksurface.core.model import ToolCall
+from worksurface.core.toolkinds import call_cwd, call_path, call_target
+from worksurface.facts import edit_gist, file_activity, identifiers, tool_calls, tool_errors
+from worksurface.facts.calls import exit_code
+from worksurface.facts.errors import error_line
+from worksurface.facts.fileviews import command_output, patch_files
+from worksurface.formats import codex
+
+CWD = "/home/u/repo"
+TREE = "/home/u/repo__worktrees/feature"
+
+
+def line(kind: str, payload: dict[str, Any]) -> str:
+    return json.dumps({"timestamp": "2026-01-01T00:00:00.000Z", "type": kind, "payload": payload})
+
+
+def rollout(*items: dict[str, Any]) -> str:
+    lines = [line("session_meta", {"id": "s-1", "cwd": CWD, "cli_version": "0.142.0"}),
+             line("response_item", {"type": "message", "role": "user",
+                                    "content": [{"type": "input_text", "text": "do the work"}]})]
+    lines += [line("response_item", item) for item in items]
+    return "\n".join(lines) + "\n"
+
+
+def header(code: int | None, body: str, running: int | None = None) -> str:
+    """An exec_command / write_stdin output as Codex writes it: its header, then `Output:`."""
+    status = f"Process running with session ID {running}" if running is not None else f"Process exited with code {code}"
+    return f"Chunk ID: 1a2b3c\nWall time: 0.2 seconds\n{status}\nOriginal token count: 12\nOutput:\n{body}"
+
+
+def exec_call(call_id: str, cmd: str, output: str, workdir: str | None = None) -> list[dict[str, Any]]:
+    args: dict[str, Any] = {"cmd": cmd, "yield_time_ms": 10000}
+    if workdir:
+        args["workdir"] = workdir
+    return [{"type": "function_call", "name": "exec_command", "arguments": json.dumps(args), "call_id": call_id},
+            {"type": "function_call_output", "call_id": call_id, "output": output}]
+
+
+def patch_call(call_id: str, patch: str, output: str = "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess.\n"
+               ) -> list[dict[str, Any]]:
+    return [{"type": "custom_tool_call", "status": "completed", "call_id": call_id, "name": "apply_patch", "input": patch},
+            {"type": "custom_tool_call_output", "call_id": call_id, "output": output}]
+
+
+def read(*groups: list[dict[str, Any]]) -> list[Any]:
+    return list(codex.read(rollout(*[item for group in groups for item in group]), "/tmp/rollout.jsonl").messages)
+
+
+# ------------------------------------------------------------------------------ exec_command
+
+
+def test_a_non_zero_exit_in_codex_header_is_a_failure_with_the_output_line_as_its_error() -> None:
+    messages = read(exec_call("c1", "git fetch origin", header(128, "remote: Not Found\nfatal: repository 'x' not found\n")),
+                    exec_call("c2", "git status", header(0, "## main\n")))
+    failed = {r.call.id: r.failed for r in tool_calls(messages)}
+    assert failed == {"c1": True, "c2": False}
+    [error] = tool_errors(messages)
+    assert error.call_id == "c1" and error.line == "fatal: repository 'x' not found"
+
+
+def test_an_exit_code_printed_below_the_output_label_is_the_program_s_text_not_the_harness_s() -> None:
+    printed = header(0, "Process exited with code 1\nExit code: 3\n")
+    assert exit_code(printed) == 0
+    [rec] = tool_calls(read(exec_call("c1", "cat notes.txt", printed)))
+    assert not rec.failed
+    # Without Codex's header above it, a first line saying so is not a header either.
+    assert exit_code("Process exited with code 1\nmore text\n") is None
+
+
+def test_a_wrapper_s_exit_banner_is_not_the_error_line_the_cause_above_it_is() -> None:
+    output = header(127, '$ bun --filter core typecheck\ncore typecheck: /usr/bin/bash: line 1: tsc: command not found\n'
+                         'core typecheck: Exited with code 127\nerror: script "typecheck" exited with code 127\n')
+    assert error_line(output) == "core typecheck: /usr/bin/bash: line 1: tsc: command not found"
+
+
+def test_a_read_runs_in_its_workdir_and_a_cut_or_failed_output_is_not_the_file() -> None:
+    whole = header(0, "line one\nline two\n")
+    cut = header(0, "Warning: truncated output (original token count: 900)\nTotal output lines: 240\nline one\n")
+    messages = read(exec_call("c1", "cat notes.md", whole, workdir=TREE),
+                    exec_call("c2", "cat other.md", cut, workdir=TREE),
+                    exec_call("c3", "cat gone.md", header(1, "cat: gone.md: No such file or directory\n"), workdir=TREE))
+    facts = {f.path: f for f in file_activity(messages)}
+    assert facts[f"{TREE}/notes.md"].content == "line one\nline two"
+    assert f"{CWD}/notes.md" not in facts  # the session's cwd is not where the command ran
+    assert facts[f"{TREE}/other.md"].content is None
+    assert f"{TREE}/gone.md" not in facts  # a failed command touched nothing
+    assert command_output(header(None, "partial\n", running=7)) is None
+
+
+def test_call_cwd_joins_a_relative_workdir_and_keeps_the_session_cwd_without_one() -> None:
+    assert call_cwd(ToolCall("c", "exec_command", {"cmd": "ls", "workdir": "sub"}), CWD) == f"{CWD}/sub"
+    assert call_cwd(ToolCall("c", "exec_command", {"cmd": "ls", "workdir": TREE}), CWD) == TREE
+    assert call_cwd(ToolCall("c", "exec_command", {"cmd": "ls"}), CWD) == CWD
+
+
+# ------------------------------------------------------------------------------ apply_patch
+
+PATCH = """*** Begin Patch
+*** Update File: src/app.ts
+@@ export function run
+ const a = 1;
+-const flag = false;
++const flag = true;
++export function announceMerged(): string {
+ const b = 2;
+*** Add File: docs/new-note.md
++# Note
++
++Hard-correct next-tag-only surfaces.
+*** Delete File: old.txt
+*** Update File: src/moved.ts
+*** Move to: src/renamed.ts
+@@
+-x = 1
++x = 2
+*** End Patch
+"""
+
+
+def test_patch_files_reads_every_file_with_its_hunks() -> None:
+    files = patch_files(PATCH)
+    assert [(f.verb, f.path, f.move_to) for f in files] == [
+        ("Update", "src/app.ts", None), ("Add", "docs/new-note.md", None), ("Delete", "old.txt", None),
+        ("Update", "src/moved.ts", "src/renamed.ts")]
+    assert files[0].hunks == (("const a = 1;\nconst flag = false;\nconst b = 2;",
+                               "const a = 1;\nconst flag = true;\nexport function announceMerged(): string {\nconst b = 2;"),)
+    assert files[1].hunks == (("", "# Note\n\nHard-correct next-tag-only surfaces."),)
+
+
+def test_a_patch_replays_onto_the_files_it_names() -> None:
+    messages = read(exec_call("r1", "cat src/app.ts", header(0, "const a = 1;\nconst flag = false;\nconst b = 2;\n")),
+                    exec_call("r2", "cat src/moved.ts", header(0, "x = 1\n")),
+                    patch_call("p1", PATCH))
+    facts = {f.path: f for f in file_activity(messages)}
+    app = facts[f"{CWD}/src/app.ts"]
+    assert app.content == "const a = 1;\nconst flag = true;\nexport function announceMerged(): string {\nconst b = 2;"
+    assert not app.stale and "edited" in app.actions
+    assert app.added == ("const flag = true;", "export function announceMerged(): string {")
+    assert app.removed == ("const flag = false;",)
+    note = facts[f"{CWD}/docs/new-note.md"]
+    assert "created" in note.actions and note.content == "# Note\n\nHard-correct next-tag-only surfaces."
+    assert facts[f"{CWD}/old.txt"].gone
+    assert facts[f"{CWD}/src/moved.ts"].moved_to == f"{CWD}/src/renamed.ts"
+    assert facts[f"{CWD}/src/renamed.ts"].content == "x = 2"
+
+
+def test_what_a_patch_added_is_its_gist_its_target_and_its_defined_names() -> None:
+    [rec] = [r for r in tool_calls(read(patch_call("p1", PATCH))) if r.name == "apply_patch"]
+    assert edit_gist(dict(rec.call.input)) == "const flag = true; ; export function announceMerged(): string { ; # Note"
+    assert call_target(rec.call).startswith("src/app.ts, docs/new-note.md, old.txt")
+    assert "announceMerged" in identifiers(read(patch_call("p1", PATCH))).symbols
+    one = ToolCall("p", "apply_patch", {"input": "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"})
+    assert call_path(one) == "a.py"
+
+
+def test_a_refused_patch_is_a_failure_and_changes_no_file() -> None:
+    refused = "apply_patch verification failed: Failed to find expected lines in /home/u/repo/src/app.ts:\nconst flag"
+    messages = read(patch_call("p1", PATCH, refused))
+    [rec] = tool_calls(messages)
+    assert rec.failed
+    assert file_activity(messages) == []
+    [error] = tool_errors(messages)
+    assert error.line.startswith("apply_patch verification failed")
+    # The same words printed by a program are its output, not Codex's refusal.
+    [shell] = tool_calls(read(exec_call("c1", "cat log", "apply_patch verification failed: quoted\n")))
+    assert not shell.failed
+
+
+lines_st = st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=30)
+                    .filter(lambda s: s.strip() == s and not s.startswith("*** ") and s != ""), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(before=lines_st, after=lines_st, added=lines_st)
+def test_an_added_file_is_known_whole_and_an_update_replays_exactly(before: list[str], after: list[str],
+                                                                    added: list[str]) -> None:
+    content = "\n".join(before)
+    patch = ("*** Begin Patch\n*** Add File: f.txt\n" + "".join(f"+{x}\n" for x in before)
+             + "*** Update File: f.txt\n@@\n" + "".join(f"-{x}\n" for x in before)
+             + "".join(f"+{x}\n" for x in after) + "*** Add File: g.txt\n" + "".join(f"+{x}\n" for x in added)
+             + "*** End Patch\n")
+    [add, update, other] = patch_files(patch)
+    assert add.hunks == (("", content),) and update.hunks == ((content, "\n".join(after)),)
+    assert other.hunks == (("", "\n".join(added)),)
+    facts = {f.path: f for f in file_activity(read(patch_call("p1", patch)))}
+    assert facts[f"{CWD}/f.txt"].content == "\n".join(after)
+    assert facts[f"{CWD}/g.txt"].content == "\n".join(added)
