@@ -368,3 +368,17 @@ def test_the_finder_looks_in_each_default_place_and_refuses_ids_that_are_paths(
     for bad in ("4" * 16, "../../etc/passwd", "*", ""):
         with pytest.raises(ArtifactNotFoundError):
             finder.artifact(bad)
+
+
+def test_a_client_that_closes_stdin_right_after_its_requests_still_gets_every_answer(tmp_path: Path) -> None:
+    """`printf ... | worksurface mcp`: the end of input waits for the answers still being worked out."""
+    requests = [json.dumps(INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
+    requests += [json.dumps({"jsonrpc": "2.0", "id": n, "method": method}).encode()
+                 for n, method in enumerate(["tools/list", "resources/list", "resources/templates/list", "ping"], 1)]
+    requests.insert(3, b"{not json")
+    done = subprocess.run([sys.executable, "-m", "worksurface", "mcp"], cwd=tmp_path,
+                          env={**os.environ, **isolated_env(tmp_path)}, input=b"\n".join(requests) + b"\n",
+                          capture_output=True, timeout=TIMEOUT)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr[-2000:]
+    answered = [strict_json(line) for line in done.stdout.splitlines()]
+    assert sorted((a["id"] is None, a["id"] or 0) for a in answered) == [(False, n) for n in range(5)] + [(True, 0)]

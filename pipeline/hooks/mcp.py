@@ -29,6 +29,7 @@ import stat
 import sys
 from contextlib import suppress
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Awaitable, BinaryIO, Callable, Iterator, Sequence
 
 import anyio
@@ -39,6 +40,7 @@ import pydantic_core
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
 from ..core.artifacts import ARTIFACT_ID_RE, FETCH_TOOL_NAME, answer_fetch, fetch_tool
@@ -56,6 +58,8 @@ URI_TEMPLATE = URI_PREFIX + "{id}"
 MIME_TYPE = "text/plain"
 # resources/list answers this many artifacts a page (the default places may hold thousands).
 PAGE_SIZE = 200
+# At the end of input, how long the server waits for the answers to requests still running.
+DRAIN_SECONDS = 10.0
 # Where an artifact file is below a root, one path component a level ("*": any real folder); the last
 # component names the file ("{id}.txt").
 Pattern = tuple[str, ...]
@@ -199,37 +203,100 @@ def build_server(finder: ArtifactFinder, version: str = "unknown") -> Server[Any
 
 def rejection(line: str) -> types.JSONRPCError | None:
     """The answer an input line gets when it is not one JSON-RPC message (None: it is one, and goes to
-    the SDK). Parsed as the SDK parses (pydantic's JSON parser, with its nesting limit), minus NaN and
-    Infinity."""
+    the SDK)."""
+    return screen(line)[0]
+
+
+def screen(line: str) -> tuple[types.JSONRPCError | None, Any]:
+    """(the answer `line` gets when it is not one JSON-RPC message, else None; what it parsed to). Parsed
+    as the SDK parses (pydantic's JSON parser, with its nesting limit), minus NaN and Infinity."""
     try:
         raw = pydantic_core.from_json(line, allow_inf_nan=False)
     except ValueError as exc:
-        return _error(types.PARSE_ERROR, f"Parse error: not JSON ({exc})")
+        return _error(types.PARSE_ERROR, f"Parse error: not JSON ({exc})"), None
     if isinstance(raw, list):
-        return _error(types.INVALID_REQUEST, "Invalid Request: batches are not accepted; send one message a line")
+        return _error(types.INVALID_REQUEST, "Invalid Request: batches are not accepted; send one message a line"), raw
     if not isinstance(raw, dict):
-        return _error(types.INVALID_REQUEST, "Invalid Request: a message is a JSON object")
-    if "id" in raw and (isinstance(raw["id"], bool) or not isinstance(raw["id"], (str, int))):
-        return _error(types.INVALID_REQUEST, "Invalid Request: an id is a string or an integer")
+        return _error(types.INVALID_REQUEST, "Invalid Request: a message is a JSON object"), raw
+    if "id" in raw and not _is_request_id(raw["id"]):
+        return _error(types.INVALID_REQUEST, "Invalid Request: an id is a string or an integer"), raw
     try:
         types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except pydantic.ValidationError:
-        return _error(types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or response")
-    return None
+        return _error(types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or "
+                                             "response"), raw
+    return None, raw
+
+
+def _is_request_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def _error(code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
 
 
+class Unanswered:
+    """The requests passed on to the SDK whose answer is not written yet: at the end of input the server
+    waits for them (a client may close stdin right after its last request, and the SDK drops what is
+    still running when its input ends)."""
+
+    def __init__(self) -> None:
+        self._ids: set[tuple[type, str | int]] = set()
+        self._none = anyio.Event()
+        self._none.set()
+
+    def asked(self, request_id: str | int) -> None:
+        if not self._ids:
+            self._none = anyio.Event()
+        self._ids.add((type(request_id), request_id))
+
+    def settled(self, request_id: str | int) -> None:
+        """Answered, or cancelled by the client (the SDK answers no cancelled request)."""
+        self._ids.discard((type(request_id), request_id))
+        if not self._ids:
+            self._none.set()
+
+    async def wait(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._none.wait()
+
+
+class AnswerCounter:
+    """The SDK's write stream, marking each answer it carries as settled in `unanswered`."""
+
+    def __init__(self, inner: WriteStream[SessionMessage], unanswered: Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._inner.send(item)
+        message = item.message
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
+            self._unanswered.settled(message.id)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> "AnswerCounter":
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> bool | None:
+        await self.aclose()
+        return None
+
+
 class ScreenedInput(anyio.AsyncFile[str]):
     """Standard input as the SDK's stdio transport reads it (UTF-8, undecodable bytes replaced), minus
     the lines that are not a JSON-RPC message: each of those is answered through `answer_with`'s
-    function and skipped. Blank lines are skipped unanswered."""
+    function and skipped. Blank lines are skipped unanswered. At the end of input it waits (up to
+    DRAIN_SECONDS) until every request passed on is answered."""
 
-    def __init__(self, source: BinaryIO) -> None:
+    def __init__(self, source: BinaryIO, unanswered: Unanswered | None = None) -> None:
         self._text = io.TextIOWrapper(source, encoding="utf-8", errors="replace")
         super().__init__(self._text)
+        self.unanswered = unanswered or Unanswered()
         self._answer: Callable[[types.JSONRPCError], Awaitable[None]] | None = None
         self._ready = anyio.Event()
 
@@ -241,14 +308,24 @@ class ScreenedInput(anyio.AsyncFile[str]):
         while line := await super().readline():
             if not line.strip():
                 continue
-            refused = rejection(line)
+            refused, raw = screen(line)
             if refused is None:
+                self._track(raw)
                 return line
             log.warning("answered an input line that is not a JSON-RPC message: %s", refused.error.message)
             await self._ready.wait()
             if self._answer is not None:
                 await self._answer(refused)
+        await self.unanswered.wait(DRAIN_SECONDS)
         return ""
+
+    def _track(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
+            self.unanswered.asked(message["id"])
+        elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
+            cancelled = message["params"].get("requestId")
+            if _is_request_id(cancelled):
+                self.unanswered.settled(cancelled)
 
     def release(self) -> None:
         """Let go of the source without closing it (it is the process's stdin)."""
@@ -267,7 +344,8 @@ async def serve(finder: ArtifactFinder, version: str, source: BinaryIO) -> None:
                     await write_stream.send(SessionMessage(error))
 
             screened.answer_with(answer)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await server.run(read_stream, AnswerCounter(write_stream, screened.unanswered),
+                             server.create_initialization_options())
     finally:
         screened.release()
 
