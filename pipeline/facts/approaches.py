@@ -47,6 +47,8 @@ ABANDON_OR_DECIDED_RE = re.compile(f"(?:{ABANDON_RE.pattern.removeprefix('(?i)')
                                    f"|(?:{DECIDED_RE.pattern.removeprefix('(?i)')})", re.I)
 # Evidence longer than this is cut; one approach is a sentence or two.
 MAX_EVIDENCE = 300
+# A rejected call is named in this many characters, before what the user said about it.
+MAX_REJECTED_LABEL = 80
 # What the agent did after saying an approach failed is looked for this many messages ahead; of a
 # change, the lines sharing at least MIN_SHARED_WORDS words with what it said are kept (at most
 # FOLLOW_UP_LINES, each cut to MAX_FOLLOW_UP_CHARS).
@@ -100,15 +102,17 @@ def excluded_approaches(messages: Sequence[Message],
         if rec.rejected:
             typed = rejection_words(rec.result, rec.result_message) if rec.result and rec.result_message else None
             reply = (rec.result_message_id or rec.message_id, typed) if typed else _next_user_words(messages, at, queued)
-            text = f"user rejected {tool_label(rec)}"
+            # The call is named in a few words: what the user said about it is the lesson, and a
+            # long input (a plan, a file's new text) would leave it no room.
+            text = f"user rejected {one_line(tool_label(rec), MAX_REJECTED_LABEL)}"
             marker = _interrupt_after(messages, at)
             if marker:
                 text += f" {marker}"
             ids: tuple[str, ...] = (rec.message_id, rec.result_message_id or rec.message_id)
             if reply:
-                text += f'; then said: "{reply[1]}"'
+                text += f'; then said: "{_evidence(reply[1])}"'
                 ids += (reply[0],)
-            out.append(Approach(REJECTED, _evidence(text), ids, at))
+            out.append(Approach(REJECTED, text, ids, at))
         elif rec.succeeded and rec.command:
             for sc in simple_commands(rec.command):
                 line = " ".join(sc.words)

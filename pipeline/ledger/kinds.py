@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 from .. import facts
 from ..core.model import Message
+from ..facts import answers
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Outcome,
                      SkillUse, TaskSpec, TestRun, TrackerUpdate, UserMessage)
 from ..facts.reading import ResultFacts
@@ -88,9 +89,14 @@ KINDS: tuple[Kind, ...] = (
     Kind("requests", UserMessage, lambda u: f"{u.message_id}:{int(u.queued)}:{fold_text(u.text)[:80]}",
          lambda w: facts.user_messages(w.messages, w.queued)),
     Kind("constraints", Constraint, lambda c: fold_text(c.text),
-         lambda w: facts.standing_constraints(w.messages, w.queued, w.earlier), "first"),
+         lambda w: [*facts.standing_constraints(w.messages, w.queued, w.earlier), *answers.rules_given(w.messages)],
+         "first"),
     Kind("approaches", Approach, lambda a: f"{a.kind}:{fold_text(a.text)}",
-         lambda w: facts.excluded_approaches(w.messages, w.queued), "first"),
+         lambda w: [*facts.excluded_approaches(w.messages, w.queued), *answers.declined_recommendations(w.messages)],
+         "first"),
+    # The user's answers to the agent's questions, from the harness's record of its question prompt.
+    Kind("decisions", answers.Decision, lambda d: f"{d.message_id}:{fold_text(d.question)}",
+         lambda w: answers.user_decisions(w.messages), "first"),
     Kind("findings", Finding, lambda f: f"{f.kind}:{fold_text(f.text)}", lambda w: facts.findings(w.messages), "first"),
     Kind("specs", TaskSpec, lambda s: s.origin, lambda w: facts.task_specs(w.messages, w.queued, w.earlier)),
     Kind("errors", ErrorFact, lambda e: e.call_id,

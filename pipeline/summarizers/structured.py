@@ -14,8 +14,10 @@ from typing import Sequence
 from .. import facts
 from ..core.errors import SummarizerError
 from ..core.escape import one_line as on_its_line
+from ..facts.answers import Decision
 from ..facts.findings import COMPLAINT
 from ..facts.plans import is_plan_document
+from ..facts.requests import VIA_ANSWERS
 from ..facts.shell import first_line
 from ..facts.text import one_line
 from ..core.model import Message, Origin, is_user_turn
@@ -136,6 +138,7 @@ class _Builder:
         self.tracker = self.src.tracker_updates()
         self.closed_specs = closed_spec_texts(self.src)
         self.findings = self.src.findings()
+        self.decisions_made: list[Decision] = self.src.records("decisions")
 
     def rel(self, path: str) -> str:
         """A path under the session's working directory shown relative to it (the cwd is listed once),
@@ -223,6 +226,9 @@ class _Builder:
     def user_messages(self, users: list[tuple[str, str]]) -> list[Item]:
         # The latest and first requests are quoted under Active request; the others, newest first.
         rest = users[1:-1]
+        if self.decisions_made:
+            # Answers to the agent's questions are quoted among the decisions, with their questions.
+            rest = [(text, how) for text, how in rest if how != f"via {VIA_ANSWERS}"]
         items = []
         for n, (text, how) in enumerate(reversed(rest), 1):
             label = f"[{n}, {how}]" if how else f"[{n}]"
@@ -266,7 +272,10 @@ class _Builder:
     def decisions(self) -> list[Item]:
         items = []
         done = self.closed_specs
+        answered = {(d.message_id, d.index): _fold(d.answer) for d in self.decisions_made}
         for n, c in enumerate(self.src.standing_constraints()):
+            if _fold(c.text) in answered.get((c.message_id, c.index), "\0"):
+                continue  # a rule said in an answer: the answer is quoted whole among the decisions
             origin = f" `{self.rel(c.origin)}`" if c.origin else ""
             group = f"From {c.source}{origin}:"
             # A rule only the task text of an issue the agent has since closed states was about
@@ -279,6 +288,15 @@ class _Builder:
         if plan.approved and plan.plan_path:
             items.append(Item(f"- Plan approved by the user; saved to {plan.plan_path}", (False, -3, False, 0, -1),
                               (-1, 0), "Decisions:"))
+        # The user's answers to the agent's questions, as the harness recorded them: an answer in the
+        # user's own words, or one turning down the option the agent recommended, ranks with the
+        # user's rules, and so does the newest answer (where the discussion stands); picking an
+        # offered option, after them.
+        newest = self.decisions_made[-1] if self.decisions_made else None
+        for n, d in enumerate(self.decisions_made):
+            weight = -2 if d.declined or not d.picked_option or d is newest else -1
+            items.append(Item(f"- {d.text}", (False, weight, False, -d.index, n), (d.index, n),
+                              "Decided by the user (answers to the agent's questions, verbatim):"))
         for n, f in enumerate(self.findings):
             if f.kind == COMPLAINT:
                 continue  # a negative result: listed under Tried and excluded approaches
@@ -471,6 +489,10 @@ def fact_source(request: SummaryRequest) -> FactSource:
     positions = (request.ledger.position(m.id) for m in request.tail if m.origin is Origin.CONVERSATION)
     cut = next((p for p in positions if p is not None), None)
     return request.ledger.upto(cut)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 def _in_any(text: str, folded_texts: Sequence[str]) -> bool:
