@@ -432,3 +432,43 @@ def test_a_worksurface_compaction_of_a_preserved_session_writes_the_history_as_i
     assert [m.text for m in chain][1:] == ["worksurface summary", "second request", "second answer",
                                             "third request", "third answer"]
     assert not any(m.meta.get(cc.PRESERVED_BY) for m in again.messages)  # the last boundary keeps nothing by id
+
+
+# --- a session the real Claude Code 2.1.217 wrote (fixtures/claude-code-2x) --------------------------------
+
+FIXTURE_217 = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "claude-code-2x" / \
+    "compact-2.1.217.jsonl"
+
+
+def _fixture_217() -> str:
+    return FIXTURE_217.read_text(encoding="utf-8")
+
+
+def test_the_2_1_217_session_reads_in_the_order_claude_code_2_1_217_sends_it() -> None:
+    """Resumed, 2.1.217 sends its summary, the answer it kept, then the /compact command's records."""
+    text = _fixture_217()
+    t = cc.read(text, "compact-2.1.217.jsonl")
+    live = live_slice(t.messages)
+    assert live[0].meta["compact_boundary"] and live[1].meta["is_compact_summary"]
+    assert live[2].text == "Read it: alpha and beta." and live[2].meta[cc.PRESERVED_BY] == live[0].id
+    assert [m.text.split(">")[0] for m in live[3:]] == ["<local-command-caveat", "<command-name", "<local-command-stdout"]
+    assert live[0].meta["instructions"] == "keep the notes file contents" and "notices" not in t.meta
+    assert cc.write(t) == text
+
+
+def test_a_missing_kept_id_in_a_2_1_217_session_sends_the_whole_history_as_claude_code_does() -> None:
+    """2.1.217 hangs the records after the summary on the kept tail: with a listed id that no record
+    holds, Claude Code (2.1.217 and 2.1.328 alike, seen against the fake API) relinks nothing and walks
+    from the leaf into the old chain, so it sends the history before the boundary and not the summary."""
+    records = [json.loads(x) for x in _fixture_217().splitlines()]
+    boundary = next(r for r in records if r.get("subtype") == "compact_boundary")
+    boundary["compactMetadata"]["preservedMessages"]["uuids"].insert(1, "0f0f0f0f-0000-4000-8000-000000000000")
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    t = cc.read(text, "s.jsonl")
+    assert "0f0f0f0f-0000-4000-8000-000000000000" in t.meta["notices"][0]
+    assert "continue the chain before the boundary" in t.meta["notices"][0]
+    live = live_slice(t.messages)
+    assert live == t.messages and live[0].text == "read notes.txt please"
+    assert not any(m.meta.get("compact_boundary") or m.meta.get("is_compact_summary") for m in live)
+    assert sum(1 for _, r in t.extras if isinstance(r, dict) and r.get("subtype") == "compact_boundary") == 1
+    assert cc.write(t) == text  # the boundary and the summary are still in the file, where they were

@@ -156,7 +156,7 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             raise FormatError(f"tool_result for tool_use id {call_id!r}, which never appears in the file",
                               path=path, line=number, record=uuid)
     notices: list[str] = []
-    messages = relink_preserved(messages, parents, notices, path)
+    messages, extras = relink_preserved(messages, extras, parents, uuids, notices, path)
     # Calls without a result (the user interrupted, the session ended) are kept and flagged.
     marked = mark_unanswered(messages)
     inferred = window.infer()
@@ -172,30 +172,43 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
                       lines=lines)
 
 
-def relink_preserved(messages: list[Message], parents: dict[str, Any], notices: list[str],
-                     path: str | None = None) -> list[Message]:
-    """The messages in the order Claude Code sends them: the messages its last compaction kept
-    (compactMetadata preservedMessages, else the preservedSegment walked from its tail to its head)
+Extras = list[tuple[str | None, Any]]
+
+
+def relink_preserved(messages: list[Message], extras: Extras, parents: dict[str, Any], lines: dict[str, int],
+                     notices: list[str], path: str | None = None) -> tuple[list[Message], Extras]:
+    """The messages (and extras) in the order Claude Code sends them: the messages its last compaction
+    kept (compactMetadata preservedMessages, else the preservedSegment walked from its tail to its head)
     moved from before the boundary to after its anchor (the summary), as Claude Code relinks them on
     load, each marked with the boundary (PRESERVED_BY), the message it followed in the file
     (FILE_AFTER, so the writer puts the record back) and, for an assistant record, USAGE_VOID (Claude
     Code zeroes that usage: it measured the context before the compaction). Only the file's last
-    boundary counts. A named id that no record of the file has gives a notice naming it; Claude Code
-    then relinks nothing (its live view is the summary and what follows), and neither does this."""
+    boundary counts. A named id that no record of the file has gives a notice naming it: Claude Code
+    then relinks nothing and follows the records' own parentUuid chain, and so does this: where the
+    records after the summary hang on it, the live view is the summary and what follows; where they
+    hang on the old chain (as 2.1.2xx writes them), Claude Code sends the history before the boundary
+    and not its summary, so the boundary and summary become extras (kept in the file as they are).
+    `lines` is each record uuid's line, `parents` each one's parentUuid."""
     at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].meta.get("compact_boundary")), None)
     if at is None:
-        return messages
+        return messages, extras
     boundary = messages[at]
     kept = boundary.meta.get("preserved")
     if not isinstance(kept, dict):
-        return messages
+        return messages, extras
     where = f"{path}: " if path else ""
     ids, missing = _preserved_ids(kept, parents)
     if missing:
-        notices.append(f"{where}compact boundary {boundary.id} names preserved messages no record of the file holds "
-                       f"({', '.join(missing)}): Claude Code relinks none of them, so neither does worksurface; the "
-                       "live view is its summary and what follows")
-        return messages
+        head = (f"{where}compact boundary {boundary.id} names preserved messages no record of the file holds "
+                f"({', '.join(missing)}): Claude Code relinks none of them, so neither does worksurface; ")
+        bypassed = _bypass(messages, extras, at, parents, lines)
+        if bypassed is None:
+            notices.append(head + "the live view is its summary and what follows")
+            return messages, extras
+        notices.append(head + "the records after the summary continue the chain before the boundary, so Claude "
+                              "Code sends that history and not the summary, and so does the view (the boundary "
+                              "and summary records stay in the file as they are)")
+        return bypassed
     absent = [i for i in kept.get("all_ids", ()) if i not in parents and i not in ids]
     if absent:
         notices.append(f"{where}compact boundary {boundary.id}: preservedMessages.allUuids names messages no record "
@@ -206,10 +219,10 @@ def relink_preserved(messages: list[Message], parents: dict[str, Any], notices: 
     if anchor not in index or index[anchor] < at:
         notices.append(f"{where}compact boundary {boundary.id}: its preserved messages hang on {anchor!r}, which is "
                        "no message after it; they stay where the file has them")
-        return messages
+        return messages, extras
     chosen = [index[i] for i in ids if i in index and index[i] < at]
     if not chosen:
-        return messages
+        return messages, extras
     moved: list[Message] = []
     for i in chosen:
         m = messages[i]
@@ -220,7 +233,43 @@ def relink_preserved(messages: list[Message], parents: dict[str, Any], notices: 
     taken = set(chosen)
     rest = [m for i, m in enumerate(messages) if i not in taken]
     after = next(i for i, m in enumerate(rest) if m.id == anchor) + 1
-    return rest[:after] + moved + rest[after:]
+    return rest[:after] + moved + rest[after:], extras
+
+
+def _bypass(messages: list[Message], extras: Extras, at: int, parents: dict[str, Any],
+            lines: dict[str, int]) -> tuple[list[Message], Extras] | None:
+    """(messages, extras) without the boundary at `at` and its summary, which become extras at their
+    place, when the first message after them hangs (through records that are no message) on a record
+    before the boundary: Claude Code, relinking nothing, then walks from the leaf into the old chain and
+    never reaches them. None when that message hangs on them (or there is none)."""
+    removed = [messages[at]] + ([messages[at + 1]] if at + 1 < len(messages)
+                                and messages[at + 1].meta.get("is_compact_summary") else [])
+    after = at + len(removed)
+    if after >= len(messages):
+        return None
+    gone = {m.id for m in removed}
+    start = lines.get(messages[at].id, 0)
+    raw = messages[after].meta.get("raw")
+    parent = raw.get("parentUuid") if isinstance(raw, dict) else None
+    seen: set[str] = set()
+    while isinstance(parent, str) and parent not in gone and parent not in seen and lines.get(parent, 0) > start:
+        seen.add(parent)
+        parent = parents.get(parent)
+    if not isinstance(parent, str) or parent in gone or parent not in lines:
+        return None
+    before = messages[at - 1].id if at else None
+    order = [m.id for m in removed]
+    records = [m.meta.get("raw") or {"type": "system", "uuid": m.id} for m in removed]  # `keep` may drop raw
+    out: Extras = []
+    emitted = 0
+    for anchor, record in extras:
+        if anchor in gone:  # it followed the boundary or the summary: it follows them still, where they are
+            upto = order.index(anchor) + 1
+            out += [(before, r) for r in records[emitted:upto]]
+            emitted, anchor = max(emitted, upto), before
+        out.append((anchor, record))
+    out += [(before, r) for r in records[emitted:]]
+    return [m for m in messages if m.id not in gone], out
 
 
 def _preserved_ids(kept: dict[str, Any], parents: dict[str, Any]) -> tuple[list[str], list[str]]:

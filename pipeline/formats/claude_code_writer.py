@@ -391,7 +391,9 @@ def fit_usage(transcript: Transcript, written: Written) -> list[dict[str, Any] |
         assert isinstance(record, dict)  # a message's line is a record, never a damaged line
         return record
 
-    start = next((i for i in range(len(written) - 1, -1, -1) if _is_boundary_record(written[i][0])), 0)
+    # The live part starts at the last boundary that is a message (one Claude Code bypasses is an extra).
+    start = next((i for i in range(len(written) - 1, -1, -1)
+                  if _is_boundary_record(written[i][0]) and written[i][1] is not None), 0)
     boundary = written[start][1] if written else None
     live = _view_order([(i, m) for i, (_, m) in enumerate(written) if m is not None and (
         i >= start or (boundary is not None and m.meta.get(PRESERVED_BY) == boundary.id))], start)
