@@ -260,3 +260,31 @@ def test_own_messages_round_trip_through_every_api_format_under_the_key(adapter:
     with ownmark.keyed(other):
         stranger = adapter.read_doc(json.loads(json.dumps(doc))).messages
     assert {m.origin for m in stranger} == {Origin.CONVERSATION}
+
+
+def test_the_sessions_key_is_kept_in_the_store_and_survives_a_restart(tmp_path: Path) -> None:
+    sent = conversation("anthropic", 5)
+    with inprocess_gateway(tmp_path, answer) as first:
+        r = first.client.post(PATHS["anthropic"], json=request_body("anthropic", sent))
+        session = r.headers["x-worksurface-session"]
+        entry = first.gateway.registry.find(session)
+        assert entry is not None
+        key = entry.mark_key
+    info_path = tmp_path / session / "gateway.json"
+    stored = json.loads(info_path.read_text(encoding="utf-8"))
+    assert bytes.fromhex(stored["mark_key"]) == key and len(key) == 32
+    with inprocess_gateway(tmp_path, answer) as second:
+        r = second.client.post(PATHS["anthropic"], json=request_body("anthropic", sent))
+        again = second.gateway.registry.find(r.headers["x-worksurface-session"])
+        assert again is not None and again.mark_key == key
+        assert_every_message_forwarded(second, r, "anthropic", sent)
+    # A session stored before marks were tagged: a key is added, its other notes kept.
+    del stored["mark_key"]
+    info_path.write_text(json.dumps({**stored, "api": "anthropic", "summaries": ["k1"]}), encoding="utf-8")
+    with inprocess_gateway(tmp_path, answer) as third:
+        r = third.client.post(PATHS["anthropic"], json=request_body("anthropic", sent))
+        entry = third.gateway.registry.find(r.headers["x-worksurface-session"])
+        assert entry is not None and len(entry.mark_key) == 32 and entry.mark_key != key
+        assert entry.summaries == {"k1"}
+    rewritten = json.loads(info_path.read_text(encoding="utf-8"))
+    assert rewritten["summaries"] == ["k1"] and rewritten["api"] == "anthropic" and rewritten["mark_key"]

@@ -421,3 +421,57 @@ def test_the_gateways_startup_line_hides_the_store_and_upstream_passwords(tmp_pa
         assert line["upstream"] == "http://bob:***@127.0.0.1:9"
     else:
         assert re.search(r"store=postgresql://alice:\*\*\*@127\.0\.0\.1:9/ws", first), first
+
+
+# --- an upstream that breaks off --------------------------------------------------------------------------
+
+class BreaksOff(httpx.AsyncByteStream):
+    """A body that sends `head`, then the connection drops."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    async def __aiter__(self) -> Any:
+        yield self.head
+        raise httpx.ReadError("connection reset by peer")
+
+
+def breaking(head: bytes, content_type: str) -> Callable[[], httpx.Response]:
+    return lambda: httpx.Response(200, headers={"content-type": content_type}, stream=BreaksOff(head))
+
+
+def refused() -> httpx.Response:
+    raise httpx.ConnectError("connection refused")
+
+
+def test_an_upstream_that_breaks_off_ends_the_answer_without_a_traceback(gw: InProcess, upstream: Upstream,
+                                                                         logs: Lines) -> None:
+    head = event("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 3}}})
+    upstream.set(breaking(head, "text/event-stream"))
+    r = ask(gw, "anthropic", stream=True)
+    assert r.status_code == 200 and r.content == head, "the client has what came"
+    upstream.set(breaking(b'{"type":"message","con', "application/json"))
+    r = ask(gw, "anthropic")
+    assert r.status_code == 502 and r.json()["type"] == "error"
+    assert any("broke off" in line for line in logs.lines)
+    assert not any("Traceback" in line for line in logs.lines)
+
+
+def test_a_fetch_follow_up_that_finds_no_upstream_ends_the_answer_cleanly(fetching: InProcess, upstream: Upstream,
+                                                                          logs: Lines) -> None:
+    call = {"type": "message", "role": "assistant", "stop_reason": "tool_use", "usage": {"input_tokens": 5},
+            "content": [{"type": "text", "text": "let me look"},
+                        {"type": "tool_use", "id": "toolu_9", "name": "fetch_artifact", "input": {"id": "a1"}}]}
+    upstream.set(whole(call), refused)
+    r = ask(fetching, "anthropic")
+    assert r.status_code == 200 and r.json()["content"] == [{"type": "text", "text": "let me look"}]
+    sent = (event("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 3}}})
+            + event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_8", "name": "fetch_artifact", "input": {}}})
+            + event("content_block_stop", {"type": "content_block_stop", "index": 0})
+            + event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}))
+    upstream.set(stream(sent), refused)
+    r = ask(fetching, "anthropic", stream=True)
+    assert r.status_code == 200 and b"fetch_artifact" not in r.content
+    assert sum("follow-up failed" in line for line in logs.lines) == 2
+    assert not any("Traceback" in line for line in logs.lines)

@@ -160,6 +160,11 @@ class Watch:
             event(logging.WARNING, "upstream answer not understood: passed on as it came", api=self.api,
                   session=self.session, problem=problem[:300])
 
+    def follow_up_failed(self, problem: str) -> None:
+        """The gateway's own follow-up (a fetch_artifact answer) found no upstream: the stream ends there."""
+        event(logging.WARNING, "fetch_artifact follow-up failed: the answer ends here", api=self.api,
+              session=self.session, error=problem[:300])
+
     def usage_of(self, read: Callable[[], Usage | None]) -> None:
         """Record the usage `read()` finds (an odd one is noted, never raised)."""
         try:

@@ -178,17 +178,18 @@ class Gateway:
         try:
             upstream = await self.upstream.send("POST", url, headers, body)
         except UpstreamUnavailable as exc:
-            event(logging.WARNING, "upstream unavailable", api=api.NAME, session=session, error=str(exc))
-            status = 504 if exc.timeout else 502
-            self.metrics.upstream_status.labels(api.NAME, str(status)).inc()
-            return Response(unavailable_body(api.NAME, f"worksurface gateway: {exc}"), status,
-                            headers=dict(extra), media_type="application/json")
+            return self._unavailable(api, session, exc, extra)
         self.metrics.upstream_status.labels(api.NAME, str(upstream.status)).inc()
         out_headers = [*upstream.headers, *extra]
         on_usage = self._on_usage(api, entry, session)
+        if upstream.status >= 400 or not upstream.is_stream:
+            try:
+                data = await upstream.read()
+            except UpstreamUnavailable as exc:
+                return self._unavailable(api, session, exc, extra)
+            finally:
+                await upstream.close()
         if upstream.status >= 400:
-            data = await upstream.read()
-            await upstream.close()
             event(logging.INFO, "upstream error returned as given", api=api.NAME, session=session,
                   status=upstream.status)
             return _response(data, upstream.status, out_headers)
@@ -198,8 +199,6 @@ class Gateway:
             chunks = (api.rewrite_stream(upstream, active, on_usage) if active is not None
                       else relay.passthrough(api, upstream, on_usage))
             return StreamingResponse(chunks, upstream.status, headers=_header_dict(out_headers))
-        data = await upstream.read()
-        await upstream.close()
         try:
             doc = json.loads(data)
         except ValueError:
@@ -214,7 +213,16 @@ class Gateway:
             except (OddAnswer, AttributeError, TypeError, KeyError, ValueError) as exc:
                 # An answer of a shape worksurface does not know goes to the client as it came.
                 on_usage.odd(f"{type(exc).__name__}: {exc}")
+
         return _response(data, upstream.status, out_headers)
+
+    def _unavailable(self, api: Api, session: str | None, exc: UpstreamUnavailable,
+                     extra: list[tuple[str, str]]) -> Response:
+        event(logging.WARNING, "upstream unavailable", api=api.NAME, session=session, error=str(exc))
+        status = 504 if exc.timeout else 502
+        self.metrics.upstream_status.labels(api.NAME, str(status)).inc()
+        return Response(unavailable_body(api.NAME, f"worksurface gateway: {exc}"), status,
+                        headers=dict(extra), media_type="application/json")
 
     async def _answer_fetches(self, api: Api, doc: Any, rewrite: relay.Rewrite, on_usage: Watch) -> Any:
         """A whole response whose model called only fetch_artifact: asked again with the results."""
@@ -223,14 +231,24 @@ class Gateway:
             found = api.fetch_round(doc) if rewrite.fetch is not None else None
             if found is None or rewrite.fetch is None:
                 break
-            if api is ANTHROPIC:     # its words before the fetch stay, ahead of the answer's
-                kept += [b for b in found.turn if not (isinstance(b, dict) and b.get("type") == "tool_use"
-                                                       and b.get("name") == FETCH_TOOL)]
-            response = await rewrite.fetch(found)
-            data = await response.read()
-            await response.close()
+            # On Anthropic its words before the fetch stay, ahead of the answer's (once it has one).
+            words = [b for b in found.turn if not (isinstance(b, dict) and b.get("type") == "tool_use"
+                                                   and b.get("name") == FETCH_TOOL)] if api is ANTHROPIC else []
+            try:
+                response = await rewrite.fetch(found)
+            except UpstreamUnavailable as exc:     # the model's last answer stands (its fetch calls hidden)
+                on_usage.follow_up_failed(str(exc))
+                break
+            try:
+                data = await response.read()
+            except UpstreamUnavailable as exc:
+                on_usage.follow_up_failed(str(exc))
+                break
+            finally:
+                await response.close()
             if response.status >= 400:
                 break
+            kept += words
             doc = json.loads(data)
             on_usage.usage_of(lambda: api.usage_of(doc))
         if kept and isinstance(doc, dict):
@@ -384,7 +402,12 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
         return await gateway.handle(RESPONSES, request)
 
     async def sessions(request: Request) -> Response:
-        return JSONResponse({"sessions": gateway.registry.list()})
+        try:
+            listed = gateway.registry.list()
+        except (SessionError, OSError) as exc:      # the store cannot be read: said, not raised
+            event(logging.WARNING, "sessions not listed", problem=str(exc)[:300])
+            return _error(503, "api_error", f"worksurface gateway: the session store cannot be read: {str(exc)[:300]}")
+        return JSONResponse({"sessions": listed})
 
     async def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
@@ -398,7 +421,7 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
                     return _error(404, "not_found_error", f"worksurface gateway: no session {session_id!r}")
                 return JSONResponse({"deleted": True, "id": session_id})
             described = await gateway.registry.describe(session_id)
-        except SessionError as exc:     # damaged or unreadable: said, not raised
+        except (SessionError, OSError) as exc:     # damaged or unreadable: said, not raised
             event(logging.WARNING, "session not readable", session=session_id, problem=str(exc)[:300])
             return _error(409, "invalid_request_error", f"worksurface gateway: session {session_id!r}: "
                           f"{str(exc)[:300]}")

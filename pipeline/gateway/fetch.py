@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 from . import sse
 from .apis import FETCH_TOOL, Api, OddAnswer, Watch, dumps
-from .upstream import UpstreamResponse
+from .upstream import UpstreamResponse, UpstreamUnavailable
 
 MAX_FETCH_ROUNDS = 4
 # Responses output items that are calls of a client's own tool.
@@ -125,7 +125,11 @@ async def chat_stream(api: Api, response: UpstreamResponse, fetch: FollowUp, on_
             await response.close()
         if not state.follow:
             return
-        response = await fetch(state.round())
+        try:
+            response = await fetch(state.round())
+        except UpstreamUnavailable as exc:
+            on_usage.follow_up_failed(str(exc))
+            return
         if response.status >= 400:
             await response.close()
             return
@@ -264,7 +268,11 @@ async def responses_stream(api: Api, response: UpstreamResponse, fetch: FollowUp
             await response.close()
         if not follow:
             return
-        response = await fetch(output.round())
+        try:
+            response = await fetch(output.round())
+        except UpstreamUnavailable as exc:
+            on_usage.follow_up_failed(str(exc))
+            return
         if response.status >= 400:
             await response.close()
             return

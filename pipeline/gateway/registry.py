@@ -80,9 +80,12 @@ class Registry:
                 entry.summaries |= set(stored.get("summaries") or ())
                 entry.created = float(stored.get("created") or entry.created)
                 entry.mark_key = _mark_key(stored.get("mark_key"))
-            if not stored or not entry.mark_key:
-                entry.mark_key = entry.mark_key or ownmark.new_key()
+            if not stored:
+                entry.mark_key = ownmark.new_key()
                 write_info(self.config.store, entry.id, entry.info())
+            elif not entry.mark_key:    # a session stored before marks were tagged: its notes kept, a key added
+                entry.mark_key = ownmark.new_key()
+                write_info(self.config.store, entry.id, {**stored, "mark_key": entry.mark_key.hex()})
         return entry.session
 
     def remember_summary(self, entry: Entry, key: str) -> None:

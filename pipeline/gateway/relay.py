@@ -21,7 +21,7 @@ from . import sse
 from .apis import FETCH_TOOL, Api, OddAnswer, Watch, dumps
 from .context_management import compaction_block
 from .fetch import MAX_FETCH_ROUNDS, Answered, FetchCall, FollowUp, Round
-from .upstream import UpstreamResponse
+from .upstream import UpstreamResponse, UpstreamUnavailable
 
 @dataclass
 class Rewrite:
@@ -91,7 +91,11 @@ async def anthropic_stream(api: Api, response: UpstreamResponse, rewrite: Rewrit
         if not follow or rewrite.fetch is None:
             return
         rounds += 1
-        response = await rewrite.fetch(blocks.round())
+        try:
+            response = await rewrite.fetch(blocks.round())
+        except UpstreamUnavailable as exc:
+            on_usage.follow_up_failed(str(exc))
+            return
         if response.status >= 400:
             await response.close()
             return

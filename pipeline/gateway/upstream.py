@@ -4,12 +4,14 @@ included, never kept) and hands back the response as it streams in."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterable, Mapping
 
 import httpx
 
 from .config import GatewayConfig
+from .logs import event
 
 # Headers that describe one hop, not the request (RFC 9110 section 7.6.1), and those httpx sets itself.
 HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
@@ -38,11 +40,23 @@ class UpstreamResponse:
     def is_stream(self) -> bool:
         return self.response.headers.get("content-type", "").startswith("text/event-stream")
 
-    def chunks(self) -> AsyncIterator[bytes]:
-        return self.response.aiter_bytes()
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it streams in; an upstream that breaks off ends it (one log line, no traceback:
+        the client has what came, as it would from the upstream itself)."""
+        try:
+            async for chunk in self.response.aiter_bytes():
+                yield chunk
+        except httpx.HTTPError as exc:
+            event(logging.WARNING, "upstream stream broke off", status=self.status,
+                  error=f"{type(exc).__name__}: {exc}"[:300])
 
     async def read(self) -> bytes:
-        return await self.response.aread()
+        """The whole body (UpstreamUnavailable when the upstream breaks off before its end)."""
+        try:
+            return await self.response.aread()
+        except httpx.HTTPError as exc:
+            raise UpstreamUnavailable(f"upstream broke off its answer ({type(exc).__name__})",
+                                      timeout=isinstance(exc, httpx.TimeoutException)) from None
 
     async def close(self) -> None:
         await self.response.aclose()
