@@ -16,7 +16,8 @@ from worksurface.facts.answers import user_decisions
 from worksurface.facts.constraints import USER
 from worksurface.ledger import Ledger
 from worksurface.summarizers import StructuredSummarizer, SummaryRequest
-from worksurface.summarizers.sections import DECISIONS, TRIED, split_sections
+from worksurface.summarizers.packing import ESSENTIAL_SHARE, Item, Section, pack
+from worksurface.summarizers.sections import DECISIONS, PROGRESS, TRIED, split_sections
 
 QUESTION = "How should the cache be invalidated?"
 OPTIONS = [{"label": "TTL of five minutes (Recommended)", "description": "simple"},
@@ -123,3 +124,41 @@ def test_an_answer_is_kept_verbatim_and_declines_only_what_it_does_not_pick(answ
     assert decision.answer == " ".join(answer.split())
     picked_recommended = " ".join(answer.split()).casefold().startswith("keep it")
     assert decision.declined == (recommended and not picked_recommended)
+
+
+def test_a_small_summary_keeps_every_rule_and_rejection_before_the_twentieth_file() -> None:
+    s = Session()
+    s.user("Port the billing module to the new API. Never change the public function names.")
+    for n in range(40):
+        path = f"/repo/src/billing/module_{n:02d}_with_a_long_descriptive_name.py"
+        s.call("Read", {"file_path": path}, f"     1\tdef f{n}(): pass\n", tool_use_result={"type": "text"})
+        s.call("Edit", {"file_path": path, "old_string": f"def f{n}", "new_string": f"def g{n}"},
+               "The file has been updated.", tool_use_result={"filePath": path})
+    todos = [{"content": f"Port step {n}: " + "move the handlers and their long tests " * 6, "status": "completed",
+              "activeForm": f"Porting step {n}"} for n in range(12)]
+    s.call("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")
+    for k in range(5):
+        s.reject("Bash", {"command": f"pip install billing-sdk-{k}"}, f"don't add dependency {k}, use the stdlib")
+    s.user("Keep going with the port.")
+    sections = _summary(s, 800)
+    assert "Never change the public function names." in sections[DECISIONS]
+    for k in range(5):
+        assert f"don't add dependency {k}, use the stdlib" in sections[DECISIONS]
+        assert f'then said: "don\'t add dependency {k}, use the stdlib"' in sections[TRIED], sections[TRIED]
+    # What gave way: the files beyond the first few, the finished items' descriptions.
+    assert "left out for room" in sections["Files and artifacts"]
+    assert "left out for room" in sections[PROGRESS]
+
+
+def test_essential_items_go_first_but_within_their_share_of_the_room() -> None:
+    counter = TokenCounter()
+    ordinary = [Item(f"- ordinary fact number {n} about the work in progress", (n,), (n,)) for n in range(60)]
+    essential = [Item(f"- rule {n}: never do thing {n}", (n,), (n,), essential=1) for n in range(60)]
+    first = Section("First", list(ordinary), 0.5, 0)
+    last = Section("Last", list(essential), 0.05, 9)
+    text = pack([first, last], 600, counter)
+    rules = [it for it in last.chosen]
+    assert rules and "rule 0: never do thing 0" in text  # the low-priority section's essential items came first
+    # ... but not all of the room: the essential pass stops at its share, the rest is shared out.
+    assert sum(counter.text(it.text) + 1 for it in rules) <= 600 * ESSENTIAL_SHARE + 60
+    assert first.chosen

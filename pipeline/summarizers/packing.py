@@ -36,6 +36,11 @@ FIRST_CLAIM = 0.5
 ROUND_MIN_TOKENS = 30
 # A section's step is scaled by its share of the budget over this (a typical share).
 ROUND_NORMAL_SHARE = 0.1
+# Essential items (the rules in force, what the user decided, the approaches ruled out) are placed
+# before any section's first claim, within this share of the room: losing one costs a wrong turn,
+# while the twentieth file path or a finished item's description costs nothing to lose.
+ESSENTIAL_SHARE = 0.4
+ESSENTIAL_LEVELS = (1, 2)
 # An item repeating chosen text verbatim is skipped only when at least this long (a short value
 # such as a branch name says something in its own list).
 MIN_REDUNDANT_CHARS = 16
@@ -58,6 +63,9 @@ class Item:
     # non-filler item left that fits, so one section's filler never displaces another's facts.
     filler: bool = False
     quoted: bool = True
+    # Standing state a small summary keeps before anything else (see ESSENTIAL_SHARE): 1 what the
+    # user decided or ruled out, 2 the other rules and exclusions; 0 an ordinary item.
+    essential: int = 0
 
     def __post_init__(self) -> None:
         if self.quoted:
@@ -245,8 +253,28 @@ class _Packer:
             took += cost
         return False
 
+    def place_essential(self, room: int) -> None:
+        """Take the essential items, level by level and each section's in rank order, while they
+        stay within ESSENTIAL_SHARE of the room (an item too long for what is left is passed over)."""
+        cap = int(room * ESSENTIAL_SHARE)
+        used = 0
+        for level in ESSENTIAL_LEVELS:
+            for s in self.sections:
+                for item in sorted((it for it in s.items if it.essential == level), key=lambda it: it.rank):
+                    if item in self.chosen[id(s)]:
+                        continue
+                    cost = self.cost(s, item)
+                    room_left = self.budget - self.total
+                    if s.cap is not None:
+                        room_left = min(room_left, s.cap - s.used)
+                    if used + cost > cap or cost > room_left:
+                        continue
+                    self.take(s, item, cost)
+                    used += cost
+
     def run(self) -> None:
         room = max(0, self.budget - self.total)
+        self.place_essential(room)
         # First claims take whole items only: a long item cut to a small share would stay cut.
         for s in self.sections:
             self.fill(s, int(room * s.share * FIRST_CLAIM), may_cut=False)

@@ -76,6 +76,9 @@ MAX_EDITS = 20
 TODO_STATUS_ORDER = {"in_progress": 0, "pending": 1, "completed": 2}
 # What the Active request says when the latest request is kept verbatim right after the summary.
 KEPT_REQUEST = "Latest user request: kept verbatim right after this summary (it takes precedence over this summary)."
+# Exclusions a small summary keeps first (packing.ESSENTIAL_SHARE): what the user turned down or
+# stopped, then what was undone or decided against; the agent's other "didn't work" remarks are not.
+ESSENTIAL_APPROACHES = {"rejected": 1, "interrupted": 1, "reverted": 2, "decided against": 2}
 APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1,
                   "decided against": 1, "abandoned": 2}
 
@@ -282,12 +285,13 @@ class _Builder:
             # finished work: it ranks after every rule that still applies.
             finished = (bool(done[0]) and c.source == "task spec" and _in_any(c.text, done[0])
                         and not _in_any(c.text, done[1]))
+            essential = 0 if finished or c.source == "task spec" else 1 if c.source == "user" else 2
             items.append(Item(f"- {c.text}", (finished, -c.strength, c.source != "user", -c.index, n), (c.index, n),
-                              group))
+                              group, essential=essential))
         plan = self.plan
         if plan.approved and plan.plan_path:
             items.append(Item(f"- Plan approved by the user; saved to {plan.plan_path}", (False, -3, False, 0, -1),
-                              (-1, 0), "Decisions:"))
+                              (-1, 0), "Decisions:", essential=1))
         # The user's answers to the agent's questions, as the harness recorded them: an answer in the
         # user's own words, or one turning down the option the agent recommended, ranks with the
         # user's rules, and so does the newest answer (where the discussion stands); picking an
@@ -296,7 +300,8 @@ class _Builder:
         for n, d in enumerate(self.decisions_made):
             weight = -2 if d.declined or not d.picked_option or d is newest else -1
             items.append(Item(f"- {d.text}", (False, weight, False, -d.index, n), (d.index, n),
-                              "Decided by the user (answers to the agent's questions, verbatim):"))
+                              "Decided by the user (answers to the agent's questions, verbatim):",
+                              essential=1 if weight == -2 else 2))
         for n, f in enumerate(self.findings):
             if f.kind == COMPLAINT:
                 continue  # a negative result: listed under Tried and excluded approaches
@@ -310,7 +315,8 @@ class _Builder:
         items = []
         for n, a in enumerate(self.src.excluded_approaches()):
             rank = (APPROACH_ORDER.get(a.kind, 2), -a.index, n)
-            items.append(Item(f"- ({a.kind}) {self.shorten_paths(a.text)}", rank, (a.index, n)))
+            items.append(Item(f"- ({a.kind}) {self.shorten_paths(a.text)}", rank, (a.index, n),
+                              essential=ESSENTIAL_APPROACHES.get(a.kind, 0)))
         for n, text in enumerate(self.carried.get(TRIED, [])):
             items.append(Item(text, (9, n), (-1, n)))
         return items
