@@ -472,3 +472,23 @@ def test_a_missing_kept_id_in_a_2_1_217_session_sends_the_whole_history_as_claud
     assert not any(m.meta.get("compact_boundary") or m.meta.get("is_compact_summary") for m in live)
     assert sum(1 for _, r in t.extras if isinstance(r, dict) and r.get("subtype") == "compact_boundary") == 1
     assert cc.write(t) == text  # the boundary and the summary are still in the file, where they were
+
+
+def test_compact_at_the_boundary_gives_the_manual_compaction_s_instructions_to_the_summary(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from fixturegen.newer import INSTRUCTIONS, newer_jsonl
+    from worksurface.cli import app
+
+    path, out = tmp_path / "s.jsonl", tmp_path / "out.jsonl"
+    path.write_text(newer_jsonl(12_000, 1), encoding="utf-8")
+    res = CliRunner().invoke(app, ["compact", str(path), "--at", "boundary", "--force", "--json", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    written = cc.read(out.read_text(encoding="utf-8"), str(out))
+    summary = next(m for m in live_slice(written.messages) if m.origin.value == "summary")
+    assert f"Focus requested for this summary (verbatim): {INSTRUCTIONS}" in summary.text
+    # Compacted at Claude Code's boundary, the view keeps the turn Claude Code kept (the cut holds it).
+    source = cc.read(path.read_text(encoding="utf-8"), str(path)).messages
+    kept = [m for m in source if m.meta.get(cc.PRESERVED_BY)]
+    conversation = [m.text for m in live_slice(written.messages) if m.origin.value == "conversation"]
+    assert kept and conversation[-1] == kept[-1].text
