@@ -188,6 +188,7 @@ PROVENANCE = [
     ("_TRAILING_REMINDER_RE", "search", "3 files changed\n<system-reminder>\nThe todo list changed.\n</system-reminder>\n",
      "<system-reminder>a note</system-reminder> and the output goes on"),
     ("_LINE_NUMBER_RE", "search", "    12\u2192import os", "12 apples and 3 pears"),
+    ("_QUOTED_OUTPUT_RE", "search", "<bash-stdout>a.py:1:x</bash-stdout>", "<bash-input>grep x</bash-input>"),
 ]
 
 SHELL = [

@@ -157,7 +157,7 @@ def harness_reminders(message: Message) -> list[str]:
         return []  # aider's `>` block: program output and notices, never a hook
     out: list[str] = []
     for block_text in _text_blocks(message):
-        out += [body for body in reminders(block_text) if not quotes_the_world(body)]
+        out += [body for body in reminders(without_quoted_output(block_text)) if not quotes_the_world(body)]
     record = claude_record(message)
     if record is not None and "toolUseResult" in record:
         own_output: str | None = None  # flattened only for a result that ends with a reminder
@@ -223,6 +223,22 @@ def _ends_with_reminder(content: str) -> bool:
     """Whether the window appended reminders are looked for in holds the tag that closes one (the
     pattern's literal): most results hold none, and are neither scanned nor their record flattened."""
     return content.find(_REMINDER_CLOSE, max(0, len(content) - APPENDED_WINDOW)) >= 0
+
+
+# The harness's wrappers around what a program printed into a user turn: Claude Code's bash mode
+# (`! grep ...`), a local command's output, a background task's notification. What they hold is the
+# program's text (a search result, a log), so a reminder inside one is never the harness's.
+QUOTED_OUTPUT_TAGS = ("bash-stdout", "bash-stderr", "local-command-stdout", "local-command-stderr",
+                      "task-notification")
+# One such wrapper with its content (an unclosed one runs to the end of the text: output cut short).
+_QUOTED_OUTPUT_RE = re.compile(r"<(%s)>[\s\S]*?(?:</\1>|\Z)" % "|".join(QUOTED_OUTPUT_TAGS))
+
+
+def without_quoted_output(text: str) -> str:
+    """`text` without the program output the harness quotes in it (QUOTED_OUTPUT_TAGS)."""
+    if "<" not in text or not any(f"<{tag}>" in text for tag in QUOTED_OUTPUT_TAGS):
+        return text
+    return _QUOTED_OUTPUT_RE.sub("", text)
 
 
 def _text_blocks(message: Message) -> Iterator[str]:
