@@ -475,3 +475,34 @@ def test_a_fetch_follow_up_that_finds_no_upstream_ends_the_answer_cleanly(fetchi
     assert r.status_code == 200 and b"fetch_artifact" not in r.content
     assert sum("follow-up failed" in line for line in logs.lines) == 2
     assert not any("Traceback" in line for line in logs.lines)
+
+
+CLIENT_TOOLS = {
+    "anthropic": [{"name": "fetch_artifact", "description": "the client's own", "input_schema": {"type": "object"}}],
+    "chat": [{"type": "function", "function": {"name": "fetch_artifact", "description": "the client's own",
+                                                "parameters": {"type": "object"}}}],
+    "responses": [{"type": "function", "name": "fetch_artifact", "description": "the client's own",
+                   "parameters": {"type": "object"}}],
+}
+MODEL_CALLS = {
+    "anthropic": {"type": "message", "role": "assistant", "stop_reason": "tool_use", "usage": {"input_tokens": 5},
+                  "content": [{"type": "tool_use", "id": "toolu_c", "name": "fetch_artifact", "input": {"id": "x"}}]},
+    "chat": {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
+        {"id": "call_c", "type": "function", "function": {"name": "fetch_artifact", "arguments": '{"id": "x"}'}}]}}]},
+    "responses": {"id": "r", "output": [{"type": "function_call", "call_id": "c", "name": "fetch_artifact",
+                                         "arguments": '{"id": "x"}'}]},
+}
+
+
+@pytest.mark.parametrize("api", list(PATHS))
+def test_a_clients_own_tool_named_fetch_artifact_stays_the_clients(fetching: InProcess, upstream: Upstream,
+                                                                    api: str) -> None:
+    """Authority comes from who declared a tool, never from its name: the model's call to the client's
+    fetch_artifact goes to the client as it came, and the gateway adds and answers nothing."""
+    sent = json.dumps(MODEL_CALLS[api]).encode()
+    upstream.set(whole(sent))
+    before = len(fetching.seen)
+    r = ask(fetching, api, tools=CLIENT_TOOLS[api])
+    assert r.status_code == 200 and r.content == sent
+    assert len(fetching.seen) == before + 1, "no follow-up of the gateway's own"
+    assert fetching.seen[-1].json()["tools"] == CLIENT_TOOLS[api]

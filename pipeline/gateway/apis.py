@@ -86,6 +86,12 @@ class Api:
     def add_fetch_tool(self, doc: dict[str, Any]) -> None:
         """Declare fetch_artifact last among the tools (always last: the tools prefix stays stable)."""
 
+    def declares_fetch(self, body: Mapping[str, Any]) -> bool:
+        """The client has a tool of its own named fetch_artifact: the model's calls to it are the
+        client's to answer, so the gateway offers (and answers) none in this request."""
+        tools = body.get("tools")
+        return isinstance(tools, list) and any(_tool_name(t) == FETCH_TOOL for t in tools)
+
     def usage_of(self, doc: Any) -> Usage | None:
         """The usage in a whole (non-streamed) response body."""
         return None
@@ -111,6 +117,14 @@ class Api:
     def usage_of_event(self, event: Event) -> Usage | None:
         """The usage an event of a streamed response carries, if any."""
         return None
+
+
+def _tool_name(tool: Any) -> Any:
+    """A declared tool's name, in any of the three APIs' shapes (Chat nests it under `function`)."""
+    if not isinstance(tool, dict):
+        return None
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, dict) else tool.get("name")
 
 
 def dumps(doc: Any) -> bytes:

@@ -92,10 +92,11 @@ class Gateway:
                                        state=f"passthrough; reason={head.passthrough}")
         assert head.recognized is not None
         entry = self.registry.entry(head.recognized, api.NAME)
+        offer_fetch = self._offers_fetch(api, head.body)
         try:
             async with entry.lock:
                 plan = await self.workers.run(plan_call, api, self.registry, entry, head.body, self.session_config,
-                                              self.config.offer_fetch)
+                                              offer_fetch)
         except FormatError as exc:
             return await self._unreadable(api, request, url, raw, started, exc, entry.id)
         except Exception as exc:
@@ -108,7 +109,7 @@ class Gateway:
         if plan.doc == head.body:
             plan.body = raw         # nothing to edit: the client's own bytes go on
         self._account(api, entry, plan)
-        rewrite = self._rewrite(api, entry, plan, url, headers, head.body)
+        rewrite = self._rewrite(api, entry, plan, url, headers, head.body, offer_fetch)
         if plan.pause and plan.compaction:
             return self._compaction_only(api, entry, plan, head.body, rewrite, started)
         return await self._forward(api, "prepared", url, headers, plan.body, started, session=entry.id,
@@ -152,7 +153,7 @@ class Gateway:
             with ownmark.keyed(entry.mark_key):
                 transcript = ANTHROPIC.read_doc(head.body)
                 view = apply_edits(live_slice(transcript.messages), session.edits)
-                return dumps(ANTHROPIC.build(transcript, view, head.body, self.config.offer_fetch))
+                return dumps(ANTHROPIC.build(transcript, view, head.body, self._offers_fetch(ANTHROPIC, head.body)))
 
         try:
             body = await self.workers.run(counted_body)
@@ -255,13 +256,18 @@ class Gateway:
             doc = {**doc, "content": kept + list(doc.get("content") or [])}
         return doc
 
+    def _offers_fetch(self, api: Api, body: Mapping[str, Any]) -> bool:
+        """fetch_artifact is offered, unless the client has a tool of that name itself (its calls are
+        then the client's: known by who declared the tool, never taken over by its name)."""
+        return self.config.offer_fetch and not api.declares_fetch(body)
+
     def _rewrite(self, api: Api, entry: Entry, plan: Plan, url: str, headers: Any,
-                 body: Mapping[str, Any]) -> relay.Rewrite:
+                 body: Mapping[str, Any], offer_fetch: bool) -> relay.Rewrite:
         rewrite = relay.Rewrite()
         if api is ANTHROPIC:        # context management is Anthropic's; on the OpenAI APIs only fetch rewrites
             rewrite = relay.Rewrite(compaction=plan.compaction, applied=plan.applied,
                                     context_management=body.get("context_management") is not None)
-        if self.config.offer_fetch:
+        if offer_fetch:
             answered: Answered = []
 
             def answer(call: FetchCall) -> str:
