@@ -216,3 +216,22 @@ def test_the_sessions_mark_key_is_never_served(tmp_path: Path) -> None:
         assert entry.mark_key.hex() not in served
         info = tmp_path / session / "gateway.json"
         assert info.stat().st_mode & 0o077 == 0, "the file holding the key is the user's alone"
+
+
+def test_behind_a_local_reverse_proxy_the_forwarded_peer_is_the_one_checked(tmp_path: Path) -> None:
+    """Over a real socket: a reverse proxy on this machine that names the remote caller
+    (X-Forwarded-For, which uvicorn trusts from loopback) gets that caller refused without a token."""
+    from fake_anthropic import FakeAnthropic
+    from gateway_helpers import running_gateway
+
+    with FakeAnthropic() as fake, running_gateway(tmp_path, fake.url) as gw:
+        local = httpx.post(f"{gw.url}/v1/messages", json=ANTHROPIC, headers=HEADERS, timeout=30)
+        assert local.status_code == 200
+        session = local.headers["x-worksurface-session"]
+        for path in ("/sessions", f"/sessions/{session}", "/metrics"):
+            proxied = httpx.get(f"{gw.url}{path}", headers={"x-forwarded-for": "203.0.113.9"}, timeout=10)
+            assert proxied.status_code == 403 and SECRET_TEXT not in proxied.text
+        proxied = httpx.post(f"{gw.url}/v1/messages", json=ANTHROPIC, timeout=30,
+                             headers={**HEADERS, "x-forwarded-for": "203.0.113.9"})
+        assert proxied.status_code == 403
+        assert len(fake.requests) == 1
