@@ -131,9 +131,10 @@ def test_no_command_prints_a_raw_control_from_a_name_path_or_quoted_text(hostile
         assert "\\x1b" in result.output or args[0] in ("replay",), (args[0], result.output[-300:])
 
 
+@pytest.mark.slow  # a process of its own starts in seconds; the CliRunner tests above cover the same calls
 def test_a_real_process_writes_no_raw_control_to_its_streams(tmp_path: Path) -> None:
     damaged = _damaged(tmp_path)
-    for args in (["inspect", str(damaged)], ["compact", str(damaged), "--force", "-o", str(tmp_path / "o.jsonl")],
+    for args in (["compact", str(damaged), "--force", "-o", str(tmp_path / "o.jsonl")],
                  ["inspect", str(tmp_path / f"gone{HOSTILE.replace('/', '_')}")]):
         done = subprocess.run([sys.executable, "-m", "worksurface", *args], capture_output=True, timeout=120)
         streams = (done.stdout + done.stderr).decode("utf-8", "backslashreplace")
