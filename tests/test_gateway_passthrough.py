@@ -506,3 +506,31 @@ def test_a_clients_own_tool_named_fetch_artifact_stays_the_clients(fetching: InP
     assert r.status_code == 200 and r.content == sent
     assert len(fetching.seen) == before + 1, "no follow-up of the gateway's own"
     assert fetching.seen[-1].json()["tools"] == CLIENT_TOOLS[api]
+
+
+# --- requests of any shape --------------------------------------------------------------------------------
+
+request_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+        ["role", "content", "type", "text", "name", "id", "input", "tool_use_id", "edits", "trigger", "keep",
+         "function", "arguments", "tool_calls", "call_id", "output"]), inner, max_size=4), max_leaves=10)
+request_items = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "tool", "developer"]),
+                                       "content": request_values}) | request_values
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from([*PATHS.values(), "/v1/messages/count_tokens"]), items=st.lists(request_items, max_size=4),
+       extra=st.dictionaries(st.sampled_from(["system", "tools", "context_management", "stream", "instructions",
+                                              "metadata", "prompt_cache_key"]), request_values, max_size=3))
+def test_a_request_of_any_shape_gets_the_upstreams_answer_never_a_500(
+        fetching: InProcess, upstream: Upstream, logs: Lines, path: str, items: list[Any], extra: dict[str, Any]) -> None:
+    answer = json.dumps({"type": "message", "content": [], "usage": {"input_tokens": 1}}).encode()
+    upstream.set(whole(answer))
+    logs.lines.clear()
+    raw = json.dumps({"model": "m", ("input" if "responses" in path else "messages"): items, **extra}).encode()
+    r = fetching.client.post(path, content=raw, headers={"content-type": "application/json", **HEADERS})
+    assert r.status_code == 200 and r.content == answer
+    if r.headers["x-worksurface"] == "unparsed":
+        assert fetching.seen[-1].body == raw, "a request the gateway cannot read goes on as it came"
+    assert not any("Traceback" in line or " error " in line for line in logs.lines), logs.lines
