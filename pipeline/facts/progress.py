@@ -14,7 +14,7 @@ from ..core.model import Message
 from ..core.toolkinds import normalize_name
 from .calls import CallRecord, tool_calls
 from .testsummary import parse_test_output
-from .provenance import converted_outputs, reminders_by_message
+from .provenance import converted_outputs, harness_tool, reminders_by_message
 from .reading import Commit, TestRun, TodoState, commits, test_runs, todo_state, tracker_updates
 from .todos import TodoItem
 from .tracker import TRACKER_UPDATE_RE, TrackerUpdate
@@ -56,8 +56,10 @@ def plan_mode(messages: Sequence[Message]) -> PlanMode:
     events: list[tuple[int, int, Any]] = [
         (i, 0, m) for i, m in enumerate(messages)
         if i not in outputs and any(PLAN_MODE_REMINDER in r.lower() for r in said_by_harness[i])]
+    # Plan mode is the harness's: an MCP server's tool named like its plan tools neither enters it nor
+    # says the user approved a plan (that answer would be the server's text).
     events += [(rec.index, 1, rec) for rec in tool_calls(messages)
-               if normalize_name(rec.name) in ("enterplanmode", "exitplanmode")]
+               if normalize_name(rec.name) in ("enterplanmode", "exitplanmode") and harness_tool(rec.call)]
     for _, order, item in sorted(events, key=lambda e: (e[0], e[1])):
         if order == 0:
             active, where = True, item.id

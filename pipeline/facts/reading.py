@@ -207,7 +207,9 @@ class ProgressReader:
             test = TestRun(command, found.summary, found.runner, found.passed, found.failed, rec.result_message_id
                            or rec.message_id, index, found.skipped, found.failing)
         todo: TodoState | None = None
-        if TodoReplayer.may_change(call.name, call.input) and not rec.failed:
+        # A todo list is the harness's own todo tool's: another program's tool (an MCP server's, whatever
+        # it is called) neither writes the list nor numbers its items.
+        if TodoReplayer.may_change(call.name, call.input) and not rec.failed and harness_tool(call):
             items = self._todos.observe(call.name, call.input, rec.output)
             if items is not None:
                 todo = TodoState(items, call.name, rec.message_id, rec.index)
