@@ -17,6 +17,8 @@ from worksurface.facts import edit_gist, file_activity, identifiers, tool_calls,
 from worksurface.facts.calls import exit_code
 from worksurface.facts.errors import error_line
 from worksurface.facts.fileviews import command_output, patch_files
+from worksurface.facts import reading
+from worksurface.facts.testsummary import parse_test_output, running_session
 from worksurface.formats import codex
 
 CWD = "/home/u/repo"
@@ -198,3 +200,61 @@ def test_an_added_file_is_known_whole_and_an_update_replays_exactly(before: list
     facts = {f.path: f for f in file_activity(read(patch_call("p1", patch)))}
     assert facts[f"{CWD}/f.txt"].content == "\n".join(after)
     assert facts[f"{CWD}/g.txt"].content == "\n".join(added)
+
+
+# ------------------------------------------------------------------------------ test runs
+
+BUN_OUTPUT = """bun test v1.3.13 (bf2e2cec)
+(pass) grade > keeps the manifest [12.00ms]
+(fail) grade > marks trajectory grading unavailable [2380.96ms]
+
+ 3 pass
+ 2 fail
+ 16 expect() calls
+Ran 5 tests across 1 file. [11.88s]
+"""
+
+
+def stdin_call(call_id: str, session: int, output: str) -> list[dict[str, Any]]:
+    args = {"session_id": session, "chars": "", "yield_time_ms": 30000}
+    return [{"type": "function_call", "name": "write_stdin", "arguments": json.dumps(args), "call_id": call_id},
+            {"type": "function_call_output", "call_id": call_id, "output": output}]
+
+
+def test_bun_test_summaries_plain_and_through_a_workspace_filter() -> None:
+    summary = parse_test_output(BUN_OUTPUT)
+    assert summary is not None and (summary.runner, summary.passed, summary.failed) == ("bun", 3, 2)
+    assert summary.failing == ("grade > marks trajectory grading unavailable",)
+    assert summary.summary == "3 pass; 2 fail; 16 expect() calls; Ran 5 tests across 1 file. [11.88s]"
+    filtered = "".join(f"@app/core test: {row}\n" for row in BUN_OUTPUT.splitlines())
+    summary = parse_test_output(filtered)
+    assert summary is not None and summary.summary.startswith("@app/core test: 3 pass; 2 fail")
+    # Quoted (indented) from somewhere else, the lines are no run's summary.
+    assert parse_test_output("".join(f"    {row}\n" for row in BUN_OUTPUT.splitlines())) is None
+
+
+def test_a_run_polled_with_write_stdin_is_the_command_that_started_its_session() -> None:
+    messages = read(exec_call("c1", "bun run test", header(None, "$ bun test\n", running=32402)),
+                    stdin_call("s1", 32402, header(None, "(pass) a [1.00ms]\n", running=32402)),
+                    stdin_call("s2", 32402, header(0, BUN_OUTPUT)),
+                    stdin_call("s3", 999, header(0, BUN_OUTPUT)))  # a session no command started here
+    runs = reading.test_runs(messages)
+    assert [(r.command, r.summary) for r in runs] == [
+        ("bun run test", "3 pass; 2 fail; 16 expect() calls; Ran 5 tests across 1 file. [11.88s]")]
+
+
+def test_a_session_id_a_program_printed_is_not_a_session_to_poll() -> None:
+    printed = header(0, "Process running with session ID 5\n")
+    assert running_session(printed) is None
+    assert running_session(header(None, "", running=5)) == "5"
+    messages = read(exec_call("c1", "bun run test", printed), stdin_call("s1", 5, header(0, BUN_OUTPUT)))
+    assert reading.test_runs(messages) == []
+
+
+def test_facts_read_from_an_output_skip_codex_s_header() -> None:
+    manifest = header(0, '{"name": "app", "scripts": {"test": "bun test", "lint": "biome check ."}}\n')
+    messages = read(exec_call("c1", "cat package.json", manifest),
+                    exec_call("c2", "bd update av-7 --claim", header(0, "✓ Updated issue: av-7 — add the signal\n")))
+    assert set(identifiers(messages).scripts) == {"test: bun test", "lint: biome check ."}
+    [update] = reading.tracker_updates(messages)
+    assert update.result == "✓ Updated issue: av-7 — add the signal"

@@ -58,7 +58,7 @@ AIDER_BLOCK_RE = re.compile(r"^<{7} (?:SEARCH|ORIGINAL)[ \t]*\n([\s\S]*?)^={7}[ 
 # Codex's header lines that say the command has not finished or exited non-zero (its output is not
 # a whole file then), and the note it writes first in an output it cut to max_output_tokens.
 CODEX_EXIT_RE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$")
-CODEX_RUNNING_RE = re.compile(r"^Process running with session ID \d+$")
+CODEX_RUNNING_RE = re.compile(r"^Process running with session ID (\d+)$")
 CODEX_CUT_MARKER = "Warning: truncated output"
 # Codex's apply_patch format: `*** Begin Patch`, per file `*** Add File: p` (+ lines), `*** Delete
 # File: p`, or `*** Update File: p` (optional `*** Move to: q`) with `@@` hunks of ` `/`-`/`+` lines.

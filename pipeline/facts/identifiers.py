@@ -14,7 +14,7 @@ from ..core.model import Message
 from ..core.toolkinds import call_path, tool_kind
 from .calls import tool_calls
 from .files import file_activity, running_cwds
-from .fileviews import edit_steps, numbered_lines, patch_text
+from .fileviews import command_output, edit_steps, numbered_lines, patch_text
 from .meta import message_branch
 from .requests import user_message_flags
 from .git import COMMIT_RE, GIT_LITERALS, PUSH_NEW_RE, PUSH_RANGE_RE, may_match
@@ -216,6 +216,10 @@ def manifest_scripts(path: str, output: str) -> list[str]:
     partial or unparsable read)."""
     if posixpath.basename(path) != "package.json":
         return []
+    body = command_output(output)  # without a harness's wrapper or header (Codex's exit code, wall time)
+    if body is None:
+        return []
+    output = body
     lines = numbered_lines(output)
     text = "\n".join(lines[n] for n in sorted(lines)) if lines else output
     try:

@@ -2,7 +2,7 @@
 
 Shared by the status bar (verification section), the summary (test runs, identifiers) and the error
 facts, so they never disagree about one output. Runners: pytest, unittest, jest, vitest, mocha,
-go test, cargo test, ExUnit (mix test), RSpec. When several summaries appear in one output, the one
+go test, cargo test, ExUnit (mix test), RSpec, bun test. When several summaries appear in one output, the one
 printed last wins: it describes the latest run.
 
 Provenance (text inside a tool result is an observation, never a fact): a summary counts only when the call that printed it ran tests
@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 from ..core.model import ToolCall
 from ..core.toolkinds import call_path, normalize_name, shell_command, tool_kind
-from .fileviews import numbered_lines
+from .fileviews import CODEX_RUNNING_RE, numbered_lines, split_header
 from .provenance import harness_tool
 from .shell import simple_commands
 
@@ -307,14 +307,47 @@ def _rspec(text: str) -> Found | None:
                                   _names(_RSPEC_FAILED, text), _line(text, m))
 
 
+# bun test ends with count lines (` 3 pass`, ` 2 fail`, ` 16 expect() calls`) above `Ran 5 tests across
+# 1 file. [11.88s]`; each failing test is a `(fail) describe > name [12.00ms]` line. Run through a
+# workspace filter (`bun --filter '*' test`), every line starts with its package and script (`@app/core test: `).
+_BUN_PREFIX = r"(?:[@\w./-]+ [\w:.-]+: )?"
+_BUN = re.compile(rf"^({_BUN_PREFIX})Ran (\d+) tests? across (\d+) files?\.(?: \[[\d.]+m?s\])?[ \t]*$", re.M)
+_BUN_COUNT = re.compile(r"^\s*(\d+) (pass|fail|skip|todo|errors?|snapshots?|expect\(\) calls)\b.*$")
+_BUN_FAILED = re.compile(rf"^{_BUN_PREFIX}\(fail\) (.+?)(?: \[[\d.]+m?s\])?[ \t]*$", re.M)
+
+
+def _bun(text: str) -> Found | None:
+    m = _last(_BUN, text)
+    if m is None:
+        return None
+    prefix = m.group(1)
+    above = text[: m.start()].rstrip("\n").split("\n")
+    counts: dict[str, int] = {}
+    rows: list[str] = []
+    for row in reversed(above):
+        c = _BUN_COUNT.match(row[len(prefix):]) if row.startswith(prefix) else None
+        if c is None:
+            break
+        counts[c.group(2)] = int(c.group(1))
+        rows.insert(0, row[len(prefix):].strip())
+    if "pass" not in counts and "fail" not in counts:
+        return None
+    start = m.start() - sum(len(r) + 1 for r in above[len(above) - len(rows):])
+    failed = counts.get("fail", 0)
+    names = _names(_BUN_FAILED, text[:m.start()]) if failed else ()
+    summary = prefix + "; ".join(rows + [text[m.start(2) - len("Ran "): m.end()].strip()])
+    return max(start, 0), TestSummary("bun", counts.get("pass", 0), failed,
+                                      counts.get("skip", 0) + counts.get("todo", 0), names, summary)
+
+
 PARSERS: tuple[Callable[[str], Found | None], ...] = (
-    _pytest, _unittest, _jest, _vitest, _mocha, _go, _cargo, _exunit, _rspec)
+    _pytest, _unittest, _jest, _vitest, _mocha, _go, _cargo, _exunit, _rspec, _bun)
 # Literals a parser's summary cannot be found without (one of them): a substring test per parser
 # spares most outputs, which hold no test summary, the scans for nine runners' summary lines.
 NEEDS: dict[Callable[[str], Found | None], tuple[str, ...]] = {
     _pytest: (" in ",), _unittest: ("Ran ",), _jest: ("Tests:",), _vitest: ("Tests",),
     _mocha: ("passing", "failing", "pending"), _go: ("--- ", "ok", "FAIL"), _cargo: ("test result: ",),
-    _exunit: (" failure",), _rspec: (" example",),
+    _exunit: (" failure",), _rspec: (" example",), _bun: (" across ",),
 }
 
 
@@ -341,9 +374,10 @@ def parse_test_output(output: str) -> TestSummary | None:
 BACKGROUND_RE = re.compile(r"running in background with ID: (\w+)")
 # Output files a background command writes (`<id>.output`); reading one shows that command's output.
 OUTPUT_FILE_RE = re.compile(r"([\w-]+)\.(?:output|log)$")
-# Tools that fetch a background task's output, and the input keys naming the task.
-TASK_OUTPUT_TOOLS = ("taskoutput", "bashoutput")
-TASK_ID_KEYS = ("task_id", "bash_id", "shell_id", "id")
+# Tools that fetch a background task's output, and the input keys naming the task. Codex's write_stdin
+# polls (or types into) the exec_command session its header named (`Process running with session ID N`).
+TASK_OUTPUT_TOOLS = ("taskoutput", "bashoutput", "write_stdin")
+TASK_ID_KEYS = ("task_id", "bash_id", "shell_id", "id", "session_id")
 # Programs that print a file (the output of a test run written to it earlier).
 FILE_PRINTERS = {"cat", "tail", "head", "less", "more", "bat", "nl", "grep", "rg"}
 
@@ -380,10 +414,14 @@ class TestRunWatcher:
                 bg = BACKGROUND_RE.search(output)
                 if bg:
                     self.background[bg.group(1)] = line
+                session = running_session(output)
+                if session is not None:
+                    self.background[session] = line
             else:
                 source = next((c for c in map(self._file_source, _printed_files(command)) if c), None)
-        elif name in TASK_OUTPUT_TOOLS:
-            task = next((call.input[k] for k in TASK_ID_KEYS if isinstance(call.input.get(k), str)), None)
+        elif name in TASK_OUTPUT_TOOLS and own:
+            task = next((str(call.input[k]) for k in TASK_ID_KEYS
+                         if isinstance(call.input.get(k), (str, int)) and not isinstance(call.input.get(k), bool)), None)
             source = self.background.get(task) if task else None
         elif kind == "read":
             path = call_path(call) or ""
@@ -406,6 +444,16 @@ class TestRunWatcher:
                 return command
         m = OUTPUT_FILE_RE.search(path)
         return self.background.get(m.group(1)) if m else None
+
+
+def running_session(output: str) -> str | None:
+    """The session id a harness header says the command still runs in (Codex: `Process running with
+    session ID N` above `Output:`), which later write_stdin calls poll; None otherwise."""
+    header = split_header(output)
+    if header is None:
+        return None
+    found = next((m for m in map(CODEX_RUNNING_RE.match, header[0]) if m), None)
+    return found.group(1) if found else None
 
 
 def _command_line(command: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .calls import CallRecord
-from .text import one_line
+from .text import one_line, output_body
 
 # Issue tracker commands that change an issue's state (beads, GitHub, GitLab, Jira, Linear).
 TRACKER_UPDATE_RE = re.compile(
@@ -127,8 +127,9 @@ def _names(text: str, word: str) -> bool:
 
 
 def _result_line(command: str, output: str) -> str:
-    """The output line about this command's issue (the first that names one of its arguments)."""
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    """The output line about this command's issue (the first that names one of its arguments); a
+    harness's header above the output (Codex's exit code, wall time) is not the output."""
+    lines = [ln.strip() for ln in output_body(output).splitlines() if ln.strip()]
     args = [w for w in command.split()[2:] if not w.startswith("-") and len(w) > 2]
     for line in lines:
         if any(_names(line, a) for a in args):
