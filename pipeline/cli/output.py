@@ -40,10 +40,11 @@ def text(value: object, *, lines: bool = False) -> Text:
     return Text(shown(value, lines=lines))
 
 
-def echo(message: object, *, err: bool = False, nl: bool = True) -> None:
-    """A message for a person (a notice, a status line naming paths), escaped as `shown` with its
-    line breaks kept."""
-    typer.echo(shown(message, lines=True), err=err, nl=nl)
+def echo(message: object, *, err: bool = False, nl: bool = True, lines: bool = False) -> None:
+    """A message for a person (a notice, a status line naming paths) on one line, escaped as `shown`
+    (a newline inside a name cannot start a line that passes for another message); `lines` keeps the
+    line breaks of a text meant to span lines (the status bar)."""
+    typer.echo(shown(message, lines=lines), err=err, nl=nl)
 
 
 class _Escaped:

@@ -70,4 +70,4 @@ def _print(result: Replay, bar: str, path: Path) -> None:
         f"{len(result.state.published_ids)} status message(s) in view at the end "
         f"({result.visible_bytes:,} bytes)"))
     # The bar quotes the transcript (todo items, test ids): shown as the model reads it, controls escaped.
-    echo(bar)
+    echo(bar, lines=True)
