@@ -23,6 +23,7 @@ from worksurface.cli import app
 
 TOOL = "mcp__worksurface__fetch_artifact"
 CALL_ID = "toolu_ws31_fetch"
+STARTUP_WAIT_MS = "60000"
 BIG = "\n".join(f"line {i}: ERROR worker {i % 7} lost its lease" for i in range(2000))
 
 pytestmark = [pytest.mark.client, pytest.mark.slow, needs_claude]
@@ -56,8 +57,9 @@ def call_fetch_artifact(tmp_path: Path, artifact_id: str, extra_args: list[str],
         return tool_use(TOOL, {"id": artifact_id, "start_line": 1, "end_line": 3}, CALL_ID)
 
     with FakeAnthropic(script=script) as fake:
+        # The first request waits for the server to connect (it starts in a few seconds on a busy machine).
         run_claude(tmp_path, fake, ["-p", f"Read artifact {artifact_id}.", *extra_args, "--allowedTools", TOOL],
-                   ENABLE_TOOL_SEARCH="false", **extra_env)
+                   ENABLE_TOOL_SEARCH="false", CLAUDE_CODE_MCP_STARTUP_WAIT_MS=STARTUP_WAIT_MS, **extra_env)
         requests = fake.messages()
     answered = [r for req in requests for r in tool_results(req.body) if r["tool_use_id"] == CALL_ID]
     assert answered, f"no tool_result for the call in {len(requests)} requests"
