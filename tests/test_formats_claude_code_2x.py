@@ -492,3 +492,15 @@ def test_compact_at_the_boundary_gives_the_manual_compaction_s_instructions_to_t
     kept = [m for m in source if m.meta.get(cc.PRESERVED_BY)]
     conversation = [m.text for m in live_slice(written.messages) if m.origin.value == "conversation"]
     assert kept and conversation[-1] == kept[-1].text
+
+
+def test_inspect_counts_the_kept_messages_as_given_after_the_boundary() -> None:
+    from worksurface.core.tokens import TokenCounter
+    from worksurface.offline.inspect import inspect_transcript
+
+    t = cc.read(preserved_session().text(), "s.jsonl")
+    [b] = inspect_transcript(t, TokenCounter())["compaction"]["boundaries"]
+    assert (b["kept"], b["duration_ms"], b["dropped_tokens"], b["pre_tokens"], b["post_tokens"]) == \
+        (2, 65_000, 290_000, 297_412, 6_400)
+    live = live_slice(t.messages)
+    assert b["counted_after"] == TokenCounter().messages(live[:5])  # boundary, summary, kept turn, next prompt

@@ -93,7 +93,7 @@ def test_worksurface_messages_and_boundaries_are_known_by_metadata():
     assert report["compaction"]["boundaries"] == [
         {"message_id": "b", "index": 1, "by": "worksurface", "made_by": "worksurface", "trigger": "auto",
          "pre_tokens": 170, "post_tokens": None, "counted_after": TokenCounter().messages(messages[1:3]),
-         "reported_after": None, "summary_id": "s"}]
+         "reported_after": None, "summary_id": "s", "kept": 0, "duration_ms": None, "dropped_tokens": None}]
     assert report["compaction"]["worksurface"] == {"boundary": 1, "summary": 1}
     assert report["live"]["from_message"] == "b" and report["live"]["messages"] == 4
     assert report["by_category"]["stable_prefix"] == TokenCounter().message(messages[0])

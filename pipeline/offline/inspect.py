@@ -16,6 +16,7 @@ from ..core.clearing import clearing_edits, clearing_of, harness_view
 from ..core.edits import stable_prefix_length
 from ..formats import stream_transcript
 from ..formats.base import Transcript
+from ..formats.claude_code_records import PRESERVED_BY
 from ..formats.damaged import damaged_lines
 from ..core.model import ROLES, Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, orphans
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
@@ -140,7 +141,8 @@ def inspect_transcript(transcript: Transcript, counter: TokenCounter) -> dict[st
     - `compaction`: {count, boundaries: [{message_id, index, by ("harness" or "worksurface"), made_by
       (claude-code, codex, worksurface, ...), trigger, pre_tokens and post_tokens (the boundary's
       metadata, None when absent), counted_after (tokens the model was given at its first call after
-      it), reported_after (that call's recorded input usage, None when absent), summary_id}],
+      it), reported_after (that call's recorded input usage, None when absent), summary_id, kept (messages
+      Claude Code kept verbatim across it), duration_ms, dropped_tokens (Claude Code 2.1.2xx metadata)}],
       compact_summaries: [message ids], worksurface: {origin: count}}
     - `live`: {from_message, messages, tokens}: what the model still sees, from the last compact
       boundary on (the whole transcript when there is none), after the harness's own clearings
@@ -279,12 +281,16 @@ def _boundary(messages: list[Message], index: int, counter: TokenCounter, fmt: s
     """One compaction: where, who made it, and its size before and after.
 
     Before: what the boundary's metadata says (Claude Code compactMetadata.preTokens, Codex, worksurface).
+    Kept: the messages Claude Code kept verbatim across it (preservedMessages, relinked after the
+    summary); with the compaction's duration and the tokens it dropped in all (Claude Code 2.1.2xx).
     After: the metadata's figure when it has one, and always the counted tokens of what the model was
     given at its first call after the compaction (the boundary up to the next assistant message), plus
     what that call's usage reports when the format records it (system prompt and tools included).
     """
     m = messages[index]
-    end = next((j for j in range(index + 1, len(messages)) if messages[j].role == "assistant"), len(messages))
+    # The messages Claude Code kept verbatim (relinked after the summary) were given too.
+    end = next((j for j in range(index + 1, len(messages)) if messages[j].role == "assistant"
+                and messages[j].meta.get(PRESERVED_BY) != m.id), len(messages))
     given = messages[index:end]
     summary = next((g.id for g in given if g.meta.get("is_compact_summary") or g.origin is Origin.SUMMARY), None)
     made_by = m.meta.get("made_by") or ("worksurface" if m.is_worksurface else fmt)
@@ -292,7 +298,8 @@ def _boundary(messages: list[Message], index: int, counter: TokenCounter, fmt: s
             "made_by": made_by, "trigger": m.meta.get("trigger"), "pre_tokens": _int(m.meta.get("pre_tokens")),
             "post_tokens": _int(m.meta.get("post_tokens")), "counted_after": counter.messages(given),
             "reported_after": _usage_input(messages[end]) if end < len(messages) else None,
-            "summary_id": summary}
+            "summary_id": summary, "kept": sum(1 for g in given if g.meta.get(PRESERVED_BY) == m.id),
+            "duration_ms": m.meta.get("duration_ms"), "dropped_tokens": _int(m.meta.get("dropped_tokens"))}
 
 
 def _int(value: Any) -> int | None:
