@@ -504,3 +504,45 @@ def test_inspect_counts_the_kept_messages_as_given_after_the_boundary() -> None:
         (2, 65_000, 290_000, 297_412, 6_400)
     live = live_slice(t.messages)
     assert b["counted_after"] == TokenCounter().messages(live[:5])  # boundary, summary, kept turn, next prompt
+
+
+@settings(max_examples=60, deadline=None)
+@given(turns=st.integers(min_value=1, max_value=6), kept=st.integers(min_value=0, max_value=4),
+       after=st.integers(min_value=0, max_value=3), extras=st.lists(st.booleans(), min_size=20, max_size=20),
+       hang_on_tail=st.booleans(), missing=st.booleans())
+def test_any_preserved_tail_reads_relinked_and_writes_back_as_read(turns: int, kept: int, after: int,
+                                                                  extras: list[bool], hang_on_tail: bool,
+                                                                  missing: bool) -> None:
+    """Whatever the kept tail, the records between messages and the shape Claude Code hung the records
+    after the summary on: the file writes back byte for byte, and the live view is the boundary, the
+    summary, the kept messages in order, then the rest (or, with a missing id, what Claude Code sends)."""
+    r = Records()
+    ids: list[str] = []
+    flags = iter(extras)
+    for n in range(turns):
+        for kind, uid in (("user", f"u{n}"), ("assistant", f"a{n}")):
+            r.user(uid, f"prompt {n}") if kind == "user" else r.say(uid, f"answer {n}")
+            ids.append(uid)
+            if next(flags, False):
+                r.add("attachment", f"x{uid}", attachment={"type": "date", "date": "2026-11-01"})
+    kept_ids = ids[len(ids) - min(kept, len(ids)):] if kept else []
+    listed = kept_ids + (["gone-0"] if missing and kept_ids else [])
+    r.boundary("B", "S", listed)
+    tail = ids[-1]
+    for n in range(after):
+        r.user(f"p{n}", f"later {n}")
+        if n == 0 and hang_on_tail:
+            r.out[-1]["parentUuid"] = tail  # as 2.1.217 hangs the first record after the summary
+        if next(flags, False):
+            r.add("mode", mode="normal")
+    text = r.text()
+    t = cc.read(text, "s.jsonl")
+    assert cc.write(t) == text
+    live = [m.id for m in live_slice(t.messages)]
+    later = [f"p{n}" for n in range(after)]
+    if not (missing and kept_ids):
+        assert live == ["B", "S", *kept_ids, *later]
+    elif hang_on_tail and after:
+        assert live == [*ids, *later]  # Claude Code walks into the old chain: no boundary, no summary
+    else:
+        assert live == ["B", "S", *later]
