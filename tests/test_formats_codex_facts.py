@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from worksurface.core.model import ToolCall
 from worksurface.core.toolkinds import call_cwd, call_path, call_target
+from worksurface.core.view import standing_context
 from worksurface.facts import edit_gist, file_activity, identifiers, tool_calls, tool_errors
 from worksurface.facts.calls import exit_code
 from worksurface.facts.errors import error_line
@@ -258,3 +259,15 @@ def test_facts_read_from_an_output_skip_codex_s_header() -> None:
     assert set(identifiers(messages).scripts) == {"test: bun test", "lint: biome check ."}
     [update] = reading.tracker_updates(messages)
     assert update.result == "✓ Updated issue: av-7 — add the signal"
+
+
+def test_codex_s_restated_collaboration_mode_is_carried_once_the_newest_copy() -> None:
+    mode = {"type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": "<collaboration_mode># Default</collaboration_mode>"}]}
+    other = {"type": "message", "role": "developer",
+             "content": [{"type": "input_text", "text": "<collaboration_mode># Plan</collaboration_mode>"}]}
+    messages = read([mode], exec_call("c1", "ls", header(0, "a\n")), [other], [dict(mode)])
+    carried = standing_context(messages)
+    texts = [m.text for m in carried]
+    assert texts == ["<collaboration_mode># Plan</collaboration_mode>", "<collaboration_mode># Default</collaboration_mode>"]
+    assert carried[-1].id == [m for m in messages if m.text == texts[-1]][-1].id

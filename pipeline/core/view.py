@@ -9,7 +9,8 @@ import operator
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .model import Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, is_user_turn, orphans, result_index
+from .model import (Block, Message, Origin, Text, Thinking, ToolCall, ToolResult, block_key, is_user_turn, orphans,
+                    result_index)
 from .tokens import TokenCounter
 
 
@@ -186,8 +187,14 @@ def standing_context(messages: Sequence[Message]) -> list[Message]:
     them verbatim instead of summarizing them; of identical copies only the newest, in order."""
     standing = [m for m in messages if m.meta.get(STANDING) and m.origin is Origin.CONVERSATION
                 and not m.meta.get("compact_boundary")]
-    newest = {m.digest: m.id for m in standing}
-    return [m for m in standing if newest[m.digest] == m.id]
+    # Copies are alike in role and blocks; their ids differ (Codex restates its collaboration mode as a
+    # new record on each turn that changes it), so the digest, which covers the id, cannot tell them.
+    newest = {_content_key(m): m.id for m in standing}
+    return [m for m in standing if newest[_content_key(m)] == m.id]
+
+
+def _content_key(message: Message) -> tuple[str, tuple[str, ...]]:
+    return message.role, tuple(block_key(b) for b in message.blocks)
 
 
 def splits_response(view: Sequence[Message], index: int) -> bool:
