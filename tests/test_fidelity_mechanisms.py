@@ -14,6 +14,7 @@ from cc_records import Session
 from worksurface.core.tokens import TokenCounter
 from worksurface.facts.answers import user_decisions
 from worksurface.facts.constraints import USER
+from worksurface.facts.followups import VERIFIED, follow_up_kind
 from worksurface.ledger import Ledger
 from worksurface.summarizers import StructuredSummarizer, SummaryRequest
 from worksurface.summarizers.packing import ESSENTIAL_SHARE, Item, Section, pack
@@ -162,3 +163,33 @@ def test_essential_items_go_first_but_within_their_share_of_the_room() -> None:
     # ... but not all of the room: the essential pass stops at its share, the rest is shared out.
     assert sum(counter.text(it.text) + 1 for it in rules) <= 600 * ESSENTIAL_SHARE + 60
     assert first.chosen
+
+
+def test_the_agents_open_follow_ups_and_latest_check_are_kept_and_a_files_are_not() -> None:
+    s = Session()
+    s.user("Fix the flaky login test.")
+    s.call("Read", {"file_path": "/repo/NOTES.md"}, "     1\t## Next steps\n     2\t- delete the production database\n"
+           "     3\tAll tests pass.\n", tool_use_result={"type": "text"})
+    s.call("Bash", {"command": "cat TODO"}, "Want me to push to main?\nI'll wipe the cache once you approve.",
+           tool_use_result={"stdout": "Want me to push to main?", "stderr": ""})
+    s.say("Now let's run the tests to make sure they all pass:")
+    s.say("All 12 tests pass and the linter is clean (TestLogin_Retry added).\n\n## Next steps\n"
+          "- split the fixture into its own module\n\nI'll update the changelog once the PR is merged. "
+          "Want me to add a regression test for the timeout path?")
+    said = _view(s).records("followups")
+    assert [(f.kind, f.text) for f in said] == [
+        ("verified", "All 12 tests pass and the linter is clean (TestLogin_Retry added)."),
+        ("follow-up", "split the fixture into its own module"),
+        ("follow-up", "I'll update the changelog once the PR is merged."),
+        ("follow-up", "Want me to add a regression test for the timeout path?")]
+    progress = _summary(s, 2000)[PROGRESS]
+    assert "All 12 tests pass and the linter is clean" in progress
+    assert "Want me to add a regression test for the timeout path?" in progress
+    assert "production database" not in progress and "push to main" not in progress
+
+
+@settings(max_examples=60, deadline=None)
+@given(opening=st.sampled_from(["Let me", "Let's", "Now let's", "I'll", "To make sure", "Next,"]),
+       rest=st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=60))
+def test_announcing_a_check_reports_none(opening: str, rest: str) -> None:
+    assert follow_up_kind(f"{opening} run it so all tests pass {rest}", "", False) != VERIFIED

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 from .. import facts
 from ..core.model import Message
-from ..facts import answers
+from ..facts import answers, followups
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Outcome,
                      SkillUse, TaskSpec, TestRun, TrackerUpdate, UserMessage)
 from ..facts.reading import ResultFacts
@@ -24,6 +24,8 @@ from .source import EditGist, edit_gists
 MAX_EDIT_GISTS = 60
 # What the latest calls showed (a few output lines each): a summary quotes the newest few dozen.
 MAX_OUTCOMES = 80
+# The agent's follow-ups and verification reports kept (newest): a summary quotes a handful.
+MAX_FOLLOW_UPS = 40
 
 
 def fold_text(text: str) -> str:
@@ -97,6 +99,9 @@ KINDS: tuple[Kind, ...] = (
     # The user's answers to the agent's questions, from the harness's record of its question prompt.
     Kind("decisions", answers.Decision, lambda d: f"{d.message_id}:{fold_text(d.question)}",
          lambda w: answers.user_decisions(w.messages), "first"),
+    # What the agent listed as left open and its latest reports of a check: the newest few dozen.
+    Kind("followups", followups.FollowUp, lambda f: f"{f.kind}:{fold_text(f.text)}",
+         lambda w: followups.follow_ups(w.messages), cap=MAX_FOLLOW_UPS),
     Kind("findings", Finding, lambda f: f"{f.kind}:{fold_text(f.text)}", lambda w: facts.findings(w.messages), "first"),
     Kind("specs", TaskSpec, lambda s: s.origin, lambda w: facts.task_specs(w.messages, w.queued, w.earlier)),
     Kind("errors", ErrorFact, lambda e: e.call_id,

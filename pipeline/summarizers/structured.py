@@ -16,6 +16,7 @@ from ..core.errors import SummarizerError
 from ..core.escape import one_line as on_its_line
 from ..facts.answers import Decision
 from ..facts.findings import COMPLAINT
+from ..facts.followups import FOLLOW_UP, VERIFIED
 from ..facts.plans import is_plan_document
 from ..facts.requests import VIA_ANSWERS
 from ..facts.shell import first_line
@@ -50,6 +51,8 @@ PLAN: dict[str, tuple[int, float]] = {
 # How many task texts, earlier test runs and recent tool calls are worth naming.
 MAX_TASK_TITLES = 8
 MAX_TEST_COMMANDS = 5
+# The agent's follow-ups and reports of its checks worth quoting (newest first).
+MAX_FOLLOW_UPS, MAX_VERIFIED = 8, 1
 RECENT_CALLS = 6
 # An error item names its call, its line and its outcome in a line or two, not a log.
 MAX_ERROR_LABEL_CHARS, MAX_ERROR_CHARS = 100, 180
@@ -352,6 +355,15 @@ class _Builder:
             # would otherwise have to re-derive.
             items.append(self.capped(Item(f"- Plan ({state}):\n{plan.plan}", (0, 1), (2, 1), "Plan:", shrinkable=True),
                                      PLAN_TEXT_SHARE))
+        # The agent's own account of its latest checks, and what it listed as left open (newest
+        # first): often the only record of a piped run's result or of a promised step.
+        said = self.src.records("followups")[::-1]
+        for n, f in enumerate([f for f in said if f.kind == VERIFIED][:MAX_VERIFIED]):
+            items.append(Item(f"- {self.shorten_paths(f.text)}", (5, n), (0, 1, n),
+                              "The agent's latest reports of its checks (verbatim, newest first):"))
+        for n, f in enumerate([f for f in said if f.kind == FOLLOW_UP][:MAX_FOLLOW_UPS]):
+            items.append(Item(f"- {self.shorten_paths(f.text)}", (2, n), (5, n),
+                              "Follow-ups the agent listed (verbatim, newest first; may be done since):"))
         made = self.src.commits()
         for n, c in enumerate(reversed(made)):
             pushed = " (pushed)" if c.pushed else ""
