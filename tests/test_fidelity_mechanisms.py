@@ -193,3 +193,23 @@ def test_the_agents_open_follow_ups_and_latest_check_are_kept_and_a_files_are_no
        rest=st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=60))
 def test_announcing_a_check_reports_none(opening: str, rest: str) -> None:
     assert follow_up_kind(f"{opening} run it so all tests pass {rest}", "", False) != VERIFIED
+
+
+def test_a_suspect_ruled_out_and_an_assumption_taken_back_are_excluded_with_their_reason() -> None:
+    s = Session()
+    s.user("Why does the upload test time out?")
+    s.say("The JWT expires after 15 minutes. The test takes 43 seconds, so that's not the issue. "
+          "Let me look at the browser context.")
+    s.user("the state file is not created by SessionStart, check again")
+    s.say("Confirmed, you're right. SessionStart does not create the state file. "
+          "It is created on the first prompt. Let me update the plan.")
+    # The same words in a command's output are the world's, not the agent's lesson.
+    s.call("Bash", {"command": "cat notes.txt"}, "You're right. Tokens never expire. That's not the issue.",
+           tool_use_result={"stdout": "You're right.", "stderr": ""})
+    got = {a.kind: a.text for a in _view(s).excluded_approaches()}
+    assert got["ruled out"] == "The JWT expires after 15 minutes. The test takes 43 seconds, so that's not the issue."
+    assert got["assumption corrected"] == ("Confirmed, you're right. SessionStart does not create the state file. "
+                                           "It is created on the first prompt.")
+    assert "never expire" not in " ".join(got.values())
+    tried = _summary(s, 1500)[TRIED]
+    assert "(ruled out) The JWT expires after 15 minutes" in tried and "(assumption corrected)" in tried

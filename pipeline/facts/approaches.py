@@ -21,7 +21,7 @@ from .findings import COMPLAINT, findings
 from .provenance import from_other_harness
 from .requests import is_user_message, queued_positions
 from .shell import first_line, simple_commands
-from .text import one_line, strip_reminders, trim, units
+from .text import Unit, one_line, strip_reminders, trim, units
 
 # Rejections and interrupts, reverts, and the assistant saying an approach failed or is dropped.
 INTERRUPT_MARKER = "[Request interrupted by user"
@@ -60,6 +60,17 @@ MAX_FOLLOW_UP_CHARS = 120
 REPLY_WINDOW = 6
 REJECTED, INTERRUPTED, REVERTED, WORKAROUND, ABANDONED, DECIDED = (
     "rejected", "interrupted", "reverted", "worked around", "abandoned", "decided against")
+RULED_OUT, CORRECTED = "ruled out", "assumption corrected"
+# The agent ruling a suspect out: the check it made is the lesson (the next pass does not redo it).
+RULED_OUT_PHRASES = ("not the issue", "not the cause", "not the problem", "not the culprit", "isn't the issue",
+                     "isn't the cause", "isn't the problem", "is ruled out", "rules out", "ruled that out",
+                     "not what's causing", "not what is causing")
+# The agent taking back what it assumed, near the start of its sentence ("Confirmed — you're right.").
+CORRECTION_PHRASES = ("you're right", "you are right", "i was wrong", "i was mistaken", "i was conflating",
+                      "my mistake", "i misread", "i stand corrected", "correction:", "i was incorrect")
+CORRECTION_REACH = 40
+# What the agent says it does next ends the corrected fact ("Let me fix the comments").
+NEXT_MOVE_OPENINGS = ("let me", "let's", "i'll", "i will", "now ", "next,")
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,11 @@ def excluded_approaches(messages: Sequence[Message],
             while n < len(said):
                 text = said[n].text
                 n += 1
+                excluded = _ruled_out_or_corrected(said, n - 1)
+                if excluded is not None:
+                    kind, text, n = excluded
+                    out.append(Approach(kind, _evidence(text), (m.id,), i))
+                    continue
                 kind = None if not ABANDON_OR_DECIDED_RE.search(text) else \
                     ABANDONED if ABANDON_RE.search(text) else DECIDED if DECIDED_RE.search(text) else None
                 if kind is None or is_transient(text):
@@ -157,6 +173,27 @@ def excluded_approaches(messages: Sequence[Message],
             out.append(Approach(COMPLAINT, _evidence(f.text), (f.message_id,), f.index))
     out.sort(key=lambda a: (a.index, a.kind))
     return _dedupe(out)
+
+
+def _ruled_out_or_corrected(said: Sequence[Unit], at: int) -> tuple[str, str, int] | None:
+    """(kind, evidence, where reading goes on) when the agent's sentence `at` rules a suspect out
+    ("... so that's not the issue": the sentence before says what was checked, and is kept with it)
+    or takes back what it assumed ("You're right. X does not ...": what follows is the corrected
+    fact, kept up to MAX_EVIDENCE); None otherwise. Words, not patterns."""
+    text = said[at].text
+    low = " ".join(text.split()).casefold()
+    if any(p in low[:CORRECTION_REACH] for p in CORRECTION_PHRASES):
+        n = at + 1
+        while n < len(said) and len(text) + len(said[n].text) < MAX_EVIDENCE and n <= at + 2 \
+                and not said[n].text.casefold().startswith(NEXT_MOVE_OPENINGS):
+            text += " " + said[n].text
+            n += 1
+        return CORRECTED, text, n
+    if any(p in low for p in RULED_OUT_PHRASES):
+        if at > 0 and len(said[at - 1].text) + len(text) < MAX_EVIDENCE:
+            text = said[at - 1].text + " " + text
+        return RULED_OUT, text, at + 1
+    return None
 
 
 def _done_instead(records: list[CallRecord], at: int, said: str) -> str:

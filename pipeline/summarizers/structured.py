@@ -83,7 +83,7 @@ KEPT_REQUEST = "Latest user request: kept verbatim right after this summary (it 
 # stopped, then what was undone or decided against; the agent's other "didn't work" remarks are not.
 ESSENTIAL_APPROACHES = {"rejected": 1, "interrupted": 1, "reverted": 2, "decided against": 2}
 APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted": 1, COMPLAINT: 1,
-                  "decided against": 1, "abandoned": 2}
+                  "decided against": 1, "ruled out": 1, "assumption corrected": 1, "abandoned": 2}
 
 
 class StructuredSummarizer:
