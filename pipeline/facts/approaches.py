@@ -153,8 +153,8 @@ def excluded_approaches(messages: Sequence[Message],
                 n += 1
                 excluded = _ruled_out_or_corrected(said, n - 1)
                 if excluded is not None:
-                    kind, text, n = excluded
-                    out.append(Approach(kind, _evidence(text), (m.id,), i))
+                    how, evidence, n = excluded
+                    out.append(Approach(how, _evidence(evidence), (m.id,), i))
                     continue
                 kind = None if not ABANDON_OR_DECIDED_RE.search(text) else \
                     ABANDONED if ABANDON_RE.search(text) else DECIDED if DECIDED_RE.search(text) else None
