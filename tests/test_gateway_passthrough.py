@@ -232,7 +232,9 @@ def test_any_usage_number_in_a_whole_answer_passes_on_unchanged(gw: InProcess, u
     assert_passed_on(r, sent, logs)
     entry = gw.gateway.registry.find(r.headers["x-worksurface-session"])
     assert entry is not None
-    assert entry.last_usage is None or 0 < entry.last_usage <= 3 * MAX_REPORTED_TOKENS
+    assert entry is not None and entry.session is not None and entry.recording is None  # stored before the answer
+    kept = (entry.session.store.get_meta("reported_usage") or {}).get("tokens")
+    assert kept is None or 0 < kept <= 3 * MAX_REPORTED_TOKENS
     plausible = isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= MAX_REPORTED_TOKENS
     assert bool(logs.odd()) is (not plausible and count is not None)
 

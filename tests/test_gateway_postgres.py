@@ -35,8 +35,8 @@ def test_two_replicas_share_a_conversation_through_the_database(fresh_database):
     """Every other request of one conversation reaches the other replica: both prepare the one session
     in the database (each continuing from what the other committed), every forwarded request is
     paired, the session's log holds each message once, and the /sessions endpoints of either replica
-    list and delete it. (The input tokens the upstream reports are kept by the replica that forwarded
-    the call, so the sizes each replica anchors on may differ from a single gateway's.)"""
+    list and delete it. (The input tokens the upstream reports are kept in the database too: see
+    test_gateway_replicas.py for the same requests as one gateway's.)"""
     with FakeAnthropic(cache=True, script=reader()) as fake, \
             running_gateway(fresh_database, fake.url, session=WINDOW) as one, \
             running_gateway(fresh_database, fake.url, session=WINDOW) as two:

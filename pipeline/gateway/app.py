@@ -18,7 +18,7 @@ import json
 import logging
 import time
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx
 from starlette.applications import Starlette
@@ -93,6 +93,7 @@ class Gateway:
         assert head.recognized is not None
         entry = self.registry.entry(head.recognized, api.NAME)
         offer_fetch = self._offers_fetch(api, head.body)
+        await entry.recorded()      # the previous answer's usage is in the store before this call is sized
         try:
             async with entry.lock:
                 plan = await self.workers.run(plan_call, api, self.registry, entry, head.body, self.session_config,
@@ -199,6 +200,8 @@ class Gateway:
         if upstream.is_stream:
             chunks = (api.rewrite_stream(upstream, active, on_usage) if active is not None
                       else relay.passthrough(api, upstream, on_usage))
+            if entry is not None:
+                chunks = _then(chunks, entry.recorded)
             return StreamingResponse(chunks, upstream.status, headers=_header_dict(out_headers))
         try:
             doc = json.loads(data)
@@ -214,7 +217,8 @@ class Gateway:
             except (OddAnswer, AttributeError, TypeError, KeyError, ValueError) as exc:
                 # An answer of a shape worksurface does not know goes to the client as it came.
                 on_usage.odd(f"{type(exc).__name__}: {exc}")
-
+        if entry is not None:
+            await entry.recorded()
         return _response(data, upstream.status, out_headers)
 
     def _unavailable(self, api: Api, session: str | None, exc: UpstreamUnavailable,
@@ -321,7 +325,7 @@ class Gateway:
         def record(usage: Usage) -> None:
             self.metrics.usage(api.NAME, usage.input_tokens, usage.cached_tokens)
             if entry is not None:
-                entry.last_usage = usage.input_tokens or None
+                entry.record_usage(usage.input_tokens or None, self.workers)
                 entry.input_tokens += usage.input_tokens
                 entry.cached_tokens += usage.cached_tokens
         return Watch(record, api.NAME, session)
@@ -485,6 +489,19 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
     app.state.gateway = gateway
     return app
+
+
+async def _then(chunks: AsyncIterator[bytes], done: Callable[[], Awaitable[None]]) -> AsyncIterator[bytes]:
+    """`chunks`, the last one held back until `done()` has finished: a stream is complete only once
+    what its answer reported is stored (another replica may take the conversation's next call)."""
+    held: bytes | None = None
+    async for chunk in chunks:
+        if held is not None:
+            yield held
+        held = chunk
+    await done()
+    if held is not None:
+        yield held
 
 
 async def _chunks(upstream: UpstreamResponse) -> AsyncIterator[bytes]:

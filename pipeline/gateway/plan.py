@@ -55,8 +55,8 @@ def _plan(api: Api, registry: Registry, entry: Entry, session: Session, body: Ma
     if config != session.config:
         session.config = config
     instructions = cm.compact.instructions if cm is not None and cm.compact is not None else None
-    try:
-        prepared = session.prepare(transcript, usage=entry.last_usage, now=now, instructions=instructions)
+    try:    # sized on the usage the store keeps (Entry.record_usage), whichever replica forwarded the last call
+        prepared = session.prepare(transcript, now=now, instructions=instructions)
     except ContextOverflowError as exc:
         if exc.prepared is None:
             raise

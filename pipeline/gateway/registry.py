@@ -5,6 +5,7 @@ least recently used are closed past `max_open_sessions`) and what the last call 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from ..formats import ownmark
 from ..formats.reuse import Memo, Reuse
 from ..session.session import Session
 from .config import GatewayConfig
+from .logs import event
 from .recognize import Recognized
 from .workers import Workers
 from .store import (delete_gateway_session, list_gateway_sessions, open_gateway_session, read_info,
@@ -24,8 +26,9 @@ from .store import (delete_gateway_session, list_gateway_sessions, open_gateway_
 
 @dataclass
 class Entry:
-    """One conversation. `last_usage`: the input tokens the upstream reported for its previous call
-    (what `Session.prepare` anchors its size on)."""
+    """One conversation. The input tokens the upstream reports for a call are kept in the session's
+    store (`Session.record_usage`, what the next `prepare` anchors its size on, on whichever replica
+    it runs); `recording` is that write while it is under way."""
 
     id: str
     api: str
@@ -35,7 +38,7 @@ class Entry:
     session: Session | None = None
     reuse: Reuse = field(default_factory=Reuse)   # the previous request's messages, for reading the next
     memo: Memo = field(default_factory=Memo)      # what the previous forwarded body made of each message
-    last_usage: int | None = None
+    recording: "asyncio.Task[None] | None" = None
     last_report: dict[str, Any] | None = None
     summaries: set[str] = field(default_factory=set)
     # The secret worksurface's marks in this conversation's forwarded requests are tagged with (kept in
@@ -46,6 +49,35 @@ class Entry:
     cached_tokens: int = 0
     created: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.time)
+
+    def record_usage(self, tokens: int | None, workers: Workers) -> None:
+        """Keep `tokens` in the store, on a worker thread, after any write of this conversation still
+        under way (so the last reported usage is the one kept). Event loop only."""
+        previous = self.recording
+
+        async def record() -> None:
+            if previous is not None:
+                await asyncio.shield(previous)
+            async with self.lock:       # never beside a prepare of the same session object
+                session = self.session
+                if session is not None:
+                    await workers.run(session.record_usage, tokens)
+        self.recording = asyncio.get_running_loop().create_task(record())
+
+    async def recorded(self) -> None:
+        """Wait for the usage write under way, if any: a failed one is logged, never raised (the next
+        call is then sized without it, as a first call is)."""
+        task = self.recording
+        if task is None:
+            return
+        try:
+            await asyncio.shield(task)
+        except Exception as exc:
+            event(logging.WARNING, "reported usage not stored", session=self.id,
+                  error=f"{type(exc).__name__}: {exc}"[:300])
+        finally:
+            if self.recording is task:
+                self.recording = None
 
     def info(self) -> dict[str, Any]:
         return {"id": self.id, "api": self.api, "source": self.source, "created": self.created,
