@@ -39,8 +39,8 @@ def _runs_text(name: str, plan: Plan) -> str:
     if name in ("cache", "cost"):
         return "Deterministic: one replay per method (no timing)."
     if name == "gateway":
-        return ("Two load runs (50 conversations' first calls; 20 joining their transcripts at call 60): every "
-                "request through the gateway and direct, one run each.")
+        return ("One load run per N (1, 10, 50 conversations; then 10 and 50 with a 1 s model time): every "
+                "request through the gateway and direct, interleaved in the run.")
     if name == "ledger":
         return "Update time per call, grouped by transcript size: median and p95 over the calls of each bin."
     if name == "store":
