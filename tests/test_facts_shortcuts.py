@@ -151,6 +151,7 @@ SUMMARIES = {
     testsummary._cargo: "test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured",
     testsummary._exunit: "14 doctests, 65 tests, 1 failure, 2 skipped",
     testsummary._rspec: "10 examples, 2 failures",
+    testsummary._bun: "(fail) parser > reads a header\n 3 pass\n 1 fail\n 9 expect() calls\nRan 4 tests across 1 file. [0.12s]",
 }
 
 
