@@ -162,7 +162,11 @@ def _conversations(plan: Plan, count: int) -> list[list[bytes]]:
 
 # --- the driver -------------------------------------------------------------------------------------
 
-async def _drive(direct: str, gateway: str | None, conversations: list[list[bytes]], seed: int = 1) -> dict[str, Any]:
+async def _drive(direct: str, gateway: str | list[str] | None, conversations: list[list[bytes]],
+                 seed: int = 1) -> dict[str, Any]:
+    """Every conversation's calls in turn, each sent directly and through the gateway (several: a
+    conversation's call k goes to replica (n + k) mod their number) in random order."""
+    gateways = [gateway] if isinstance(gateway, str) else list(gateway or [])
     import httpx
 
     rnd = random.Random(seed)
@@ -185,7 +189,7 @@ async def _drive(direct: str, gateway: str | None, conversations: list[list[byte
 
         async def one(n: int, bodies: list[bytes]) -> None:
             for k, body in enumerate(bodies):
-                routes = [("direct", direct)] + ([("gateway", gateway)] if gateway else [])
+                routes = [("direct", direct)] + ([("gateway", gateways[(n + k) % len(gateways)])] if gateways else [])
                 rnd.shuffle(routes)
                 for route, base in routes:
                     await call(route, base, body, f"{n}/{k}", k > 0)
@@ -279,6 +283,11 @@ def load_run(conversations: list[list[bytes]], label: str, model_ms: float = 0.0
         gateway.terminate()
         gateway.wait(15)
         fake.close()
+    return _row(label, model_ms, conversations, result, cpu, idle, loaded, load, digests)
+
+
+def _row(label: str, model_ms: float, conversations: list[list[bytes]], result: dict[str, Any], cpu: float,
+         idle: int, loaded: int, load: float, digests: dict[str, str]) -> dict[str, Any]:
     n = len(conversations)
     requests = len(result["gateway"])
     row: dict[str, Any] = {"run": label, "model_ms": model_ms, "conversations": n, "requests": requests,
@@ -297,12 +306,51 @@ def load_run(conversations: list[list[bytes]], label: str, model_ms: float = 0.0
     return row
 
 
+def replicas_run(conversations: list[list[bytes]], label: str, replicas: int = 2) -> dict[str, Any]:
+    """The same replay through `replicas` gateways on one PostgreSQL database (WORKSURFACE_TEST_POSTGRES,
+    else a throwaway cluster), a conversation's calls taking the replicas in turn."""
+    import psycopg
+
+    from pgcluster import Cluster
+
+    server = os.environ.get("WORKSURFACE_TEST_POSTGRES")
+    cluster = None if server else Cluster.start()
+    server = server or cluster.url  # type: ignore[union-attr]
+    name = f"ws_bench_{os.getpid()}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    store = f"{server.rsplit('/', 1)[0]}/{name}"
+    fake = Fake()
+    gateways = [_gateway(store, fake.url) for _ in range(replicas)]
+    try:
+        idle = sum(_rss_kb(g.pid) for g in gateways)
+        cpu_before = sum(_cpu_seconds(g.pid) for g in gateways)
+        load = os.getloadavg()[0]
+        result = asyncio.run(_drive(fake.url, [g.url for g in gateways], conversations))  # type: ignore[attr-defined]
+        cpu = sum(_cpu_seconds(g.pid) for g in gateways) - cpu_before
+        loaded = sum(_rss_kb(g.pid) for g in gateways)
+        digests = fake.digests()
+    finally:
+        for g in gateways:
+            g.terminate()
+            g.wait(15)
+        fake.close()
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if cluster is not None:
+            cluster.stop()
+    return _row(label, 0.0, conversations, result, cpu, idle, loaded, load, digests)
+
+
 def run(plan: Plan) -> dict[str, Any]:
     counts = [int(c) for c in os.environ.get("WS_BENCH_GATEWAY_N", ",".join(map(str, CONCURRENCY))).split(",")]
     biggest = _conversations(plan, max(counts))
     alone = fake_alone(biggest[:10])
     rows = [load_run(biggest[:n], f"N={n}") for n in counts]
     rows += [load_run(biggest[:n], f"N={n}", MODEL_MS) for n in counts if n > 1]
+    if os.environ.get("WS_BENCH_GATEWAY_REPLICAS", "1") != "0":
+        rows += [replicas_run(biggest[:max(counts)], f"N={max(counts)}, {r} on PostgreSQL", r) for r in (1, 2)]
     sizes = sorted(len(b) for c in biggest for b in c)
     with open("/proc/loadavg") as f:
         loadavg = f.read().split()[:3]
