@@ -19,10 +19,9 @@ from langgraph.graph import END, START, StateGraph
 from worksurface.graph.compose import REINJECT
 from worksurface.graph.registry import STAGE_NAMES
 from worksurface.core.model import Message, message_text
-from worksurface.engine.state import PipelineState
+from worksurface.engine.state import PipelineState, SkipKind
 from worksurface.core.tokens import PER_MESSAGE_OVERHEAD, get_encoding
 
-NOT_RUN = "under target"  # the skip reason worksurface's report gives a stage the graph did not visit
 
 
 def recount(messages: Sequence[Message]) -> int:
@@ -33,7 +32,7 @@ def recount(messages: Sequence[Message]) -> int:
 
 def visited_stages(report: Any) -> int:
     """How many reducing nodes worksurface's graph ran on a call (the rest were skipped by its edges)."""
-    return sum(1 for s in report.stages if s.skipped != NOT_RUN)
+    return sum(1 for s in report.stages if not s.skipped_as(SkipKind.NOT_RUN))
 
 
 class LangChainTrim:

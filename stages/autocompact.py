@@ -23,8 +23,8 @@ from worksurface.facts.text import strip_reminders
 from worksurface.core.model import Message, Origin, Text, is_user_turn
 from worksurface.engine import pins
 from worksurface.engine.pricing import FIRING_RULE_READS, EditDecision, decide_edit
-from worksurface.engine.state import (PipelineState, Stage, StageContext, StageReport, StageResult, TextRoom,
-                                      measured_size, text_room)
+from worksurface.engine.state import (Compacted, PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport,
+                                      StageResult, TextRoom, measured_size, text_room)
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
 from worksurface.core.view import standing_context, tail_start
@@ -74,19 +74,19 @@ def decline(state: PipelineState, config: AutocompactConfig, ctx: StageContext) 
     tokens = state["tokens"]
     threshold, floor = ctx.config.threshold, ctx.config.compaction_floor
     if not ctx.forced and not config.enabled:
-        return _skip(tokens, started, "automatic compaction is off (autocompact.enabled = false)")
+        return _skip(tokens, started, SkipKind.DISABLED, "automatic compaction is off (autocompact.enabled = false)")
     if not ctx.forced and tokens <= floor:
-        return _skip(tokens, started, f"{tokens} tokens, under the threshold of {threshold}"
+        return _skip(tokens, started, SkipKind.UNDER_TRIGGER, f"{tokens} tokens, under the threshold of {threshold}"
                      + (f" (and the economic floor of {floor})" if floor < threshold else ""))
     failures = ctx.inputs.get(CompactionInputs, NO_INPUTS).consecutive_failures
     if failures >= config.max_consecutive_failures:
-        return _skip(tokens, started, f"stopped after {failures} consecutive failed compactions")
+        return _skip(tokens, started, SkipKind.BREAKER_OPEN, f"stopped after {failures} consecutive failed compactions")
     if ctx.forced or tokens > threshold:
         return None
     decision = _economic(state, ctx)
     if not decision.fire:
-        return _skip(tokens, started, f"under the threshold of {threshold}; an earlier compaction is not worth it: "
-                                      f"{decision.reason}")
+        return _skip(tokens, started, SkipKind.NOT_WORTH_IT,
+                     f"under the threshold of {threshold}; an earlier compaction is not worth it: {decision.reason}")
     return None
 
 
@@ -150,12 +150,12 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
         start = tail_start(view, counter, max(0, tokens - ctx.token_offset - prefix_tokens) // 2, floor)
     head, tail = view[floor:start], view[start:]
     if not head:
-        return _skip(tokens, started, "nothing before the kept tail to summarize")
+        return _skip(tokens, started, SkipKind.NOTHING_TO_DO, "nothing before the kept tail to summarize")
     # Asked to compact (not over the threshold) with nothing after the last rebuilt surface: nothing new.
     if not _has_new_conversation(head, view if ctx.forced else ()):
         # An already compacted view (a compacted file compacted again): summarizing its own summary
         # would only grow it and bump the epoch.
-        return _skip(tokens, started, "nothing new to compact since the last compaction")
+        return _skip(tokens, started, SkipKind.NOTHING_TO_DO, "nothing new to compact since the last compaction")
     # A tail that must keep a large last turn can leave little for the summary; it still gets half
     # its share (the view then misses the target, and the session reports an overflow if it must):
     # a summary starved to nothing would forget everything before the tail.
@@ -178,7 +178,8 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
         else:
             kept, head = (view[latest],), view[latest + 1:start]
             if not head:
-                return _skip(tokens, started, "nothing between the latest user message and the kept tail to summarize")
+                return _skip(tokens, started, SkipKind.NOTHING_TO_DO,
+                             "nothing between the latest user message and the kept tail to summarize")
         summary, fallback_error = _summarize(primary, head, tail, summary_budget, config, ctx, instructions, kept)
 
     epoch = ctx.epoch + 1
@@ -229,7 +230,7 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
         if tail:  # without a tail the compaction replaces the command with everything else
             edits.append(ReplaceMessages(NAME, (consumed.id,)))
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
-                         details=info)
+                         details=info, outcome=Compacted(epoch, reason, tokens, post))
     return StageResult(edits, report)
 
 
@@ -330,8 +331,9 @@ def _span_id(messages: list[Message]) -> str:
     return hashlib.blake2b(first.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
-def _skip(tokens: int, started: float, why: str) -> StageResult:
-    return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000, skipped=why))
+def _skip(tokens: int, started: float, kind: SkipKind, why: str) -> StageResult:
+    return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000,
+                                       outcome=Skipped(kind, why)))
 
 
 # Considered past the economic floor (at most the threshold); a quiet call asks only `decline`.

@@ -13,7 +13,7 @@ from worksurface.core.artifacts import how_to_fetch
 from worksurface.core.config import BudgetConfig
 from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, ToolResult
-from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
+from worksurface.engine.state import PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport, StageResult
 from worksurface.core.tokens import EXACT_COUNT_MAX_CHARS, get_encoding
 from worksurface.core.toolkinds import call_target
 from worksurface.core.view import calls_for, new_messages_start, turn_start
@@ -80,7 +80,7 @@ def run(state: PipelineState, config: BudgetConfig, ctx: StageContext) -> StageR
                                    tokens_freed=max(0, size - new_size)))
     report = StageReport(NAME, tokens, tokens - freed, items=len(edits),
                          ms=(time.perf_counter() - started) * 1000,
-                         skipped=None if edits else "no oversized tool result",
+                         outcome=None if edits else Skipped(SkipKind.NOTHING_TO_DO, "no oversized tool result"),
                          details={"replaced": sorted(chosen)} if edits else {})
     return StageResult(edits, report)
 

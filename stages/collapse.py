@@ -15,7 +15,7 @@ from worksurface.core.config import CollapseConfig
 from worksurface.core.edits import ReplaceMessages
 from worksurface.core.model import Message, Origin, Text, ToolResult
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
-from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
+from worksurface.engine.state import PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport, StageResult
 from worksurface.core.escape import escape_tags, one_line
 from worksurface.core.toolkinds import call_target, effective_kind
 from worksurface.core.edits import stable_prefix_length
@@ -35,7 +35,8 @@ def run(state: PipelineState, config: CollapseConfig, ctx: StageContext) -> Stag
     trigger = ctx.config.collapse_trigger
     if tokens <= trigger:
         return StageResult([], StageReport(NAME, tokens, tokens, ms=_ms(started),
-                                           skipped=f"{tokens} tokens, under the collapse trigger of {trigger}"))
+                                           outcome=Skipped(SkipKind.UNDER_TRIGGER,
+                                                           f"{tokens} tokens, under the collapse trigger of {trigger}")))
     steps = [r for r in rounds(view, stable_prefix_length(view)) if _is_exploration(r, view, ctx)]
     if config.keep_recent_steps:
         steps = steps[: -config.keep_recent_steps] if len(steps) > config.keep_recent_steps else []
@@ -60,10 +61,10 @@ def run(state: PipelineState, config: CollapseConfig, ctx: StageContext) -> Stag
         decision = decide_edit(state, ctx, first_index=first, saved_tokens=tokens - current)
         if not decision.fire:
             return StageResult([], StageReport(NAME, tokens, tokens, ms=_ms(started),
-                                               skipped=f"not worth it: {decision.reason}"))
+                                               outcome=Skipped(SkipKind.NOT_WORTH_IT, f"not worth it: {decision.reason}")))
         firing = decision.to_json()
     report = StageReport(NAME, tokens, current, items=len(edits), ms=_ms(started),
-                         skipped=None if edits else "no foldable exploration span",
+                         outcome=None if edits else Skipped(SkipKind.NOTHING_TO_DO, "no foldable exploration span"),
                          details={"spans": len(edits), "firing": firing} if edits else {})
     return StageResult(edits, report)
 

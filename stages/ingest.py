@@ -17,7 +17,7 @@ from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Origin
 from worksurface.engine.pricing import unsent_ids
 from worksurface.engine.reduce_output import reduce_output
-from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
+from worksurface.engine.state import PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport, StageResult
 from worksurface.core.toolkinds import call_target, effective_kind
 from worksurface.core.view import calls_for, new_messages_start
 
@@ -28,7 +28,7 @@ def run(state: PipelineState, config: IngestConfig, ctx: StageContext) -> StageR
     started = time.perf_counter()
     view, tokens = state["view"], state["tokens"]
     if not config.enabled:
-        return _skip(tokens, started, "disabled")
+        return _skip(tokens, started, SkipKind.DISABLED, "disabled")
     unsent = ctx.unsent_ids if ctx.unsent_ids is not None else unsent_ids(ctx.transcript or view)
     counter = ctx.counter
     # Only the calls the new results answer, found walking back from the end of the view.
@@ -71,14 +71,15 @@ def run(state: PipelineState, config: IngestConfig, ctx: StageContext) -> StageR
             reduced_by[r.call_id] = list(reduction.kinds)
             edits.append(ReplaceResult(NAME, r.call_id, text, artifact=artifact_id, tokens_freed=gain))
     if not edits:
-        return _skip(tokens, started, "no new tool result to reduce")
+        return _skip(tokens, started, SkipKind.NOTHING_TO_DO, "no new tool result to reduce")
     report = StageReport(NAME, tokens, tokens - freed, items=len(edits), ms=(time.perf_counter() - started) * 1000,
                          details={"reduced": reduced_by})
     return StageResult(list(reversed(edits)), report)
 
 
-def _skip(tokens: int, started: float, why: str) -> StageResult:
-    return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000, skipped=why))
+def _skip(tokens: int, started: float, kind: SkipKind, why: str) -> StageResult:
+    return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000,
+                                       outcome=Skipped(kind, why)))
 
 
 # Runs on every call (trigger 0): only results new since the previous call are looked at.

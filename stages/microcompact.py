@@ -21,7 +21,7 @@ from worksurface.core.edits import ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, ToolCall, ToolResult, shared_length
 from worksurface.core.tokens import TokenCounter
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
-from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
+from worksurface.engine.state import PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport, StageResult
 from worksurface.core.toolkinds import effective_kind, normalize_name, tool_kind
 
 NAME = "microcompact"
@@ -38,7 +38,7 @@ def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> 
     cold = ctx.idle_seconds is not None and ctx.idle_seconds >= config.cache_ttl_seconds
     over = tokens > config.trigger_tokens
     if not over and not cold:
-        return _skip(tokens, started, f"{tokens} tokens, under the trigger of {config.trigger_tokens}")
+        return _skip(tokens, started, SkipKind.UNDER_TRIGGER, f"{tokens} tokens, under the trigger of {config.trigger_tokens}")
 
     protect = config.protect_tokens if over else 0
     if ctx.forced or tokens > ctx.config.threshold:
@@ -48,15 +48,15 @@ def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> 
     candidates = _candidates(view, config, ctx, protect_tokens=protect)
     gain = sum(size for *_, size in candidates)
     if not cold and gain < config.clear_at_least:
-        return _skip(tokens, started, f"only {gain} tokens clearable, below clear_at_least {config.clear_at_least}")
+        return _skip(tokens, started, SkipKind.BELOW_MINIMUM, f"only {gain} tokens clearable, below clear_at_least {config.clear_at_least}")
     if not candidates:
-        return _skip(tokens, started, "no clearable tool result")
+        return _skip(tokens, started, SkipKind.NOTHING_TO_DO, "no clearable tool result")
     # Clearing edits the sent prefix: only when the saving outweighs the re-billing
     # (`pricing.decide_edit`: saving over the expected remaining calls).
     first = candidates[0][0]
     decision = decide_edit(state, ctx, first_index=first, saved_tokens=gain)
     if not cold and not decision.fire:
-        return _skip(tokens, started, f"not worth it: {decision.reason}")
+        return _skip(tokens, started, SkipKind.NOT_WORTH_IT, f"not worth it: {decision.reason}")
 
     edits = []
     freed = 0
@@ -75,8 +75,9 @@ def run(state: PipelineState, config: MicrocompactConfig, ctx: StageContext) -> 
     return StageResult(edits, report, cache_edits=[e.call_id for e in edits])
 
 
-def _skip(tokens: int, started: float, why: str) -> StageResult:
-    return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000, skipped=why))
+def _skip(tokens: int, started: float, kind: SkipKind, why: str) -> StageResult:
+    return StageResult([], StageReport(NAME, tokens, tokens, ms=(time.perf_counter() - started) * 1000,
+                                       outcome=Skipped(kind, why)))
 
 
 def _compactable(call: ToolCall, config: MicrocompactConfig) -> bool:

@@ -20,7 +20,7 @@ from worksurface.core.config import SnipConfig
 from worksurface.core.edits import Edit, ReplaceMessages, ReplaceResult, edited_stage
 from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, shared_length
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
-from worksurface.engine.state import PipelineState, Stage, StageContext, StageReport, StageResult
+from worksurface.engine.state import PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport, StageResult
 from worksurface.core.tokens import TokenCounter
 from worksurface.core.toolkinds import call_path, call_target, effective_kind
 from worksurface.core.view import calls_by_id
@@ -102,15 +102,17 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
     edits: list[Edit] = []
     if redundant and not batch:
         report = StageReport(NAME, tokens, tokens, ms=_ms(started),
-                             skipped=f"{freed} tokens redundant, below the batch minimum of {config.min_gain_tokens}")
+                             outcome=Skipped(SkipKind.BELOW_MINIMUM,
+                                             f"{freed} tokens redundant, below the batch minimum of {config.min_gain_tokens}"))
     elif decision is not None and not cold and not decision.fire:
-        report = StageReport(NAME, tokens, tokens, ms=_ms(started), skipped=f"not worth it: {decision.reason}")
+        report = StageReport(NAME, tokens, tokens, ms=_ms(started),
+                             outcome=Skipped(SkipKind.NOT_WORTH_IT, f"not worth it: {decision.reason}"))
     else:
         edits = [ReplaceResult(NAME, call_id, text, tokens_freed=gain) for call_id, text, gain in markers]
         if stale_ids:
             edits.append(ReplaceMessages(NAME, stale_ids, (), tokens_freed=stale_gain))
         report = StageReport(NAME, tokens, tokens - freed, items=len(edits), ms=_ms(started),
-                             skipped=None if edits else "nothing redundant",
+                             outcome=None if edits else Skipped(SkipKind.NOTHING_TO_DO, "nothing redundant"),
                              details={"snipped": sorted(c for c in replacements)} if edits else {})
 
     explicit = _explicit(view, ctx, counter)
@@ -118,7 +120,7 @@ def run(state: PipelineState, config: SnipConfig, ctx: StageContext) -> StageRes
         edits.append(explicit)
         report.tokens_after -= explicit.tokens_freed
         report.items += 1
-        report.skipped = None
+        report.edited()
         report.details["explicit"] = list(explicit.ids)
     return StageResult(edits, report)
 

@@ -14,7 +14,7 @@ from ..core.edits import edited_stage
 from ..ledger import Ledger
 from ..ledger.source import FactSource
 from ..core.model import Message, Origin, Text, ToolResult, message_text
-from .state import StageContext, StageReport
+from .state import SkipKind, Skipped, StageContext, StageReport
 
 
 # The context fields `facts_of` reads: a reinjector that restores from the facts reads them too.
@@ -87,6 +87,6 @@ def reinjected(ctx: StageContext, name: str, key: str, text: str, **meta: Any) -
 def report(name: str, before: int, added: int, restored: list, skipped: list, dropped: list,
            why_empty: str = "nothing to restore") -> StageReport:
     return StageReport(name, before, before + added, items=len(restored),
-                       skipped=None if restored else why_empty,
+                       outcome=None if restored else Skipped(SkipKind.NOTHING_TO_DO, why_empty),
                        details={"restored": restored, "skipped_visible": skipped, "dropped_budget": dropped,
                                 "tokens": added})

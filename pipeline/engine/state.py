@@ -13,6 +13,7 @@ its declaration names, never through a loose dict.
 
 from __future__ import annotations
 
+import enum
 import operator
 from dataclasses import asdict, dataclass, field, fields
 from typing import (TYPE_CHECKING, Annotated, Any, Callable, Generic, NotRequired, Protocol, Sequence, TypedDict,
@@ -38,9 +39,48 @@ C = TypeVar("C", bound=BaseModel)
 C_contra = TypeVar("C_contra", bound=BaseModel, contravariant=True)
 
 
+class SkipKind(enum.Enum):
+    """Why a stage or reinjector did nothing on a call, as a value a caller can decide on (the reason's
+    text is for people: no caller matches it)."""
+
+    NOT_RUN = "not_run"  # the graph did not visit it: under its trigger
+    NOTHING_NEW = "nothing_new"  # a repeated call: no stage ran
+    DISABLED = "disabled"  # turned off in the configuration
+    UNDER_TRIGGER = "under_trigger"  # the view is under the stage's own trigger or threshold
+    BELOW_MINIMUM = "below_minimum"  # something to do, but it would free less than the stage's minimum
+    NOT_WORTH_IT = "not_worth_it"  # the firing rule (`pricing.decide_edit`) says the edit does not pay
+    NOTHING_TO_DO = "nothing_to_do"  # nothing the stage could edit or restore
+    BREAKER_OPEN = "breaker_open"  # autocompact stopped trying after consecutive failed compactions
+    UNSPECIFIED = "unspecified"  # a report made with only a reason's text (a third-party part)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The outcome of a part that did nothing: the kind of skip, and the reason the report shows."""
+
+    kind: SkipKind
+    reason: str
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """The outcome of a compaction: the epoch its summary and boundary name, why it fired, and the view's
+    size before and after (the report's details hold the whole boundary)."""
+
+    epoch: int
+    reason: str
+    pre_tokens: int
+    post_tokens: int
+
+
+Outcome = Skipped | Compacted
+
+
 @dataclass
 class StageReport:
-    """What one stage or reinjector did on one call."""
+    """What one stage or reinjector did on one call. `outcome` says it as a value (`Skipped` with its
+    kind, `Compacted`); `skipped` is the reason's text the JSON report shows. A report made with only
+    `skipped` gets `Skipped(UNSPECIFIED, text)`, one made with a `Skipped` outcome gets its text."""
 
     name: str
     tokens_before: int
@@ -49,9 +89,26 @@ class StageReport:
     ms: float = 0.0
     skipped: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    outcome: Outcome | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcome is None and self.skipped is not None:
+            self.outcome = Skipped(SkipKind.UNSPECIFIED, self.skipped)
+        elif isinstance(self.outcome, Skipped) and self.skipped is None:
+            self.skipped = self.outcome.reason
+
+    def skipped_as(self, kind: SkipKind) -> bool:
+        """Whether this part did nothing for this kind of reason."""
+        return isinstance(self.outcome, Skipped) and self.outcome.kind is kind
+
+    def edited(self) -> None:
+        """Mark a report that began as a skip as one that edited after all (snip's explicit request)."""
+        self.outcome = None
+        self.skipped = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["outcome"]  # the report's JSON stays what it was: the reason's text in `skipped`
         d["ms"] = round(self.ms, 3)
         return d
 

@@ -12,11 +12,14 @@ from ..core.config import Config
 from ..core.model import Message
 from ..core.sizes import MEASURED
 from ..core.view import RECOVERY_PREFIX
-from ..engine.state import PipelineState, StageContext, StageReport
+from ..engine.state import Compacted, PipelineState, SkipKind, Skipped, StageContext, StageReport
 from worksurface.stages.autocompact import CompactionInputs
 from .sizing import measured_size
 
 log = logging.getLogger("worksurface")
+
+# The reason a stage the graph did not visit reports (it was under its trigger).
+NOT_RUN = "under target"
 
 
 @dataclass
@@ -73,16 +76,16 @@ class Prepared:
 def build_report(final: PipelineState, stage_names: Sequence[str], tokens_after: int, raw: int, before: int,
                  started: float, rewound: int) -> PrepareReport:
     """The report of a graph run: every stage in order (one that did not run is "under target"), the
-    reinjectors after them, and the boundary autocompact made."""
+    reinjectors after them, and the boundary of the compaction made (the report whose outcome is `Compacted`)."""
     by_name = {r.name: r for r in final["reports"]}
     reinjected = [r for r in final["reports"] if r.name not in stage_names]
     stages, running = [], before
     for name in stage_names:
-        r = by_name.get(name) or StageReport(name, running, running, skipped="under target")
+        r = by_name.get(name) or StageReport(name, running, running, outcome=Skipped(SkipKind.NOT_RUN, NOT_RUN))
         running = r.tokens_after
         stages.append(r)
-    auto = by_name.get("autocompact")
-    boundary = auto.details if auto is not None and not auto.skipped else None
+    compacted = next((r for r in final["reports"] if isinstance(r.outcome, Compacted)), None)
+    boundary = compacted.details if compacted is not None else None
     return PrepareReport(raw, before, tokens_after, stages, reinjected, boundary,
                          ms=(time.perf_counter() - started) * 1000, rewound=rewound)
 
@@ -91,9 +94,12 @@ def overflowed(report: PrepareReport, size: int, config: Config) -> bool:
     """Over the threshold (at `size`, the measured size the stages judged by) after autocompact had
     its chance (not when its breaker is open: then the report says it stopped trying, and the
     harness decides; nor when automatic compaction is off: the harness chose to compact itself)."""
-    auto = next(s for s in report.stages if s.name == "autocompact")
-    breaker_open = bool(auto.skipped and auto.skipped.startswith("stopped after"))
-    return size > config.threshold and not breaker_open and config.autocompact.enabled
+    return size > config.threshold and not breaker_open(report) and config.autocompact.enabled
+
+
+def breaker_open(report: PrepareReport) -> bool:
+    """Whether a stage stopped trying on this call after consecutive failures (autocompact's breaker)."""
+    return any(s.skipped_as(SkipKind.BREAKER_OPEN) for s in report.stages)
 
 
 def add_notices(report: PrepareReport, ctx: StageContext, config: Config, get_meta: Callable[..., Any],
@@ -101,9 +107,8 @@ def add_notices(report: PrepareReport, ctx: StageContext, config: Config, get_me
     """Say what the harness must know in the report and the log, not only in the JSON details
     (`get_meta`: the session store's, for the breaker's retry size; `counted_before`: the view's count
     before the stages)."""
-    auto = next(s for s in report.stages if s.name == "autocompact")
     measured = measured_size(report.tokens_after, bool(report.boundary), ctx, counted_before)
-    if auto.skipped and auto.skipped.startswith("stopped after") and measured > config.threshold:
+    if breaker_open(report) and measured > config.threshold:
         retry = get_meta("breaker_retry_tokens", 0)
         failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures
         report.notices.append(f"autocompact is paused after {failures} failed compactions: the "

@@ -29,7 +29,8 @@ from ..graph.registry import check_plugin_options, reinjectors_for, stages_for
 from ..ledger import Ledger
 from ..core.model import Message, begins_with
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
-from ..engine.state import (PipelineState, Reinjector, StageContext, StageInputs, StageReport, StatusInputs)
+from ..engine.state import (PipelineState, Reinjector, SkipKind, Skipped, StageContext, StageInputs, StageReport,
+                            StatusInputs)
 from ..status import PublisherState, event_to_json
 from ..status.events import Event
 from .statusbar import FIRST_EPOCH, StatusBar
@@ -404,7 +405,8 @@ class Session:
             return None
         view = cached[2]
         tokens = self.counter.messages(view)
-        stages = [StageReport(name, tokens, tokens, skipped=NOTHING_NEW) for name in self._graph.names]
+        stages = [StageReport(name, tokens, tokens, outcome=Skipped(SkipKind.NOTHING_NEW, NOTHING_NEW))
+                  for name in self._graph.names]
         return Prepared(list(view), PrepareReport(tokens, tokens, tokens, stages), [])
 
     def _count_view(self, view: list[Message], keep: int, live: list[Message]) -> int:
