@@ -12,7 +12,7 @@ from worksurface.core.config import ReinjectConfig
 from worksurface.facts.approaches import Approach
 from worksurface.facts.constraints import Constraint
 from worksurface.core.model import Message
-from worksurface.core.escape import escape_tags, one_line
+from worksurface.core.escape import escape_tags, inline_value
 from worksurface.engine.reinject import FACTS_READS, MESSAGE_READS, facts_of, is_shown, reinjected, report, shown_text
 from worksurface.engine.state import Reinjection, Reinjector, StageContext
 
@@ -63,7 +63,7 @@ def run(view: list[Message], config: ReinjectConfig, ctx: StageContext, budget: 
 
 def _line(item: Constraint | Approach) -> str:
     if isinstance(item, Constraint):
-        where = one_line(item.source + (f": {item.origin}" if item.origin else ""))
+        where = inline_value(item.source + (f": {item.origin}" if item.origin else ""))
         return escape_tags(f"- {item.text} [{where}]", "standing-constraints")
     return escape_tags(f"- ({item.kind}) {item.text}", "standing-constraints")
 

@@ -16,7 +16,7 @@ from worksurface.core.edits import ReplaceMessages
 from worksurface.core.model import Message, Origin, Text, ToolResult
 from worksurface.engine.pricing import FIRING_RULE_READS, decide_edit
 from worksurface.engine.state import PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport, StageResult
-from worksurface.core.escape import escape_tags, one_line
+from worksurface.core.escape import escape_tags, inline_value
 from worksurface.core.toolkinds import call_target, effective_kind
 from worksurface.core.edits import stable_prefix_length
 from worksurface.core.view import Round, rounds
@@ -105,7 +105,7 @@ def _digest(span: list[Round], view: Sequence[Message]) -> Message:
         for m in r.messages(view):
             for c in m.tool_calls:
                 answer = results.get(c.id)
-                line = one_line(f"- {c.name} {call_target(c)} -> {_outcome(answer)}".rstrip())
+                line = inline_value(f"- {c.name} {call_target(c)} -> {_outcome(answer)}".rstrip())
                 lines.append(escape_tags(line, COLLAPSED_TAG))  # tool output cannot close the fold
     first = view[span[0].start].id
     span_id = hashlib.blake2b(first.encode(), digest_size=4).hexdigest()

@@ -11,7 +11,7 @@ from builders import LONG_CC
 from worksurface.cli import app
 from worksurface.formats import read_transcript
 from worksurface.core.tokens import TokenCounter
-from worksurface.core.view import check_pairing, live_slice
+from worksurface.core.view import pairing_problems, live_slice
 
 FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
 runner = CliRunner()
@@ -31,7 +31,7 @@ def test_compact_json_report_and_output_file(tmp_path):
     assert set(data["stages"][0]) == {"name", "tokens_before", "tokens_after", "items", "ms", "skipped"}
     assert data["boundary"]["trigger"] == "manual"
     written = read_transcript(out)
-    assert written.format == "claude-code" and not check_pairing(live_slice(written.messages))
+    assert written.format == "claude-code" and not pairing_problems(live_slice(written.messages))
 
 
 @pytest.mark.skipif(not LONG_CC, reason="shared transcripts not available")
@@ -42,7 +42,7 @@ def test_compact_long_claude_code_sessions_at_their_boundary(tmp_path, target):
         extra = ["--target", str(target)] if target else []
         data = _compact(str(path), "--at", "boundary", "--force", "-o", str(out), *extra)
         view = live_slice(read_transcript(out).messages)
-        assert not check_pairing(view)
+        assert not pairing_problems(view)
         assert TokenCounter().messages(view) <= (target or 40_000)
         assert data["tokens_after"] <= (target or 40_000)
 

@@ -24,7 +24,7 @@ from shared import TRANSCRIPTS
 from worksurface.cli import app
 from worksurface.formats import read_transcript
 from worksurface.core.model import Origin
-from worksurface.core.view import check_pairing, live_slice
+from worksurface.core.view import pairing_problems, live_slice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 CODEX = find_codex()
@@ -85,7 +85,7 @@ def test_resume_of_a_worksurface_compacted_rollout_sends_its_summary_and_kept_it
     assert report["format"] == "codex" and report["boundary"]["trigger"] == "manual"
 
     view = read_transcript(compacted)
-    assert view.format == "codex" and not check_pairing(live_slice(view.messages))
+    assert view.format == "codex" and not pairing_problems(live_slice(view.messages))
     summary = next(m for m in view.messages if m.origin is Origin.SUMMARY)
     kept = [m for m in live_slice(view.messages) if m.origin is Origin.CONVERSATION and m.role != "system"]
     assert kept, "the compaction keeps a tail"

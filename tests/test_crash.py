@@ -18,7 +18,7 @@ import pytest
 
 from builders import Convo, words
 from worksurface.offline.replay import call_points
-from worksurface.core.view import check_pairing
+from worksurface.core.view import pairing_problems
 
 KILLS = 12
 SMALL = dict(window=30_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=9_000,
@@ -55,7 +55,7 @@ def _consistent(backend, messages) -> None:
         for edit in session.edits:
             assert set(edit.refs) <= known | made, "an edit refers to a message the log does not hold"
         view = session.view()
-        assert not check_pairing(view)
+        assert not pairing_problems(view)
     with backend.open("session", **SMALL) as again:
         assert again.view() == view, "reopening did not reproduce the view"
 
@@ -76,7 +76,7 @@ def test_killed_prepares_leave_a_consistent_session(backend):
         _consistent(backend, messages)
     with backend.open("session", **SMALL) as session:
         prepared = session.prepare(messages, now=1e6)
-        assert not check_pairing(prepared.messages)
+        assert not pairing_problems(prepared.messages)
 
 
 def test_two_processes_are_serialized_by_the_lock(backend):

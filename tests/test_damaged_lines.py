@@ -11,7 +11,7 @@ import pytest
 
 from worksurface import Session
 from worksurface.core.errors import FormatError
-from worksurface.core.view import check_pairing
+from worksurface.core.view import pairing_problems
 from worksurface.formats import DamagedLine, StrictError, codex, damaged_lines, dumps, loads
 from worksurface.formats import claude_code as cc
 
@@ -86,7 +86,7 @@ def test_a_result_whose_call_was_on_a_damaged_line_is_kept_in_the_file_and_left_
     broken_call = call("a1", "u1", "t1", "msg_1").replace('"git remote -v"', '"git \\[x]"')
     text = session(result_line("r1", "a1", "t1", '"origin"')).replace(call("a1", "u1", "t1", "msg_1"), broken_call)
     t = cc.read(text, PATH)
-    assert [m.id for m in t.messages] == ["u1", "u2", "a2", "r2"] and not check_pairing(t.messages)
+    assert [m.id for m in t.messages] == ["u1", "u2", "a2", "r2"] and not pairing_problems(t.messages)
     lines = damaged_lines(t.extras)
     assert [d.line for d in lines] == [2, 3] and "answers tool call 't1'" in lines[1].problem
     assert cc.write(t) == text
@@ -140,7 +140,7 @@ def test_codex_reads_around_a_damaged_line_and_writes_it_back_in_place() -> None
     broken = lines[2].replace('"exec"', '"ex\\[ec"')
     text = "\n".join([lines[0], lines[1], broken, lines[3]]) + "\n"
     t = codex.read(text, PATH)
-    assert [m.role for m in t.messages] == ["user"] and not check_pairing(t.messages)
+    assert [m.role for m in t.messages] == ["user"] and not pairing_problems(t.messages)
     assert [(d.line, "broken JSON" in d.problem) for d in damaged_lines(t.extras)] == [(3, True), (4, False)]
     assert "answers tool call 'c1'" in damaged_lines(t.extras)[1].problem
     assert codex.write(t) == text

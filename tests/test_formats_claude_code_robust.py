@@ -17,7 +17,7 @@ from worksurface.core.model import Text
 from worksurface.formats import claude_code as cc
 from worksurface.formats import loads, read_transcript
 from worksurface.formats.claude_code_projects import project_dir_name
-from worksurface.core.view import check_pairing, live_slice
+from worksurface.core.view import pairing_problems, live_slice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SMALL = FIXTURES / "small.jsonl"
@@ -89,7 +89,7 @@ def test_a_call_id_may_repeat_after_a_compact_boundary() -> None:
                       assistant("a2", [call("t0")], "m2"),
                       user("u2", [{"type": "tool_result", "tool_use_id": "t0", "content": "ok"}])])
     t = cc.read(text, "s.jsonl")
-    assert not check_pairing(live_slice(t.messages))
+    assert not pairing_problems(live_slice(t.messages))
 
 
 def test_empty_file_is_an_error_and_compact_leaves_the_output_alone(tmp_path: Path) -> None:

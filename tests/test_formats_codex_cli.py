@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from worksurface.cli import app
 from worksurface.formats import read_transcript
 from worksurface.core.model import Origin
-from worksurface.core.view import check_pairing, live_slice
+from worksurface.core.view import pairing_problems, live_slice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 SESSION = FIXTURES / "session.jsonl"
@@ -43,7 +43,7 @@ def test_compact_writes_a_rollout_that_inspect_shows_compacted_by_worksurface(tm
     report = json.loads(invoke("compact", str(SESSION), "--force", "--target", TARGET, "-o", str(out), "--json"))
     assert report["format"] == "codex" and report["boundary"]["trigger"] == "manual"
     view = read_transcript(out)
-    assert view.format == "codex" and not check_pairing(live_slice(view.messages))
+    assert view.format == "codex" and not pairing_problems(live_slice(view.messages))
     boundary = next(m for m in view.messages if m.origin is Origin.BOUNDARY)
     assert boundary.meta["made_by"] == "worksurface"
     assert boundary.meta["pre_tokens"] == report["boundary"]["pre_tokens"]

@@ -24,7 +24,7 @@ from fake_responses import (FakeResponses, Recorded, Reply, find_codex, function
 from gateway_helpers import running_gateway
 from test_client_codex import run_codex
 from test_gateway_api import assert_paired, cached_share, file_text
-from worksurface.core.view import check_pairing
+from worksurface.core.view import pairing_problems
 from worksurface.formats import read_transcript
 
 CLIENTS = Path(os.environ.get("WORKSURFACE_CLIENTS", Path.home() / ".cache" / "worksurface" / "clients"))
@@ -94,7 +94,7 @@ def test_claude_code_through_the_gateway(tmp_path: Path) -> None:
     files = list((tmp_path / ".claude" / "projects").rglob(f"{session_id}.jsonl"))
     assert files, "Claude Code wrote its session file"
     transcript = read_transcript(files[0])
-    assert not check_pairing(transcript.messages)
+    assert not pairing_problems(transcript.messages)
     assert not any(m.meta.get("compact_boundary") for m in transcript.messages)
     assert sum(1 for m in transcript.messages for _ in m.tool_results) >= 24
 
@@ -238,7 +238,7 @@ def test_codex_through_the_gateway(tmp_path: Path, caplog: pytest.LogCaptureFixt
           f"cached share {share:.2f}")
     # Codex's rollout holds the whole conversation, paired, with no compaction of its own.
     transcript = read_transcript(rollouts(home)[0])
-    assert not check_pairing(transcript.messages)
+    assert not pairing_problems(transcript.messages)
     assert not any(m.meta.get("compact_boundary") for m in transcript.messages)
     assert sum(1 for m in transcript.messages for _ in m.tool_results) == CODEX_TURNS * READS_PER_TURN
 

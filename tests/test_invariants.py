@@ -26,7 +26,7 @@ from worksurface.formats import WRITABLE_FORMATS, Transcript, dumps, loads
 from worksurface.formats.convert import TOOL_CALL_FORMATS
 from worksurface.facts.requests import is_user_message
 from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult, view_text
-from worksurface.core.view import check_no_duplicates, check_pairing
+from worksurface.core.view import check_no_duplicates, pairing_problems
 
 # Small enough that budget, snip, microcompact, collapse and autocompact all fire on generated input.
 SMALL = dict(window=24_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=8_000,
@@ -72,7 +72,7 @@ def _through(fmt: str, msgs: list[Message]) -> list[Message]:
 
 def _check_view(live: list[Message], view: list[Message], threshold: int, session: Session) -> None:
     # 1. Pairs intact; 2. system prefix kept, order kept, nothing duplicated.
-    assert not check_pairing(view), check_pairing(view)
+    assert not pairing_problems(view), pairing_problems(view)
     assert not check_no_duplicates(view)
     systems = [m for m in live if m.role == "system" and m.origin is Origin.CONVERSATION]
     assert view[: len(systems)] == systems
@@ -113,7 +113,7 @@ def _property(fmt: str, msgs: list[Message], tmp_path) -> None:
     assert Session.open(None, **SMALL).prepare(live, now=1_000.0).messages == view
     # The view exports as a valid request of the same format.
     exported = loads(dumps(Transcript([], fmt), view), fmt).messages
-    assert not check_pairing(exported)
+    assert not pairing_problems(exported)
 
 
 settings.register_profile("invariants", max_examples=25, deadline=None,

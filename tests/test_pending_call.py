@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from builders import Convo, words
 from worksurface import Session
 from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
-from worksurface.core.view import check_pairing, insertion_point
+from worksurface.core.view import pairing_problems, insertion_point
 
 SMALL = dict(window=24_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=8_000,
              autocompact={"keep_tail_tokens": 2_000, "summary_tokens": 2_000})
@@ -60,7 +60,7 @@ def test_reinjection_never_sits_between_a_pending_call_and_its_result(case) -> N
         last_turn = next(i for i, m in enumerate(view) if m.id == before[-1].id or m.id.startswith("last"))
         assert added and max(added) < last_turn, "context after the call that waits for its result"
         after = s.prepare(before + results).messages
-    assert not check_pairing(after) and between(after) == []
+    assert not pairing_problems(after) and between(after) == []
 
 
 def test_the_insertion_point_is_before_a_turn_still_waiting_for_a_result() -> None:
@@ -85,4 +85,4 @@ def test_a_status_delta_waits_while_the_last_turn_waits_for_its_result() -> None
         waiting = s.prepare(c.messages + [pending], now=2.0)
         assert waiting.messages[-1].id == "p" and waiting.report.status.get("deferred")
         done = s.prepare(c.messages + [pending, Message("q", "user", (ToolResult("p1", "4 passed"),))], now=3.0)
-    assert between(done.messages) == [] and not check_pairing(done.messages)
+    assert between(done.messages) == [] and not pairing_problems(done.messages)

@@ -10,7 +10,7 @@ import pytest
 from shared import TRANSCRIPTS
 from worksurface import compact
 from worksurface.core.model import Message, Origin
-from worksurface.core.view import check_pairing
+from worksurface.core.view import pairing_problems
 from worksurface.facts.requests import is_user_message
 from worksurface.formats import WRITABLE_FORMATS, dumps, loads, read_transcript
 from worksurface.summarizers.sections import ACTIVE_REQUEST, split_sections
@@ -25,7 +25,7 @@ def unanswered(messages: list[Message]) -> set[str]:
     """Calls without a result, those of the last assistant turn aside (they may still be running)."""
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     pending = {c.id for c in messages[last].tool_calls} if last >= 0 else set()
-    return {p.split()[2] for p in check_pairing(messages) if "has no result" in p} - pending
+    return {p.split()[2] for p in pairing_problems(messages) if "has no result" in p} - pending
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -38,7 +38,7 @@ def test_views_pair_read_back_marked_and_keep_the_request(name: str) -> None:
     asked = any(is_user_message(m) for m in t.messages)
     for target in TARGETS:
         view = list(compact(t, force=True, post_compact_target_tokens=target).messages)
-        assert not [p for p in check_pairing(view) if "has no result" not in p], (name, target)
+        assert not [p for p in pairing_problems(view) if "has no result" not in p], (name, target)
         assert not unanswered(view), (name, target)
         back = list(loads(dumps(t, view, fmt), fmt).messages)
         assert unanswered(back) <= unanswered(list(t.messages)), (name, target)

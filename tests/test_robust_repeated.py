@@ -23,7 +23,7 @@ from builders import Convo, words
 from worksurface import Session
 from worksurface.cli.app import app
 from worksurface.core.model import Message, Origin
-from worksurface.core.view import check_pairing
+from worksurface.core.view import pairing_problems
 from worksurface.formats import Transcript, dumps
 
 needs_fork = pytest.mark.skipif(sys.platform == "win32" or not hasattr(os, "fork"), reason="needs fork")
@@ -44,7 +44,7 @@ def one_read_session(turns: int = 12, files: int = 1) -> list[Message]:
 def assert_clean(view: list[Message]) -> None:
     ids = Counter(m.id for m in view)
     assert not [i for i, n in ids.items() if n > 1], "an id appears twice"
-    assert not check_pairing(view)
+    assert not pairing_problems(view)
     restored = Counter(m.meta.get("path") for m in view if m.meta.get("reinjector") == "files")
     assert all(n == 1 for n in restored.values()), f"a file is restored twice: {restored}"
 

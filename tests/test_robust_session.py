@@ -20,7 +20,7 @@ from worksurface.cli.app import app
 from worksurface.core.config import Config
 from worksurface.core.errors import ContextOverflowError
 from worksurface.core.model import Origin
-from worksurface.core.view import check_pairing
+from worksurface.core.view import pairing_problems
 from worksurface.offline.replay import call_points
 
 needs_fork = pytest.mark.skipif(sys.platform == "win32" or not hasattr(os, "fork"), reason="needs fork")
@@ -137,7 +137,7 @@ def test_a_kill_at_any_store_write_leaves_a_session_that_reopens_and_continues_e
         # Every reopen succeeds with a legal view; continuing from the last completed step gives the
         # uninterrupted run's view (checked on every fourth kill point: the replays dominate the time).
         with backend.open(name, **SMALL) as reopened:
-            assert not check_pairing(reopened.view())
+            assert not pairing_problems(reopened.view())
         if k % 4:
             continue
         # A kill while closing (the ledger's catch-up save) leaves every step done: the last call is
@@ -262,7 +262,7 @@ def test_two_session_objects_on_one_session_take_turns_without_damage(backend):
         s.close()
     with backend.open("s", **SMALL) as again:
         view = again.view()
-        assert not check_pairing(view)
+        assert not pairing_problems(view)
         ids = [m.id for m in view]
         assert len(ids) == len(set(ids))
 
@@ -285,7 +285,7 @@ def test_a_reader_reopening_while_a_writer_works_never_sees_a_damaged_session(ba
     try:
         while opened < 40:
             with backend.open("s", **SMALL) as reader:
-                assert not check_pairing(reader.view())
+                assert not pairing_problems(reader.view())
             opened += 1
     finally:
         os.waitpid(pid, 0)

@@ -134,7 +134,7 @@ def test_token_counts_are_persisted_with_the_session(tmp_path):
 
 def test_calls_left_without_a_result_by_a_crash_are_closed_on_recovery(tmp_path):
     from worksurface.core.model import Origin, ToolCall
-    from worksurface.core.view import check_pairing
+    from worksurface.core.view import pairing_problems
     c = Convo().user("deploy it")
     c.messages.append(Message("a-crash", "assistant", (ToolCall("lost", "Bash", {"command": "make deploy"}),)))
     c.user("the harness restarted; where were we?")
@@ -144,7 +144,7 @@ def test_calls_left_without_a_result_by_a_crash_are_closed_on_recovery(tmp_path)
     assert [r.call_id for m in recovery for r in m.tool_results] == ["lost"]
     assert view.index(recovery[0]) == [m.id for m in view].index("a-crash") + 1
     assert recovery[0].tool_results[0].is_error and "interrupted" in recovery[0].tool_results[0].content
-    assert check_pairing(view) == ["tool call pending has no result"]  # the final turn is left alone
+    assert pairing_problems(view) == ["tool call pending has no result"]  # the final turn is left alone
 
 
 def test_the_check_after_status_only_edits_still_catches_a_duplicate_id():

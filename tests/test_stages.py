@@ -8,7 +8,7 @@ from builders import Convo, words
 from worksurface import Config, Session, compact
 from worksurface.core.model import Origin, ToolResult, view_text
 from worksurface.core.tokens import TokenCounter
-from worksurface.core.view import check_pairing
+from worksurface.core.view import pairing_problems
 
 
 def results(view):
@@ -118,7 +118,7 @@ def test_explicit_snip_removes_pairs_and_leaves_a_marker(tmp_path):
     session.prepare(c.messages)
     session.snip([target_call_msg], "irrelevant exploration")
     view = session.prepare(c.messages).messages
-    assert not check_pairing(view)
+    assert not pairing_problems(view)
     marker = next(m for m in view if m.origin is Origin.SNIP_MARKER)
     assert target_call_msg in marker.text and "irrelevant exploration" in marker.text
     assert target_call_msg not in {m.id for m in view}
@@ -208,7 +208,7 @@ def test_collapse_folds_exploration_spans_into_digest_lines():
     digest = next(m for m in prepared.messages if m.origin is Origin.COLLAPSE)
     assert digest.text.startswith("<collapsed id=") and "- Read /r/m0.py -> 1 lines:" in digest.text
     assert prepared.report.tokens_after <= 45_000
-    assert not check_pairing(prepared.messages)
+    assert not pairing_problems(prepared.messages)
 
 
 # --- autocompact -------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_autocompact_writes_boundary_summary_and_keeps_a_paired_tail():
     assert "Never touch migrations/." in view_text(view)
     assert prepared.report.boundary["trigger"] == "auto"
     assert prepared.report.tokens_after <= 40_000
-    assert not check_pairing(view)
+    assert not pairing_problems(view)
 
 
 def test_manual_compact_with_instructions_under_a_small_target(tmp_path):

@@ -124,10 +124,14 @@ def escape_headings(text: str, headings: Iterable[str]) -> str:
     return "\n".join(lines)
 
 
-def one_line(text: str) -> str:
+def inline_value(text: str) -> str:
     """A value that must stay on its line (a path, a name, an id): line breaks shown as `\\n`, other
-    control characters dropped."""
+    control characters dropped. Nothing is cut or collapsed: the whole value shows."""
     return _CONTROL_RE.sub("", _BREAKS_RE.sub("\\\\n", text))
+
+
+# summarizers/ still import the old name (another area's files this session); remove once they use inline_value.
+one_line = inline_value
 
 
 # What a terminal would act on instead of showing: C0 controls (ESC starts colour, cursor, title and
@@ -165,7 +169,7 @@ def escape_quoted(text: str, headings: Iterable[str] = (), tag: str | None = Non
 def escape_attr(value: str) -> str:
     """A value for an attribute written in double quotes: on one line, `&`, `<`, `>` and `"` as
     entities, look-alike tag openers neutralized."""
-    value = one_line(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    value = inline_value(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     return escape_tags(value)
 
 

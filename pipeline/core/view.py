@@ -204,8 +204,10 @@ def splits_response(view: Sequence[Message], index: int) -> bool:
     return 0 < index < len(view) and view[index - 1].role == "assistant" and view[index].role == "assistant"
 
 
-def check_pairing(view: Sequence[Message]) -> list[str]:
-    """Invariant 1 problems, as readable strings (empty when the view is valid)."""
+def pairing_problems(view: Sequence[Message]) -> list[str]:
+    """Invariant 1 problems of a view the session made, as readable strings (empty when the view is
+    valid): every call answered, every result after its call. (Reading a file, `formats.validate.check_pairing`
+    raises on a result before its call instead, naming the file.)"""
     missing_results, missing_calls = orphans(view)
     problems = [f"tool call {c} has no result" for c in sorted(missing_results)]
     problems += [f"tool result {r} has no earlier call" for r in sorted(missing_calls)]

@@ -304,9 +304,11 @@ def usage_outlived(counted: int, measured_over: int | None) -> bool:
     return measured_over is not None and counted * 2 < measured_over
 
 
-def measured_size(ctx: StageContext, counted: int, compacted: bool) -> int:
-    """A view's size as the provider measures it (the count when nothing was measured)."""
-    return counted + view_offset(ctx, counted, compacted)
+def measured_size(ctx: StageContext, counted: int, compacted: bool, measured_over: int | None = None) -> int:
+    """A view's size as the provider measures it (the count when nothing was measured): worksurface's
+    count plus the provider's offset, recalibrated for a view a compaction made smaller, or (knowing
+    `measured_over`, the counted size the usage was measured over) one the stages cut to under half of it."""
+    return counted + view_offset(ctx, counted, compacted, measured_over)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ..core.edits import Edit, Insert, ReplaceMessages
 from ..core.errors import WorksurfaceError
 from ..core.model import Message, Origin, begins_with, orphans, shared_length
-from ..core.view import check_no_duplicates, check_pairing
+from ..core.view import check_no_duplicates, pairing_problems
 from .statusbar import STAGE as STATUS_STAGE
 
 
@@ -38,7 +38,7 @@ class OutputChecks:
         after_calls, after_results = orphans(view)
         problems = []
         if not after_calls <= before_calls or not after_results <= before_results:
-            problems += check_pairing(view)
+            problems += pairing_problems(view)
         problems += check_no_duplicates(view)
         if problems:
             raise InvariantError("worksurface produced an invalid view: " + "; ".join(problems[:5]))

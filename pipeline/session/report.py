@@ -12,9 +12,8 @@ from ..core.config import Config
 from ..core.model import Message
 from ..core.sizes import MEASURED
 from ..core.view import RECOVERY_PREFIX
-from ..engine.state import Compacted, PipelineState, SkipKind, Skipped, StageContext, StageReport
+from ..engine.state import Compacted, PipelineState, SkipKind, Skipped, StageContext, StageReport, measured_size
 from worksurface.stages.autocompact import CompactionInputs
-from .sizing import measured_size
 
 log = logging.getLogger("worksurface")
 
@@ -107,7 +106,7 @@ def add_notices(report: PrepareReport, ctx: StageContext, config: Config, get_me
     """Say what the harness must know in the report and the log, not only in the JSON details
     (`get_meta`: the session store's, for the breaker's retry size; `counted_before`: the view's count
     before the stages)."""
-    measured = measured_size(report.tokens_after, bool(report.boundary), ctx, counted_before)
+    measured = measured_size(ctx, report.tokens_after, bool(report.boundary), counted_before)
     if breaker_open(report) and measured > config.threshold:
         retry = get_meta("breaker_retry_tokens", 0)
         failures = ctx.inputs.get(CompactionInputs, CompactionInputs()).consecutive_failures

@@ -30,7 +30,7 @@ from ..ledger import Ledger
 from ..core.model import Message, begins_with
 from ..engine.pricing import CallStats, PromptCache, is_call_start, price_model
 from ..engine.state import (PipelineState, Reinjector, SkipKind, Skipped, StageContext, StageInputs, StageReport,
-                            StatusInputs)
+                            StatusInputs, measured_size)
 from ..status import PublisherState, event_to_json
 from ..status.events import Event
 from .statusbar import FIRST_EPOCH, StatusBar
@@ -40,7 +40,7 @@ from .epochs import EpochReader
 from .outputcheck import InvariantError, OutputChecks, view_digest
 from .integrity import reading_stored
 from .report import Prepared, PrepareReport, add_notices, build_report, overflowed
-from .sizing import measured_size, usage_offset as usage_offset_of, view_sizes
+from .sizing import usage_offset as usage_offset_of, view_sizes
 from .memstore import MemoryStore
 from .store import Store
 from ..summarizers import resolve_summarizer
@@ -317,7 +317,7 @@ class Session:
             for note in recovery:      # routine repairs (empty text, orphan thinking): the report has them
                 log.info("%s", note)
             add_notices(report, ctx, self.config, self.store.get_meta, counted)
-            size = measured_size(report.tokens_after, bool(report.boundary), ctx, counted)
+            size = measured_size(ctx, report.tokens_after, bool(report.boundary), counted)
             over = overflowed(report, size, self.config)
             self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, over, size)
             # The caller's own list: a harness that appends to the view it got must not change the one

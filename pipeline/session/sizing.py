@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from ..core.model import Message
 from ..core.sizes import COUNTED, MEASURED, plausible
 from ..core.tokens import TokenCounter
-from ..engine.state import StageContext, usage_outlived, view_offset
+from ..engine.state import StageContext, usage_outlived
 
 
 def usage_offset(view: Sequence[Message], counted: int, usage: int | tuple[str, int] | None,
@@ -48,9 +48,3 @@ def view_sizes(ctx: StageContext, counted: int, tokens_after: int, compacted: bo
             "before": {COUNTED: counted, MEASURED: before},
             "after": {COUNTED: tokens_after, MEASURED: max(0, after)},
             "calibration": ctx.calibration.to_json() if ctx.calibration is not None else None}
-
-
-def measured_size(tokens_after: int, compacted: bool, ctx: StageContext, counted_before: int) -> int:
-    """The view's size as the stages judged it: worksurface's count plus the provider's offset
-    (recalibrated for a view a compaction, or a reduction to under half of `counted_before`, made smaller)."""
-    return tokens_after + view_offset(ctx, tokens_after, compacted, counted_before)

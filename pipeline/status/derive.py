@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.model import Message, Origin, ToolCall, ToolResult, is_user_turn
 from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
-from .display import one_line
+from .display import bar_text
 from .events import (EnvironmentChanged, Event, FilesTouched, JobsChanged, PermissionsChanged,
                      RepositoryChanged, ResourcesChanged, TaskUpdated, ToolFinished, ToolStarted,
                      VerificationFinished)
@@ -69,7 +69,7 @@ def _todos(items: tuple[TodoItem, ...] | None) -> tuple[TodoItem, ...] | None:
     call carried no list)."""
     if items is None:
         return None
-    return tuple(TodoItem(one_line(it.text, 200), normalize_status(it.status)) for it in items)
+    return tuple(TodoItem(bar_text(it.text, 200), normalize_status(it.status)) for it in items)
 
 
 def _summary_goal(m: Message) -> str | None:
@@ -89,14 +89,14 @@ def _summary_goal(m: Message) -> str | None:
         quoted = cc.group(1)
     for line in (quoted or "").splitlines():
         if line.strip():
-            return one_line(line.strip().lstrip("-* ").strip(), 200)
+            return bar_text(line.strip().lstrip("-* ").strip(), 200)
     return None
 
 
 def _request_text(message: Message) -> str | None:
     for line in message.text.splitlines():
         if line.strip():
-            return None if line.strip().startswith(_HARNESS_TEXT) else one_line(line, 200)
+            return None if line.strip().startswith(_HARNESS_TEXT) else bar_text(line, 200)
     return None
 
 
@@ -218,7 +218,7 @@ class EventDeriver:
     def _call(self, call: ToolCall) -> None:
         self._calls[call.id] = call
         self._emit(ToolStarted, call_id=call.id, name=call.name, kind=effective_kind(call),
-                   target=one_line(call_target(call), 120))
+                   target=bar_text(call_target(call), 120))
 
     def _result(self, result: ToolResult) -> None:
         call = self._calls.get(result.call_id)
@@ -236,7 +236,7 @@ class EventDeriver:
                 self._emit(TaskUpdated, todos=todos)
         if progress is not None and (run := progress.test) is not None:
             self._emit(VerificationFinished, runner=run.framework, passed=run.passed, failed=run.failed,
-                       skipped=run.skipped, failing=run.failing, command=one_line(run.command, 120))
+                       skipped=run.skipped, failing=run.failing, command=bar_text(run.command, 120))
         if tool_kind(call) == "shell" and harness_tool(call):  # an MCP `bash` is another program's text
             self._shell(call, ok, progress)
         elif ok and kind in ("edit", "write") and (path := call_path(call)):
@@ -271,7 +271,7 @@ class EventDeriver:
             self._tracked[u.issue] = (u.title or title, u.status or status)
         if self._own_todos and not updates:
             return
-        todos = tuple(TodoItem(one_line(f"{i}: {t}" if t else i, 200), s)
+        todos = tuple(TodoItem(bar_text(f"{i}: {t}" if t else i, 200), s)
                       for i, (t, s) in self._tracked.items())
         if todos and self._changed("todos", todos):
             self._emit(TaskUpdated, todos=todos)
@@ -294,9 +294,9 @@ def _job_lines(tasks: Iterable[SubagentTask], changed: Mapping[str, int]) -> tup
         name = t.agent_type if t.kind == subagent_facts.AGENT else "shell"
         label = f"{'agent' if t.kind == subagent_facts.AGENT else 'job'} {name}"
         if t.task_id:
-            label += f" [{one_line(t.task_id, 24)}]"
+            label += f" [{bar_text(t.task_id, 24)}]"
         if what:
-            label += f" {one_line(what, JOB_LABEL_CHARS)}"
+            label += f" {bar_text(what, JOB_LABEL_CHARS)}"
         # The state leads: the bar cuts long items at the end, and the state is what changes.
         background = " (background)" if t.background and t.kind == subagent_facts.AGENT else ""
         lines.append(f"{t.state}{background}: {label}")

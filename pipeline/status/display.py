@@ -38,8 +38,9 @@ BLOCK_FIELDS = frozenset({("task", "todos")}) | {("signals", n) for n in
                                                    "stop_searching", "wrap_up")}
 
 
-def one_line(text: str, limit: int = MAX_VALUE_CHARS) -> str:
-    """Whitespace collapsed, control characters dropped, cut to `limit` characters."""
+def bar_text(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """Text for one field of the bar: whitespace collapsed, control characters dropped, cut to `limit`
+    characters (with an ellipsis)."""
     text = " ".join(_CONTROL.sub("", text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -59,7 +60,7 @@ def _calls(n: int) -> str:
 
 
 def _listing(items: list[str]) -> str:
-    shown = [one_line(i, 80) for i in items[:MAX_LIST_ITEMS]]
+    shown = [bar_text(i, 80) for i in items[:MAX_LIST_ITEMS]]
     more = len(items) - MAX_LIST_ITEMS
     return ", ".join(shown) + (f" +{more} more" if more > 0 else "")
 
@@ -72,14 +73,14 @@ def _run(value: dict[str, Any]) -> str:
         text += f"; failing: {_listing(value['failing'])}"
     if value.get("artifact"):
         text += f"; log: {value['artifact']}"
-    return one_line(text, 2 * MAX_VALUE_CHARS)
+    return bar_text(text, 2 * MAX_VALUE_CHARS)
 
 
 def _todos(items: list[dict[str, str]]) -> str:
     done = sum(1 for t in items if t["status"] == "completed")
     active = [t for t in items if t["status"] == "in_progress"]
     pending = [t for t in items if t["status"] == "pending"]
-    lines = [f"{_TODO_MARK[t['status']]} {one_line(t['content'], 120)}"
+    lines = [f"{_TODO_MARK[t['status']]} {bar_text(t['content'], 120)}"
              for t in active + pending[:MAX_PENDING_TODOS]]
     if len(pending) > MAX_PENDING_TODOS:
         lines.append(f"[ ] +{len(pending) - MAX_PENDING_TODOS} more pending")
@@ -115,7 +116,7 @@ def display(section: str, name: str, field: Field) -> str:
     elif isinstance(v, list):
         text = _listing(v)
     elif isinstance(v, str):
-        text = one_line(v) if (section, name) not in BLOCK_FIELDS else one_line(v, 2 * MAX_VALUE_CHARS)
+        text = bar_text(v) if (section, name) not in BLOCK_FIELDS else bar_text(v, 2 * MAX_VALUE_CHARS)
     else:
         text = str(v)
     if field.freshness == "session_start":

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from ..core.escape import escape_attr, escape_element_text
 from .diff import Diff
-from .display import BLOCK_FIELDS, attr_name, display, one_line, shown
+from .display import BLOCK_FIELDS, attr_name, display, bar_text, shown
 from .snapshot import Field, Snapshot
 
 TAG = "agent-status"
@@ -24,7 +24,7 @@ CLEARED_NOTE = "Current runtime status: none. Earlier status snapshots no longer
 def _attr(text: str) -> str:
     """Attribute text on one line: what could end the value or start markup as entities (see
     core.escape); an apostrophe stays an apostrophe."""
-    return escape_attr(one_line(text, 10_000))
+    return escape_attr(bar_text(text, 10_000))
 
 
 def _body(text: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from ..core.errors import WorksurfaceError
-from ..core.escape import escape_headings, one_line
+from ..core.escape import escape_headings, inline_value
 from ..facts import Constraint, FileFact, command_forms
 from ..facts.constraints import STRONG, USER
 from ..ledger.records import LedgerView
@@ -69,12 +69,16 @@ MAX_COMMAND_FORMS = 8
 # A rule's source (the command or file that showed it) heads its group, cut to this length.
 MAX_ORIGIN_CHARS = 120
 MAX_COMMITS = 5
+# A line of an approved plan shorter than this is a heading or a fragment, not a step.
+MIN_PLAN_LINE = 12
+# Recent tool outcomes looked at for failures the error ledger does not hold.
+MAX_OUTCOMES = 40
 REPORT_BACK = ("- What you found or changed, with the file paths and the exact commands you ran and their results.\n"
                "- Anything that contradicts the rules or facts above, and what you did not finish.\n"
                "- Keep it short: your answer is all the parent agent will read.")
-GOAL, USER_WORDS, RULES, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
-    "Goal", "What the user said (verbatim, newest first)", "Rules that apply", "Relevant files", "Tried and excluded",
-    "Identifiers", "Report back")
+GOAL, USER_WORDS, RULES, PLAN, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
+    "Goal", "What the user said (verbatim, newest first)", "Rules that apply", "The plan the user approved",
+    "Relevant files", "Tried and excluded", "Identifiers", "Report back")
 # The newest of the user's earlier messages ranks a little higher (this bonus, divided by its age).
 USER_WORDS_BONUS = 0.3
 
@@ -205,6 +209,21 @@ def _rules(view: LedgerView, rel: Relevance) -> list[_Candidate]:
     return out
 
 
+def _decisions(view: LedgerView, rel: Relevance) -> list[_Candidate]:
+    """The user's answers to the agent's questions (as the harness wrote them) and the plan the user
+    approved, line by line: choices the user made bind a sub-agent as the parent's rules do."""
+    out = [_Candidate(RULES, f"- {_clip(d.text, SHRINK_CHARS)}", (d.message_id,), rel.standing(d.text, scoped=False),
+                      1, "The user's answers to the agent's questions:") for d in view.records("decisions")]
+    plan = view.plan_mode()
+    if plan.approved and plan.plan:
+        for line in plan.plan.splitlines():
+            line = line.strip().lstrip("-*0123456789. ").strip()
+            if len(line) >= MIN_PLAN_LINE:
+                out.append(_Candidate(PLAN, f"- {_clip(line, SHRINK_CHARS)}",
+                                      (plan.message_id,) if plan.message_id else (), rel.standing(line)))
+    return out
+
+
 def _criteria(view: LedgerView, rel: Relevance) -> list[_Candidate]:
     """What done looks like for the tasks still open, verbatim from the task text the agent read (an
     edge case, an acceptance criterion): a sub-agent doing part of the work must meet them too."""
@@ -230,7 +249,7 @@ def _file_line(f: FileFact, error: str | None) -> str:
         extra.append("changed since last read")
     if error:
         extra.append(f"last error: {error}")
-    return f"- {one_line(f.path)}: {actions}" + (f"; {'; '.join(extra)}" if extra else "")
+    return f"- {inline_value(f.path)}: {actions}" + (f"; {'; '.join(extra)}" if extra else "")
 
 
 def _files(view: LedgerView, rel: Relevance) -> list[_Candidate]:
@@ -253,6 +272,16 @@ def _excluded(view: LedgerView, rel: Relevance) -> list[_Candidate]:
     out = [_Candidate(EXCLUDED, f"- {a.kind}: {_clip(a.text, SHRINK_CHARS)}", tuple(a.message_ids),
                       rel.standing(a.text, floor=MIN_RELEVANCE_EXCLUDED, scoped=False))
            for a in view.excluded_approaches()]
+    # The agent's own conclusions (a cause found, what to use instead) and the calls that failed lately:
+    # the lessons a fresh agent would otherwise learn again by repeating them.
+    for f in view.findings():
+        out.append(_Candidate(EXCLUDED, f"- {f.kind}: {_clip(f.text, SHRINK_CHARS)}", (f.message_id,),
+                              rel.standing(f.text, floor=MIN_RELEVANCE_EXCLUDED, scoped=False)))
+    errored = {e.message_id for e in view.tool_errors()}
+    for o in view.recent_outcomes(MAX_OUTCOMES):
+        if o.failed and o.message_id not in errored:
+            out.append(_Candidate(EXCLUDED, f"- failed: {_clip(o.label, 160)}: {_clip(o.gist, 200)}", (o.message_id,),
+                                  rel.standing(f"{o.label} {o.gist}", floor=MIN_RELEVANCE_EXCLUDED, scoped=False)))
     for e in view.tool_errors():
         if e.transient:
             continue
@@ -326,13 +355,13 @@ def candidates(view: LedgerView, task: str) -> list[_Candidate]:
         out.append(_Candidate(GOAL, f"(Context, the user's latest request: {_clip(request[0], MAX_REQUEST_CHARS)})",
                               (request[1],) if request[1] else (), 1.0, 0))
     out += _user_words(view, rel, request[1] if request else None)
-    out += _rules(view, rel) + _criteria(view, rel) + _files(view, rel) + _excluded(view, rel) + _identifiers(view, rel)
+    out += _rules(view, rel) + _decisions(view, rel) + _criteria(view, rel) + _files(view, rel) + _excluded(view, rel) + _identifiers(view, rel)
     out.append(_Candidate(REPORT, REPORT_BACK, (), 2.0, 0))
     return out
 
 
 # Sections in display order: (share of the budget, priority: 0 is filled first).
-SECTIONS = {GOAL: (0.2, 0), USER_WORDS: (0.15, 1), RULES: (0.25, 1), FILES: (0.1, 3), EXCLUDED: (0.15, 2),
+SECTIONS = {GOAL: (0.2, 0), USER_WORDS: (0.15, 1), RULES: (0.25, 1), PLAN: (0.05, 5), FILES: (0.1, 3), EXCLUDED: (0.15, 2),
             IDENTIFIERS: (0.1, 4), REPORT: (0.05, 0)}
 
 
