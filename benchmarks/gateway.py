@@ -171,7 +171,9 @@ async def _drive(direct: str, gateway: str | list[str] | None, conversations: li
 
     rnd = random.Random(seed)
     timings: dict[str, list[float]] = {"direct": [], "gateway": [], "direct_next": [], "gateway_next": []}
-    limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
+    # Idle connections dropped before uvicorn's 5 s keep-alive does (a request on a connection the
+    # server is closing fails with ReadError; a saturated run waits seconds between a conversation's calls).
+    limits = httpx.Limits(max_connections=400, max_keepalive_connections=400, keepalive_expiry=2.0)
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
         async def call(route: str, base: str, body: bytes, key: str, later: bool) -> None:
             headers = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-bench",
