@@ -17,7 +17,7 @@ import time
 import pytest
 
 from builders import Convo, words
-from worksurface.offline.replay import call_points
+from replaying import replay_all
 from worksurface.core.view import pairing_problems
 
 KILLS = 12
@@ -37,10 +37,8 @@ def _transcript() -> Convo:
 
 
 def _replay_forever(backend, messages) -> None:
-    points = list(call_points(messages))
     with backend.open("session", **SMALL) as session:
-        for end in points:
-            session.prepare(messages[:end], now=float(end))
+        replay_all(session, messages)
     os._exit(0)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from builders import Convo, words
+from replaying import after_each_assistant, replay_calls
 from worksurface import Session
 from worksurface.graph.compose import Handoff, StagedGraph
 from worksurface.session.session import PrepareReport
@@ -39,10 +40,8 @@ def _replay(c: Convo, monkeypatch: pytest.MonkeyPatch | None) -> list[tuple[list
         monkeypatch.setattr(StagedGraph, "walk", lambda self, state, ctx: Handoff(0, []))  # the graph alone
     out = []
     with Session.open(None, window=60_000) as session:
-        for n in range(3, len(c.messages) + 1):
-            if c.messages[n - 1].role != "assistant":
-                continue
-            prepared = session.prepare(c.messages[:n], now=1000.0 + 10 * n)
+        for _, prepared in replay_calls(session, c.messages, after_each_assistant(c.messages, 3),
+                                        now=lambda step, n: 1000.0 + 10 * n):
             out.append(([m.text for m in prepared.messages], _summary(prepared.report),
                          prepared.report.boundary is not None))
     return out

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import Convo, words
+from replaying import after_each_assistant, replay_calls
 from worksurface import Session, compact
 from worksurface.ledger import Ledger
 from worksurface.core.model import Message, Origin, Text
@@ -166,10 +167,7 @@ def _replay_each_call(session: Session, messages: list[Message]) -> tuple[Any, i
     """One prepare before each assistant turn: (the last prepared view, compactions made)."""
     compactions = 0
     prepared = None
-    for n in range(2, len(messages) + 1):
-        if messages[n - 1].role != "assistant":
-            continue
-        prepared = session.prepare(messages[:n], now=float(n))
+    for _, prepared in replay_calls(session, messages, after_each_assistant(messages)):
         compactions += prepared.report.boundary is not None
     return prepared, compactions
 
@@ -235,14 +233,12 @@ def test_repeated_compactions_say_so_in_the_view():
     c = _long_convo(60)
     session = Session.open(None, **REPEATED)
     boundaries = []
-    for n in range(2, len(c.messages) + 1):
-        if c.messages[n - 1].role == "assistant":
-            prepared = session.prepare(c.messages[:n], now=float(n))
-            if prepared.report.boundary:
-                boundaries.append(prepared.report.boundary)
-                summary = next(m for m in prepared.messages if m.origin is Origin.SUMMARY)
-                count = prepared.report.boundary["compactions"]
-                assert (f"compacted {count} times" in summary.text) == (count >= 2)
+    for _, prepared in replay_calls(session, c.messages, after_each_assistant(c.messages)):
+        if prepared.report.boundary:
+            boundaries.append(prepared.report.boundary)
+            summary = next(m for m in prepared.messages if m.origin is Origin.SUMMARY)
+            count = prepared.report.boundary["compactions"]
+            assert (f"compacted {count} times" in summary.text) == (count >= 2)
     assert [b["compactions"] for b in boundaries] == list(range(1, len(boundaries) + 1))
 
 

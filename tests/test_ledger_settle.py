@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from builders import Convo, read_and_test_rounds
+from replaying import before_each_assistant, replay_all
 from notices import worksurface_notices
 from worksurface import Session
 from worksurface.core.errors import SessionError
@@ -28,14 +29,11 @@ def _state(ledger: Ledger) -> str:
     return json.dumps(data, sort_keys=True)
 
 
-def _calls(messages: list[Message]) -> list[int]:
-    """Where a harness calls the model: right before each assistant message, and after the last one."""
-    return [n for n in range(1, len(messages)) if messages[n].role == "assistant"] + [len(messages)]
+_calls = before_each_assistant  # where a harness calls the model: before each assistant message, and at the end
 
 
 def _replay(session: Session, messages: list[Message]) -> None:
-    for n in _calls(messages):
-        session.prepare(messages[:n], now=float(n))
+    replay_all(session, messages, _calls(messages))
 
 
 def test_calls_on_which_nothing_fires_fold_nothing_and_a_read_folds_what_every_call_would_have() -> None:

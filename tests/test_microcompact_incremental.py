@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from builders import Convo, words
+from replaying import after_each_assistant, replay_all
 from shared import TRANSCRIPTS
 from worksurface import Session
 from worksurface.formats import read_transcript
@@ -58,11 +59,7 @@ def _session(steps: int) -> list[Any]:
 
 def _replay(messages: list[Any], **config: Any) -> None:
     with Session.open(None, **config) as session:
-        step = 0
-        for n in range(2, len(messages) + 1):
-            if messages[n - 1].role == "assistant":
-                step += 1
-                session.prepare(messages[:n], now=1_000.0 + 10 * step)
+        replay_all(session, messages, after_each_assistant(messages), now=lambda step, n: 1_000.0 + 10 * step)
 
 
 def test_clearings_go_on_from_the_first_changed_message(walks: list[int]) -> None:

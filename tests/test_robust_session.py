@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builders import Convo, words
+from replaying import replay_all
 from worksurface import Session
 from worksurface.core.artifacts import FETCH_TOOL_NAME, fetch, fetch_tool
 from worksurface.cli.app import app
@@ -21,7 +22,6 @@ from worksurface.core.config import Config
 from worksurface.core.errors import ContextOverflowError
 from worksurface.core.model import Origin
 from worksurface.core.view import pairing_problems
-from worksurface.offline.replay import call_points
 
 needs_fork = pytest.mark.skipif(sys.platform == "win32" or not hasattr(os, "fork"), reason="needs fork")
 SMALL = dict(window=30_000, post_compact_target_tokens=9_000)
@@ -277,8 +277,7 @@ def test_a_reader_reopening_while_a_writer_works_never_sees_a_damaged_session(ba
             with backend.open("s", **SMALL) as session:
                 # Where a harness calls the model: a prefix ending inside a turn has a call in flight,
                 # which the view legitimately shows unanswered (a reader would see it as unpaired).
-                for n in call_points(c.messages):
-                    session.prepare(c.messages[:n], now=float(n))
+                replay_all(session, c.messages)
         finally:
             os._exit(0)
     opened = 0

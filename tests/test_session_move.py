@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from builders import Convo, words
+from replaying import replay_all
 from worksurface import Session
 from worksurface.cli.app import app
 from worksurface.core.errors import InvalidSessionIdError, MissingExtraError, SessionNotFoundError
 from worksurface.core.serial import message_to_json
-from worksurface.offline.replay import call_points
 from worksurface.session.locations import delete_session, list_sessions, open_store
 
 SMALL = dict(window=30_000, max_output=2_000, autocompact_buffer=2_000, post_compact_target_tokens=9_000)
@@ -33,11 +33,8 @@ def _transcript(prefix: str = "m", n: int = 6) -> list:
 
 
 def _replay(session: Session, messages: list, start: int = 0) -> list:
-    view: list = []
-    for end in call_points(messages):
-        if end > start:
-            view = session.prepare(messages[:end], now=float(end)).messages
-    return view
+    prepared = replay_all(session, messages, start=start)
+    return prepared.messages if prepared is not None else []
 
 
 def _bytes(view: list) -> str:

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from builders import Convo, words
+from replaying import replay_all
 from worksurface import Session
 from worksurface.core.errors import ArtifactNotFoundError, SessionError, StoreDamagedError
 from worksurface.core.model import Origin
-from worksurface.offline.replay import call_points
 from worksurface.session.diskstore import DiskStore
 from worksurface.session.store import Store, is_artifact_content
 
@@ -47,8 +47,7 @@ def template(request, tmp_path_factory):
                else Backend.disk(tmp_path_factory.mktemp("integrity")))
     messages = _transcript()
     with backend.open("template", **SMALL) as session:
-        for end in call_points(messages):
-            session.prepare(messages[:end], now=float(end))
+        replay_all(session, messages)
         session.compact(messages, now=1e5)
         assert any(m.origin is Origin.SUMMARY for m in session.view())
         assert any(is_artifact_content(k) for k in session.store._keys())
