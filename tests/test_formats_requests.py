@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +170,11 @@ def test_openai_export_places_tool_messages_and_converts_worksurface_messages() 
         {"id": "c2", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls"}'}}]}
     assert [m["tool_call_id"] for m in out[3:5]] == ["c2", "c1"]
     assert out[6] == {"role": "user", "content": "also this"}
-    # worksurface's own messages carry a `name` saying so, which reading gives back as their origin.
-    assert out[5]["name"] == "worksurface_status"
-    assert out[7] == {"role": "user", "name": "worksurface_summary", "content": "summary text"}
+    # worksurface's own messages carry a `name` saying so, tagged under the user's mark key (ownmark),
+    # which reading gives back as their origin.
+    assert re.fullmatch(r"worksurface_status_[0-9a-f]{24}", out[5]["name"])
+    assert re.fullmatch(r"worksurface_summary_[0-9a-f]{24}", out[7]["name"])
+    assert {k: v for k, v in out[7].items() if k != "name"} == {"role": "user", "content": "summary text"}
     back = openai.read(json.dumps(out))
     assert [m.origin for m in back.messages][5:] == [Origin.STATUS, Origin.CONVERSATION, Origin.SUMMARY]
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -68,11 +69,13 @@ def test_responses_edited_and_new_messages_are_written_as_items() -> None:
     out = json.loads(responses.write(t, view))
     assert out["instructions"] == "You are Codex." and out["store"] is False
     items = out["input"]
-    # worksurface's own messages start with their mark (formats.ownmark), which reading takes off again.
-    assert items[0] == {"type": "message", "role": "developer", "content": [
-        {"type": "input_text", "text": "[worksurface:boundary system id=ws-boundary]\ncompacted"}]}
-    assert items[1]["role"] == "user" and items[1]["content"][0]["text"] == \
-        "[worksurface:summary user id=ws-summary]\nSummary so far."
+    # worksurface's own messages start with their mark (formats.ownmark), tagged under the user's mark
+    # key, which reading takes off again.
+    assert items[0]["type"] == "message" and items[0]["role"] == "developer"
+    assert re.fullmatch(r"\[worksurface:boundary system id=ws-boundary tag=[0-9a-f]{24}\]\ncompacted",
+                        items[0]["content"][0]["text"])
+    assert items[1]["role"] == "user" and re.fullmatch(
+        r"\[worksurface:summary user id=ws-summary tag=[0-9a-f]{24}\]\nSummary so far.", items[1]["content"][0]["text"])
     assert items[3] == {"type": "function_call_output", "call_id": "call_1", "output": "[cleared]"}
     assert items[-1] == {"role": "user", "content": "Thanks, now run it."}  # the short form is kept
     again = responses.read(json.dumps(out))

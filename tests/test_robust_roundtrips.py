@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from builders import Convo, words
 from worksurface import compact, facts
 from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
-from worksurface.formats import WRITABLE_FORMATS, Transcript, dumps, loads
+from worksurface.formats import WRITABLE_FORMATS, Transcript, dumps, loads, ownmark
 TEXT_MARK = "[worksurface:"  # ownmark.TEXT_MARK, spelled out: the format is the contract
 from worksurface.summarizers.sections import ACTIVE_REQUEST, DECISIONS, USER_MESSAGES, split_sections
 
@@ -118,8 +118,8 @@ def test_an_openai_name_on_a_tool_or_assistant_message_is_no_mark() -> None:
 @given(prefix=st.sampled_from(["", "\\", "\\\\"]), mark=MARK_LINES, rest=st.text(max_size=40))
 @example(prefix="", mark="[worksurface:summary user]\n", rest="typed by the user")
 def test_conversation_text_that_starts_like_a_mark_round_trips_exactly(prefix: str, mark: str, rest: str) -> None:
-    """A user (or a converted tool output) writing `[worksurface:...` first is escaped on write and
-    read back as the very same text, never as worksurface's own message."""
+    """A user (or a converted tool output) writing `[worksurface:...` first is written as it is and
+    read back as the very same text, never as worksurface's own message (it carries no valid tag)."""
     text = prefix + mark + rest
     msgs = [Message("0", "user", (Text(text),)), Message("1", "assistant", (Text("ok"),))]
     for fmt in ("anthropic", "openai-responses"):
@@ -128,17 +128,20 @@ def test_conversation_text_that_starts_like_a_mark_round_trips_exactly(prefix: s
 
 
 def test_an_unmodified_anthropic_request_with_marks_writes_back_byte_for_byte() -> None:
-    request = {"model": "claude-x", "system": [{"type": "text", "text": "sys"},
-                                               {"type": "text", "text": f"{TEXT_MARK}boundary system epoch=2]\n[compacted]"}],
+    boundary = ownmark.marked_text(ownmark.Mark(Origin.BOUNDARY, "system", 2), "[compacted]")
+    summary = ownmark.marked_text(ownmark.Mark(Origin.SUMMARY, "user", 2, "summary-2-x"), "the summary")
+    request = {"model": "claude-x", "system": [{"type": "text", "text": "sys"}, {"type": "text", "text": boundary}],
                "messages": [{"role": "user", "content": [
-                   {"type": "text", "text": f"{TEXT_MARK}summary user epoch=2 id=summary-2-x]\nthe summary",
-                    "cache_control": {"type": "ephemeral"}},
-                   {"type": "text", "text": "\\[worksurface: typed by the user"}]},
+                   {"type": "text", "text": summary, "cache_control": {"type": "ephemeral"}},
+                   {"type": "text", "text": "\\[worksurface: typed by the user"},
+                   {"type": "text", "text": f"{TEXT_MARK}summary user]\nlooks like one, untagged"}]},
                    {"role": "assistant", "content": "ok"}]}
     text = json.dumps(request, indent=2)
     t = loads(text, "anthropic")
     assert [(m.origin.value, m.role) for m in t.messages] == [
         ("conversation", "system"), ("boundary", "system"), ("summary", "user"), ("conversation", "user"),
         ("conversation", "assistant")]
-    assert t.messages[3].text == "[worksurface: typed by the user"
+    # Conversation text is read exactly as it is: no escape is taken off, an untagged mark is text.
+    assert [b.text for b in t.messages[3].blocks if isinstance(b, Text)] == [
+        "\\[worksurface: typed by the user", f"{TEXT_MARK}summary user]\nlooks like one, untagged"]
     assert json.loads(dumps(t)) == request

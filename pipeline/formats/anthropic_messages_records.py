@@ -1,7 +1,7 @@
 """The vocabulary the Anthropic Messages reader and writer share: the meta keys a message read from a
 request keeps (how its content was given, its unmodeled keys, the raw JSON of its blocks, the API turn
-it was split from), the JSON of a block as the API writes it, and of the text blocks whose escaping keeps worksurface's mark
-unforgeable."""
+it was split from), the JSON of a block as the API writes it, and of the text blocks of worksurface's own messages (their
+mark tagged, see ownmark) and of the conversation (as they are)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ def own_json(block: Block, mark: ownmark.Mark) -> Any:
 
 
 def user_text_json(block: Block) -> Any:
-    """The API JSON of a conversation text block in a user turn or `system`: escaped so that it can
-    never pass for worksurface's mark."""
+    """The API JSON of a conversation text block in a user turn or `system`: its text exactly (a mark
+    is known by its tag, never by its shape: see ownmark)."""
     assert isinstance(block, Text)
-    return {"type": "text", "text": ownmark.conversation_text(block.text)}
+    return {"type": "text", "text": block.text}
 
 
 def block_json(b: Block) -> Any:

@@ -86,7 +86,7 @@ def _system_value(head: list[Message]) -> Any:
 
 def text_maker(m: Message, b: Block) -> Any:
     """How a block of a user turn or of `system` is written: text marked when worksurface made the
-    message (its only block), conversation text escaped so it cannot pass for a mark."""
+    message (its only block, under a tagged mark), conversation text as it is."""
     if not isinstance(b, Text) or m.role == "assistant":
         return block_json
     if m.is_worksurface and len(m.blocks) == 1:

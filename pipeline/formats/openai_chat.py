@@ -264,7 +264,7 @@ def _message_dict(m: Message, path: str | None) -> dict[str, Any] | None:
     recall = Recall(m, NAME)
     d: dict[str, Any] = {"role": role, **m.meta.get(_EXTRA, {})}
     if m.origin is not Origin.CONVERSATION:
-        d["name"] = ownmark.name_for(m)  # so a later read knows worksurface made it
+        d["name"] = ownmark.name_for(m, role)  # so a later read knows worksurface made it
     content = _content(content_blocks, m.meta.get(_FORM), role, recall)
     if content is not _ABSENT:
         d["content"] = content

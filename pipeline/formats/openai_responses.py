@@ -9,8 +9,8 @@ given in the short form (`{"role": "user", "content": "text"}`, no `type`) keep 
 
 Write makes a valid request: leading system messages that came from `instructions` go back there;
 any other message is written as input items (worksurface's own system messages as `developer`
-messages; worksurface's own messages start with their mark, see ownmark, and conversation text that
-starts like one is escaped); a tool call left without an output while more items follow is answered with
+messages; worksurface's own messages start with their tagged mark, see ownmark; conversation text is
+written as it is); a tool call left without an output while more items follow is answered with
 validate.NO_RESULT. Every request field worksurface does not model (`previous_response_id`, `store`,
 `tools`, `reasoning`, ...) is kept as given.
 """
@@ -68,7 +68,7 @@ def read_doc(doc: Any, path: str | None = None, reuse: Reuse | None = None) -> T
     items = doc["input"]
     if isinstance(items, str):
         meta[_INPUT_FORM] = "string"
-        messages.append(Message("0", "user", (Text(ownmark.read_text(items)[1]),), meta={_SHORT: True}))
+        messages.append(Message("0", "user", (Text(items),), meta={_SHORT: True}))
     else:
         meta[_INPUT_FORM] = "list"
         read = [one(i, item, functools.partial(_read_item, i, item, path), path) for i, item in enumerate(items)]
@@ -104,18 +104,17 @@ def _read_item(i: int, item: Any, path: str | None) -> Message:
         if mark is not None and len(blocks) == 1:
             # A message worksurface wrote: its origin (and id) back from the mark (see ownmark).
             return Message(mark.id or str(i), mark.role, (Text(first),), mark.origin, {**meta, **mark.meta()})
-        blocks = tuple(Text(ownmark.read_text(b.text)[1]) if isinstance(b, Text) else b for b in blocks)
     return Message(str(i), role, blocks, meta=meta)  # type: ignore[arg-type]
 
 
 def _wire(m: Message) -> Message:
-    """`m` with its text as it travels in a request: a message worksurface made starts with its mark,
-    conversation text of a user or developer message is escaped so it can never pass for one."""
+    """`m` with its text as it travels in a request: a message worksurface made starts with its mark;
+    conversation text travels as it is (a mark is known by its tag, see ownmark)."""
     if m.role == "assistant" or not any(isinstance(b, Text) for b in m.blocks):
         return m
     if m.is_worksurface and len(m.blocks) == 1 and isinstance(m.blocks[0], Text):
         return m.with_blocks([Text(ownmark.marked_text(ownmark.mark_of(m), m.blocks[0].text))])
-    return m.with_blocks([Text(ownmark.conversation_text(b.text)) if isinstance(b, Text) else b for b in m.blocks])
+    return m
 
 
 def _long_form(item: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +149,7 @@ def document(transcript: Transcript, messages: Sequence[Message] | None = None,
     if (own and transcript.meta.get(_INPUT_FORM) == "string" and len(rest) == 1 and rest[0].meta.get(_SHORT)
             and rest[0].role == "user" and len(rest[0].blocks) == 1 and isinstance(rest[0].blocks[0], Text)
             and not rest[0].is_worksurface):
-        doc["input"] = ownmark.conversation_text(rest[0].blocks[0].text)
+        doc["input"] = rest[0].blocks[0].text
     else:
         doc["input"] = _items(rest, transcript.path, memo)
     ordered: dict[str, Any] = {key: doc[key] for key in ("model", "instructions", "input") if key in doc}

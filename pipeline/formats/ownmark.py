@@ -2,34 +2,44 @@
 
 The provider APIs accept no extra keys on a message or block, so a mark has to live in what they do
 accept and their SDKs keep:
-- OpenAI chat: the message's `name` (`worksurface_<origin>[_<epoch>]`), a field of user, system
+- OpenAI chat: the message's `name` (`worksurface_<origin>[_<epoch>]_<tag>`), a field of user, system
   and developer messages that a tool's output can never set;
-- Anthropic Messages: a first line `[worksurface:<origin> <role> epoch=<n> id=<id>]` of a text
-  block in a user turn or in `system`, which only the harness writes (a tool's output is a
-  `tool_result` block and is never read for a mark). So that no conversation text can pass for one,
-  a writer puts a backslash before conversation text that starts like a mark (`\\[worksurface:`) and
-  the reader takes one off again: the escape is undone on every read, so text round-trips exactly.
+- Anthropic Messages and Responses: a first line `[worksurface:<origin> <role> epoch=<n> id=<id> tag=<tag>]`
+  of a text block in a user turn or in `system`, which only the harness writes (a tool's output is a
+  `tool_result` block and is never read for a mark).
 
-Where a secret is known (`keyed(key)`: the gateway keeps one per session in its store), a mark is
-authenticated instead of recognised by shape: it carries `tag=<hmac>` (the name a `_<hmac>` suffix),
-an HMAC-SHA256 under the key over the origin, role, epoch, id and the message's text, and only a
-mark whose tag verifies is read as one. Conversation text is then never escaped nor unescaped: a
-client's text that starts like a mark, or a message named like one, is the client's text as it
-came. `keyed(NO_KEY)` reads no mark at all.
+A mark is authenticated, never recognised by its shape: its tag is an HMAC-SHA256 under a secret key
+over the origin, role, epoch, id and the message's text, and only a mark whose tag verifies is read as
+one. Conversation text is never escaped nor unescaped: text that starts like a mark, or a message
+named like one, is the conversation's own text, read and written back exactly. The key is the one
+`keyed(key)` sets (the gateway keeps one per session in its store), else the user's own (`user_key`:
+a file in their worksurface config folder, made on first use), so a file worksurface compacted reads
+back with its marks for the same user wherever the file is moved, and as plain text for anyone else
+(or from before marks were tagged). `keyed(NO_KEY)` reads no mark at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import os
 import re
 import secrets
+import threading
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
+from ..core.errors import ConfigError
+from ..core.fileio import PRIVATE_FILE_MODE
 from ..core.model import Message, Origin, Role
+from ..core.trust import user_config_dir
+
+log = logging.getLogger("worksurface")
 
 _ORIGINS = "|".join(o.value for o in Origin if o is not Origin.CONVERSATION)
 # OpenAI: the `name` of a message worksurface made.
@@ -43,16 +53,83 @@ TEXT_MARK = "[worksurface:"
 _TEXT_RE = re.compile(rf"^\[worksurface:(?P<origin>{_ORIGINS}) (?P<role>user|system)"
                       r"(?: epoch=(?P<epoch>\d{1,9}))?(?: id=(?P<id>[\w.:~+-]{1,200}))?"
                       rf"(?: tag=(?P<tag>{_TAG}))?\]\n")
-_ESCAPED_RE = re.compile(r"^\\+\[worksurface:")
 _ID_RE = re.compile(r"^[\w.:~+-]{1,200}$")
 # A key under which no tag verifies: with it, no text and no name is read as a mark.
 NO_KEY = b""
 _KEY: ContextVar[bytes | None] = ContextVar("worksurface_ownmark_key", default=None)
+# The user's mark key: this file in their worksurface config folder, 64 hex digits, mode 0600.
+USER_KEY_FILE = "mark.key"
+KEY_BYTES = 32
+_user_keys: dict[str, bytes] = {}   # per key file (XDG_CONFIG_HOME can change within a process)
+_user_keys_lock = threading.Lock()
+
+
+class MarkKeyError(ConfigError):
+    """The user's mark key file exists but is not one worksurface wrote."""
 
 
 def new_key() -> bytes:
     """A fresh secret for one store's marks."""
-    return secrets.token_bytes(32)
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def user_key() -> bytes:
+    """The user's own mark key, made on first use (`USER_KEY_FILE`, 0600, in `user_config_dir()`).
+    Per user rather than per session folder, so a compacted file keeps its marks for its user wherever
+    it is moved or copied. Where the folder cannot be written, a key for this process only (with a
+    warning): its marks read as text later, which loses nothing."""
+    path = user_config_dir() / USER_KEY_FILE
+    where = str(path)
+    with _user_keys_lock:
+        key = _user_keys.get(where)
+        if key is None:
+            key = _read_or_make_key(path)
+            _user_keys[where] = key
+        return key
+
+
+def _read_or_make_key(path: Path) -> bytes:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fresh = new_key()
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), PRIVATE_FILE_MODE)
+        except FileExistsError:
+            return _read_key(path)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(fresh.hex() + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return fresh
+    except MarkKeyError:
+        raise
+    except OSError as exc:
+        log.warning("worksurface: cannot keep a mark key in %s (%s): marks written now read as text later",
+                    path, exc.strerror or exc)
+        return new_key()
+
+
+def _read_key(path: Path) -> bytes:
+    # A file half-written by a concurrent first use is waited for briefly; anything else is refused by name.
+    for _ in range(50):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(4 * KEY_BYTES)
+        text = raw.decode("ascii", "replace").strip()
+        if re.fullmatch(rf"[0-9a-f]{{{2 * KEY_BYTES}}}", text):
+            return bytes.fromhex(text)
+        if raw and not raw.endswith(b"\n") and len(raw) < 2 * KEY_BYTES:
+            time.sleep(0.01)
+            continue
+        break
+    raise MarkKeyError(f"{path}: not a worksurface mark key (expected {2 * KEY_BYTES} hex digits); remove it "
+                       "to make a new one (files compacted under the old key then read their marks as text)")
+
+
+def _key() -> bytes:
+    """The key marks are written and read under: `keyed`'s, else the user's own."""
+    key = _KEY.get()
+    return user_key() if key is None else key
 
 
 @contextmanager
@@ -96,13 +173,14 @@ def _epoch(message: Message) -> int | None:
 
 # ---- OpenAI: the `name` field -----------------------------------------------------------------
 
-def name_for(message: Message) -> str:
-    """The `name` that marks a message worksurface made (tagged over its text under a key)."""
+def name_for(message: Message, written_role: str | None = None) -> str:
+    """The `name` that marks a message worksurface made (tagged over its text and the role it is
+    written as, `written_role` when that is not its own: a summary is written as a user message)."""
     epoch = _epoch(message)
     name = f"{NAME_PREFIX}{message.origin.value}" + (f"_{epoch}" if epoch is not None else "")
-    key = _KEY.get()
+    key = _key()
     if key:
-        role = "user" if message.role == "user" else "system"
+        role = "user" if (written_role or message.role) == "user" else "system"
         name += "_" + _tag(key, message.origin, role, epoch, None, message.text)
     return name
 
@@ -117,8 +195,7 @@ def from_name(name: Any, role: str, text: str = "") -> Mark | None:
         return None
     epoch = int(m.group("epoch")) if m.group("epoch") else None
     mark = Mark(Origin(m.group("origin")), "system" if role != "user" else "user", epoch)
-    key = _KEY.get()
-    if key is not None and not _verified(key, m.group("tag"), mark.origin, mark.role, epoch, None, text):
+    if not _verified(_key(), m.group("tag"), mark.origin, mark.role, epoch, None, text):
         return None
     return mark
 
@@ -138,36 +215,21 @@ def marked_text(mark: Mark, text: str) -> str:
         parts.append(f"epoch={mark.epoch}")
     if mark.id is not None:
         parts.append(f"id={mark.id}")
-    key = _KEY.get()
+    key = _key()
     if key:
         parts.append(f"tag={_tag(key, mark.origin, mark.role, mark.epoch, mark.id, text)}")
     return " ".join(parts) + "]\n" + text
 
 
-def conversation_text(text: str) -> str:
-    """Conversation text as written where a mark could be read: without a key, one more backslash
-    before text that starts like a mark (or like an escaped one), so it can never pass for one;
-    under a key, the text as it is (a mark is known by its tag)."""
-    if _KEY.get() is not None:
-        return text
-    return "\\" + text if text.startswith(TEXT_MARK) or _ESCAPED_RE.match(text) else text
-
-
 def read_text(text: str) -> tuple[Mark | None, str]:
-    """(the mark, the text without it) of a text block where marks are read; conversation text has
-    its escape taken off (mark None). Under a key: only a mark whose tag verifies, and conversation
-    text exactly as it is."""
-    key = _KEY.get()
+    """(the mark, the text without it) of a text block where marks are read, when its first line is a
+    mark whose tag verifies; else (None, the text exactly as it is)."""
     m = _TEXT_RE.match(text)
     if m is not None:
         epoch = int(m.group("epoch")) if m.group("epoch") else None
         role: Role = "system" if m.group("role") == "system" else "user"
         mark = Mark(Origin(m.group("origin")), role, epoch, m.group("id"))
         rest = text[m.end():]
-        if key is None or _verified(key, m.group("tag"), mark.origin, role, epoch, mark.id, rest):
+        if _verified(_key(), m.group("tag"), mark.origin, role, epoch, mark.id, rest):
             return mark, rest
-    if key is not None:
-        return None, text
-    if _ESCAPED_RE.match(text):
-        return None, text[1:]
     return None, text
