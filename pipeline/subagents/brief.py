@@ -69,16 +69,14 @@ MAX_COMMAND_FORMS = 8
 # A rule's source (the command or file that showed it) heads its group, cut to this length.
 MAX_ORIGIN_CHARS = 120
 MAX_COMMITS = 5
-# A line of an approved plan shorter than this is a heading or a fragment, not a step.
-MIN_PLAN_LINE = 12
 # Recent tool outcomes looked at for failures the error ledger does not hold.
 MAX_OUTCOMES = 40
 REPORT_BACK = ("- What you found or changed, with the file paths and the exact commands you ran and their results.\n"
                "- Anything that contradicts the rules or facts above, and what you did not finish.\n"
                "- Keep it short: your answer is all the parent agent will read.")
-GOAL, USER_WORDS, RULES, PLAN, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
-    "Goal", "What the user said (verbatim, newest first)", "Rules that apply", "The plan the user approved",
-    "Relevant files", "Tried and excluded", "Identifiers", "Report back")
+GOAL, USER_WORDS, RULES, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
+    "Goal", "What the user said (verbatim, newest first)", "Rules that apply", "Relevant files", "Tried and excluded",
+    "Identifiers", "Report back")
 # The newest of the user's earlier messages ranks a little higher (this bonus, divided by its age).
 USER_WORDS_BONUS = 0.3
 
@@ -206,21 +204,6 @@ def _rules(view: LedgerView, rel: Relevance) -> list[_Candidate]:
         if spec is not None and _fold(c.text) in spec[1]:
             score += SPEC_BONUS
         out.append(_Candidate(RULES, text, (c.message_id,), score, 0 if _hard(c) else 1, f"From {where}:"))
-    return out
-
-
-def _decisions(view: LedgerView, rel: Relevance) -> list[_Candidate]:
-    """The user's answers to the agent's questions (as the harness wrote them) and the plan the user
-    approved, line by line: choices the user made bind a sub-agent as the parent's rules do."""
-    out = [_Candidate(RULES, f"- {_clip(d.text, SHRINK_CHARS)}", (d.message_id,), rel.standing(d.text, scoped=False),
-                      1, "The user's answers to the agent's questions:") for d in view.records("decisions")]
-    plan = view.plan_mode()
-    if plan.approved and plan.plan:
-        for line in plan.plan.splitlines():
-            line = line.strip().lstrip("-*0123456789. ").strip()
-            if len(line) >= MIN_PLAN_LINE:
-                out.append(_Candidate(PLAN, f"- {_clip(line, SHRINK_CHARS)}",
-                                      (plan.message_id,) if plan.message_id else (), rel.standing(line)))
     return out
 
 
@@ -355,13 +338,13 @@ def candidates(view: LedgerView, task: str) -> list[_Candidate]:
         out.append(_Candidate(GOAL, f"(Context, the user's latest request: {_clip(request[0], MAX_REQUEST_CHARS)})",
                               (request[1],) if request[1] else (), 1.0, 0))
     out += _user_words(view, rel, request[1] if request else None)
-    out += _rules(view, rel) + _decisions(view, rel) + _criteria(view, rel) + _files(view, rel) + _excluded(view, rel) + _identifiers(view, rel)
+    out += _rules(view, rel) + _criteria(view, rel) + _files(view, rel) + _excluded(view, rel) + _identifiers(view, rel)
     out.append(_Candidate(REPORT, REPORT_BACK, (), 2.0, 0))
     return out
 
 
 # Sections in display order: (share of the budget, priority: 0 is filled first).
-SECTIONS = {GOAL: (0.2, 0), USER_WORDS: (0.15, 1), RULES: (0.25, 1), PLAN: (0.05, 5), FILES: (0.1, 3), EXCLUDED: (0.15, 2),
+SECTIONS = {GOAL: (0.2, 0), USER_WORDS: (0.15, 1), RULES: (0.25, 1), FILES: (0.1, 3), EXCLUDED: (0.15, 2),
             IDENTIFIERS: (0.1, 4), REPORT: (0.05, 0)}
 
 
