@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 from contextlib import contextmanager
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator, Sequence
 
 from .errors import FormatError, OutputPathError, SourceChangedError, WorkspaceReadError
 
@@ -45,6 +45,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # path was resolved) fails with ELOOP or ENOTDIR instead of being followed out of the root.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+FOLDER_FLAGS = os.O_RDONLY | _DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | None = None, *,
@@ -474,26 +475,44 @@ def read_confined(root: str | os.PathLike[str], path: str, max_bytes: int) -> by
 def _open_components(base: Path, parts: tuple[str, ...], path: str) -> int:
     """A descriptor for base/parts, opened without following any symlink on the way."""
     try:
-        dir_fd = os.open(base, os.O_RDONLY | _DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        dir_fd = os.open(base, FOLDER_FLAGS)
     except OSError:
         raise WorkspaceReadError("workspace_root cannot be opened", path=path) from None
     try:
+        return open_parts_below(dir_fd, parts)
+    except PartOpenError as exc:
+        why = ("changed while being opened (a symlink or non-folder on the way): not read"
+               if exc.error.errno in (errno.ELOOP, errno.ENOTDIR) else f"cannot be read: {exc.error.strerror}")
+        raise WorkspaceReadError(why, path=path) from None
+
+
+class PartOpenError(Exception):
+    """A part of a path that could not be opened without following a link: which one and why."""
+
+    def __init__(self, index: int, error: OSError) -> None:
+        super().__init__(error)
+        self.index = index
+        self.error = error
+
+
+def open_parts_below(folder: int, parts: Sequence[str]) -> int:
+    """A descriptor for folder/parts, each part opened with O_NOFOLLOW from the folder before it (the
+    last as a file: a FIFO in its place opens at once, for the caller to refuse). Takes `folder`: it and
+    every folder on the way are closed here, whatever happens."""
+    try:
         for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            flags = _OPEN_FLAGS | _NOFOLLOW | (0 if last else _DIRECTORY)
+            flags = (_OPEN_FLAGS if i == len(parts) - 1 else FOLDER_FLAGS) | _NOFOLLOW
             try:
-                fd = os.open(part, flags, dir_fd=dir_fd)
+                fd = os.open(part, flags, dir_fd=folder)
             except OSError as exc:
-                why = ("changed while being opened (a symlink or non-folder on the way): not read"
-                       if exc.errno in (errno.ELOOP, errno.ENOTDIR) else f"cannot be read: {exc.strerror}")
-                raise WorkspaceReadError(why, path=path) from None
-            os.close(dir_fd)
-            dir_fd = fd
-        fd, dir_fd = dir_fd, -1
+                raise PartOpenError(i, exc) from None
+            os.close(folder)
+            folder = fd
+        fd, folder = folder, -1
         return fd
     finally:
-        if dir_fd >= 0:
-            os.close(dir_fd)
+        if folder >= 0:
+            os.close(folder)
 
 
 def output_folder(path: str | os.PathLike[str]) -> Path:

@@ -27,7 +27,7 @@ import filelock
 
 from ..core.errors import (ArtifactDamagedError, ArtifactNotFoundError, SessionError, SessionLockedError,
                            SessionNotFoundError, StoreDamagedError)
-from ..core.fileio import PRIVATE_FILE_MODE, atomic_write
+from ..core.fileio import FOLDER_FLAGS, PRIVATE_FILE_MODE, PartOpenError, atomic_write, open_parts_below
 from ..core.tokens import TokenCounter
 from . import integrity
 from .homes import ARTIFACTS_FOLDER, DB_FOLDER, is_session_dir
@@ -49,9 +49,7 @@ DB_FILE, LOCK_FILE = "cache.db", "lock"
 PRIVATE_DIR_MODE = 0o700
 # An artifact file is opened one component at a time below its root, none of them followed if it is a
 # symbolic link: a link planted by a repository or a session (or swapped in after a listing) is refused.
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_OPEN_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
 _OPEN_FILE = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC  # a FIFO in the file's place opens at once (then refused)
 # atomic_write keeps a lone surrogate of an artifact's content as the text `\udXXX` in its file.
 _ESCAPED_SURROGATE = re.compile(r"\\u(d[89a-f][0-9a-f]{2})")
@@ -250,28 +248,18 @@ def _open_below(root: Path, parts: Sequence[str], where: str) -> int:
         except OSError as exc:
             raise ArtifactDamagedError(f"cannot be opened ({exc.strerror or exc})", store=where) from None
     try:
-        folder = os.open(root, _OPEN_FOLDER)
+        folder = os.open(root, FOLDER_FLAGS)
     except OSError:
         raise ArtifactNotFoundError(f"{root}: no such session folder") from None
     try:
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            try:
-                fd = os.open(part, (_OPEN_FILE if last else _OPEN_FOLDER) | _NOFOLLOW, dir_fd=folder)
-            except FileNotFoundError:
-                raise ArtifactNotFoundError(f"{where}: no such artifact file") from None
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    raise ArtifactDamagedError(f"{os.path.join(*parts[:i + 1])} is a symbolic link or not a folder: "
-                                               "not followed", store=where) from None
-                raise ArtifactDamagedError(f"cannot be opened ({exc.strerror or exc})", store=where) from None
-            os.close(folder)
-            folder = fd
-        fd, folder = folder, -1
-        return fd
-    finally:
-        if folder >= 0:
-            os.close(folder)
+        return open_parts_below(folder, parts)
+    except PartOpenError as exc:
+        if isinstance(exc.error, FileNotFoundError):
+            raise ArtifactNotFoundError(f"{where}: no such artifact file") from None
+        if exc.error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise ArtifactDamagedError(f"{os.path.join(*parts[:exc.index + 1])} is a symbolic link or not a folder: "
+                                       "not followed", store=where) from None
+        raise ArtifactDamagedError(f"cannot be opened ({exc.error.strerror or exc.error})", store=where) from None
 
 
 # The name this backend had before there were two.
