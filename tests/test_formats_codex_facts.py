@@ -22,6 +22,8 @@ from worksurface.facts import reading
 from worksurface.facts.testsummary import parse_test_output, running_session
 from worksurface.formats import codex
 
+from shared import TRANSCRIPTS, needs_shared
+
 CWD = "/home/u/repo"
 TREE = "/home/u/repo__worktrees/feature"
 
@@ -271,3 +273,69 @@ def test_codex_s_restated_collaboration_mode_is_carried_once_the_newest_copy() -
     texts = [m.text for m in carried]
     assert texts == ["<collaboration_mode># Plan</collaboration_mode>", "<collaboration_mode># Default</collaboration_mode>"]
     assert carried[-1].id == [m for m in messages if m.text == texts[-1]][-1].id
+
+
+# ------------------------------------------------------------- the rules files Codex injected
+
+
+AGENTS_TEXT = ("# AGENTS.md instructions for /home/u/repo\n\n<INSTRUCTIONS>\n# Guide\n\n"
+               "- Do not use `git stash` on shared checkouts.\n- Run `bun run build` first: it must pass.\n"
+               "</INSTRUCTIONS>")
+
+
+def _start(text: str, harness: bool = True) -> str:
+    """A rollout whose first user-role item is `text`, written by Codex (harness content kinds) or typed."""
+    kinds = ["agents_md"] if harness else ["user.input_text"]
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}],
+            "internal_chat_message_metadata_passthrough": {"content_item_kinds": kinds}}
+    lines = [line("session_meta", {"id": "s-1", "cwd": CWD, "cli_version": "0.142.0"}), line("response_item", item),
+             line("response_item", {"type": "message", "role": "user",
+                                    "content": [{"type": "input_text", "text": "fix the build"}]})]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_agents_md_codex_injected_gives_rules_carried_by_every_view_and_not_restated() -> None:
+    from worksurface.facts import standing_constraints
+    from worksurface.ledger import Ledger
+    from worksurface.subagents.brief import build_brief
+    from worksurface.summarizers import StructuredSummarizer, SummaryRequest
+    from worksurface.core.tokens import TokenCounter
+
+    t = codex.read(_start(AGENTS_TEXT), "/tmp/r.jsonl")
+    rules = standing_constraints(t.messages)
+    assert [(c.text, c.source, c.origin, c.carried) for c in rules] == [
+        ("Do not use `git stash` on shared checkouts.", "AGENTS.md", "/home/u/repo", True),
+        ("Run `bun run build` first: it must pass.", "AGENTS.md", "/home/u/repo", True)]
+    # A fresh sub-agent's brief carries them (room permitting); the summary does not restate what the
+    # standing start every compaction keeps already says.
+    ledger = Ledger.over(t.messages, t.queued_inputs)
+    assert "Do not use `git stash` on shared checkouts." in build_brief(ledger.upto(), "fix the build").text
+    summary = StructuredSummarizer().summarize(SummaryRequest(messages=t.messages, budget_tokens=2000, ledger=ledger),
+                                               TokenCounter()).text
+    assert "git stash" not in summary
+
+
+@settings(max_examples=30, deadline=None)
+@given(before=st.sampled_from(["", "note: ", "see\n"]))
+def test_the_same_text_typed_by_the_user_or_not_opening_the_message_is_no_injected_rules_file(before: str) -> None:
+    from worksurface.facts.constraints import injected_rules_files, standing_constraints
+
+    typed = codex.read(_start(before + AGENTS_TEXT, harness=False), "/tmp/r.jsonl")
+    assert all(not injected_rules_files(m) for m in typed.messages)
+    # Typed by the user, the rules are the user's own (not carried: a compaction summarizes them).
+    assert all(c.source == "user" and not c.carried for c in standing_constraints(typed.messages))
+    if before:
+        shaped = codex.read(_start(before + AGENTS_TEXT), "/tmp/r.jsonl")
+        assert all(not injected_rules_files(m) for m in shaped.messages)
+
+
+@needs_shared(TRANSCRIPTS / "field" / "EntityProcess-agentv" / "79" / "6eaddfe2f9" / "0" / "full.jsonl")
+def test_a_real_rollout_s_agents_md_rules_are_read_from_codex_s_standing_start() -> None:
+    from worksurface.facts import standing_constraints
+    from worksurface.formats import read_transcript
+
+    t = read_transcript(TRANSCRIPTS / "field" / "EntityProcess-agentv" / "79" / "6eaddfe2f9" / "0" / "full.jsonl")
+    carried = [c for c in standing_constraints(t.messages[:3]) if c.carried]
+    assert {c.source for c in carried} == {"AGENTS.md"} and len(carried) > 20
+    assert any("Do not use `git stash` on shared checkouts." in c.text for c in carried)
+    assert all(c.message_id == t.messages[1].id for c in carried)

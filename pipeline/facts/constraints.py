@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
-from ..core.model import Message
+from ..core.model import Message, Text
 from ..core.toolkinds import call_path, normalize_name, tool_kind
+from ..core.view import STANDING
 from .calls import CallRecord, tool_calls, tool_label
 from .fileviews import numbered_lines
 from .commands import command_bodies
@@ -75,6 +76,12 @@ CONFIG_FOLDERS = (".github",)
 HOME_RULES = ("~/.claude/CLAUDE.md", "~/.codex/AGENTS.md", "~/.gemini/GEMINI.md")
 # Claude Code's injected memory: "Contents of /path/CLAUDE.md (project instructions, ...):".
 CONTENTS_OF_RE = re.compile(r"Contents of (\S+) \([^)]*\):\s*\n")
+# Codex's injected rules files, in a standing message the harness wrote (the format reader says which):
+# "# AGENTS.md instructions for /project\n\n<INSTRUCTIONS>...</INSTRUCTIONS>", and older versions
+# "<user_instructions>...</user_instructions>" (the user's and the project's instructions together).
+INJECTED_RULES_RE = re.compile(r"(?s)\A\s*# (\S+) instructions for ([^\n]+)\n\s*<INSTRUCTIONS>\n?(.*?)(?:</INSTRUCTIONS>|\Z)")
+USER_INSTRUCTIONS_RE = re.compile(r"(?s)\A\s*<user_instructions>\n?(.*?)(?:</user_instructions>|\Z)")
+USER_INSTRUCTIONS = "user instructions"
 # Harness boilerplate in reminders: not the project's rules.
 BOILERPLATE = ("malware", "todowrite", "todo list", "the file exists but", "shorter than the provided offset",
                "task tools haven't been used", "this is a reminder")
@@ -93,6 +100,9 @@ class Constraint:
     index: int
     origin: str = ""
     strength: int = MEDIUM
+    # Said in a message every compaction carries verbatim (the harness's standing start, such as
+    # Codex's injected AGENTS.md): a summary need not restate it, a fresh agent's brief must.
+    carried: bool = False
 
 
 def rule_strength(text: str, heading: str = "", bullet: bool = False) -> int | None:
@@ -319,6 +329,28 @@ def issue_parts(body: str) -> list[tuple[str, str]]:
     return out
 
 
+def injected_rules_files(message: Message) -> list[tuple[str, str, str]]:
+    """(source, origin, text) of each rules file the harness injected into one of its standing
+    messages (meta STANDING, set by the format reader from who wrote the record): Codex's AGENTS.md
+    chain. A message anyone else wrote, or text merely shaped like it inside one, gives none."""
+    if _harness_standing(message):
+        out = []
+        for block in message.blocks:
+            if not isinstance(block, Text):
+                continue
+            if found := INJECTED_RULES_RE.match(block.text):
+                out.append((found.group(1), found.group(2).strip(), found.group(3)))
+            elif found := USER_INSTRUCTIONS_RE.match(block.text):
+                out.append((USER_INSTRUCTIONS, "", found.group(1)))
+        return out
+    return []
+
+
+def _harness_standing(message: Message) -> bool:
+    """The harness's own standing instructions (a format reader's verdict on who wrote the record)."""
+    return message.role == "system" and bool(message.meta.get(STANDING))
+
+
 def _hook_texts(bodies: Iterable[str]) -> Iterable[tuple[str, str]]:
     """(source, text) for each harness reminder: injected rules files by name, other non-boilerplate
     as hook."""
@@ -340,12 +372,13 @@ def standing_constraints(messages: Sequence[Message],
     found: list[Constraint] = []
     seen: set[str] = set()
 
-    def add(text: str, source: str, m_id: str, index: int, origin: str = "", only: int | None = None) -> None:
+    def add(text: str, source: str, m_id: str, index: int, origin: str = "", only: int | None = None,
+            carried: bool = False) -> None:
         for rule, strength in rules_in(text):
             key = re.sub(r"\s+", " ", rule).strip().casefold()
             if key not in seen:
                 seen.add(key)
-                found.append(Constraint(rule, source, m_id, index, origin, only or strength))
+                found.append(Constraint(rule, source, m_id, index, origin, only or strength, carried))
 
     records = {(r.result_index, r.call.id): r for r in tool_calls(messages) if r.result_index is not None}
     named = user_named(messages, queued_inputs, earlier_user_words)
@@ -357,7 +390,12 @@ def standing_constraints(messages: Sequence[Message],
     typed = user_message_flags(messages)
     for i, m in enumerate(messages):
         if m.role == "system":
-            continue  # the system prompt is the stable prefix: never removed, never restated
+            # The system prompt is the stable prefix: never removed, never restated. The rules files
+            # a harness injected into its standing start are the project's rules all the same: kept,
+            # marked as carried by every view (a brief for a fresh agent needs them).
+            for source, origin, body in injected_rules_files(m):
+                add(body, source, m.id, i, origin, carried=True)
+            continue
         if i in outputs:
             continue  # a tool's output written as a user message by a format conversion
         if typed[i]:

@@ -74,6 +74,8 @@ MAX_OUTCOMES = 40
 REPORT_BACK = ("- What you found or changed, with the file paths and the exact commands you ran and their results.\n"
                "- Anything that contradicts the rules or facts above, and what you did not finish.\n"
                "- Keep it short: your answer is all the parent agent will read.")
+# The tier of the rules a harness injected into its standing start: filler, after every other line.
+CARRIED_TIER = 2
 GOAL, USER_WORDS, RULES, FILES, EXCLUDED, IDENTIFIERS, REPORT = (
     "Goal", "What the user said (verbatim, newest first)", "Rules that apply", "Relevant files", "Tried and excluded",
     "Identifiers", "Report back")
@@ -163,8 +165,9 @@ class _Candidate:
     text: str
     sources: tuple[str, ...]
     relevance: float
-    tier: int = 1  # 0: always kept first (the task, the user's hard rules)
+    tier: int = 1  # 0: always kept first (the task, the user's hard rules); CARRIED_TIER: room left over
     group: str = ""  # a heading line shared by the lines of one source (said once)
+    strength: int = 0  # of a carried rule: the strongest (a prohibition) fills the room left first
 
 
 def _clip(text: str, limit: int) -> str:
@@ -203,7 +206,12 @@ def _rules(view: LedgerView, rel: Relevance) -> list[_Candidate]:
         score = rel.standing(c.text, c.origin)
         if spec is not None and _fold(c.text) in spec[1]:
             score += SPEC_BONUS
-        out.append(_Candidate(RULES, text, (c.message_id,), score, 0 if _hard(c) else 1, f"From {where}:"))
+        # A rule of the harness's standing start (an injected AGENTS.md) is one of many the project
+        # wrote for any task, and the sub-agent's harness may load it again: it fills the room the
+        # session's own state leaves, never takes it.
+        tier = CARRIED_TIER if c.carried else 0 if _hard(c) else 1
+        out.append(_Candidate(RULES, text, (c.message_id,), score, tier, f"From {where}:",
+                              c.strength if c.carried else 0))
     return out
 
 
@@ -368,8 +376,8 @@ def build_brief(view: LedgerView, task: str, budget_tokens: int = DEFAULT_BUDGET
         order = (n,)
         keyed[order] = c
         # Quoted text can pass for none of the brief's own sections (Item escapes tags and the summary's).
-        item = Item(escape_headings(c.text, SECTIONS), (c.tier, -c.relevance / tokens, n), order, group=c.group,
-                    shrinkable=len(c.text) > SHRINK_CHARS or c.section == GOAL)
+        item = Item(escape_headings(c.text, SECTIONS), (c.tier, -c.strength, -c.relevance / tokens, n), order, group=c.group,
+                    shrinkable=len(c.text) > SHRINK_CHARS or c.section == GOAL, filler=c.tier == CARRIED_TIER)
         sections[c.section].items.append(item)
     text = pack(list(sections.values()), budget_tokens, counter)
     lines = []

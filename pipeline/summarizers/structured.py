@@ -282,6 +282,8 @@ class _Builder:
         for n, c in enumerate(self.src.standing_constraints()):
             if _fold(c.text) in answered.get((c.message_id, c.index), "\0"):
                 continue  # a rule said in an answer: the answer is quoted whole among the decisions
+            if c.carried:
+                continue  # said in the harness's standing start, which every view carries verbatim
             origin = f" `{self.rel(c.origin)}`" if c.origin else ""
             group = f"From {c.source}{origin}:"
             # A rule only the task text of an issue the agent has since closed states was about
