@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from worksurface.core.artifacts import FETCH_TOOL_NAME
@@ -24,10 +24,11 @@ from worksurface.core.model import Message, Origin, Text, is_user_turn
 from worksurface.engine import pins
 from worksurface.engine.pricing import FIRING_RULE_READS, EditDecision, decide_edit
 from worksurface.engine.state import (Compacted, PipelineState, SkipKind, Skipped, Stage, StageContext, StageReport,
-                                      StageResult, TextRoom, measured_size, text_room)
+                                      StageResult, TextRoom, compaction_target, measured_size, text_room,
+                                      tokenizer_ratio)
 from worksurface.summarizers.base import Summarizer, Summary, SummaryRequest
 from worksurface.summarizers.structured import StructuredSummarizer
-from worksurface.core.view import standing_context, tail_start
+from worksurface.core.view import STANDING, standing_context, tail_start
 from worksurface.engine.protection import last_user_turn_index
 
 NAME = "autocompact"
@@ -140,7 +141,11 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     prefix_tokens = counter.messages(view[:floor])
     # Standing context after the prefix is carried whole (see below): it takes its room first.
     carried_tokens = counter.messages(standing_context(view[floor:]))
-    room = text_room(ctx, prefix_tokens + carried_tokens + OVERHEAD_TOKENS, cap=tokens)
+    # Of what the view keeps, the harness's standing instructions (in the system prefix or carried)
+    # are its fixed part written as messages (see standing_room).
+    standing_tokens = carried_tokens + counter.messages([m for m in view[:floor] if m.meta.get(STANDING)])
+    room = standing_room(ctx, text_room(ctx, prefix_tokens + carried_tokens + OVERHEAD_TOKENS, cap=tokens),
+                         prefix_tokens + carried_tokens + OVERHEAD_TOKENS - standing_tokens, standing_tokens, tokens)
     available = room.counted
     tail_share, summary_share = _shares(available)
     tail_budget = min(config.keep_tail_tokens, int(available * tail_share))
@@ -232,6 +237,18 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
     report = StageReport(NAME, tokens, post, items=len(head), ms=(time.perf_counter() - started) * 1000,
                          details=info, outcome=Compacted(epoch, reason, tokens, post))
     return StageResult(edits, report)
+
+
+def standing_room(ctx: StageContext, room: TextRoom, reserved: int, carried: int, cap: int) -> TextRoom:
+    """`room` with the floor a fixed part gets when the harness's standing instructions the view keeps
+    whole (`carried` counted tokens: Codex's permissions, AGENTS.md and environment) leave the text under
+    its floor: they are the harness's fixed part written as messages, so, as a fixed part measured
+    outside the messages does, they leave the text autocompact.text_floor_tokens of the target
+    (counted with `reserved`, the rest of what the view keeps), not a sliver of a small target."""
+    if not carried or not room.floored:
+        return room
+    floor = int(min(ctx.config.autocompact.text_floor_tokens, compaction_target(ctx, cap)) / tokenizer_ratio(ctx))
+    return replace(room, floor=max(room.floor, floor - reserved))
 
 
 def repeated_notice(compactions: int) -> str:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cc_records import Session
+from shared import TRANSCRIPTS, needs_shared
 from worksurface.core.tokens import TokenCounter
 from worksurface.facts.answers import user_decisions
 from worksurface.facts.constraints import USER
@@ -213,3 +214,85 @@ def test_a_suspect_ruled_out_and_an_assumption_taken_back_are_excluded_with_thei
     assert "never expire" not in " ".join(got.values())
     tried = _summary(s, 1500)[TRIED]
     assert "(ruled out) The JWT expires after 15 minutes" in tried and "(assumption corrected)" in tried
+
+
+# ------------------------------------------ the harness's standing start is its fixed part
+
+
+def _codex_rollout(start_words: int, harness: bool) -> Any:
+    """A Codex rollout opening with a long AGENTS.md (written by Codex, or the same text typed by the
+    user), then forty turns of work."""
+    import json
+
+    from worksurface.formats import codex
+
+    def line(payload: dict[str, Any]) -> str:
+        return json.dumps({"timestamp": "2026-01-01T00:00:00.000Z", "type": "response_item", "payload": payload})
+
+    def message(role: str, text: str, kinds: list[str] | None = None) -> str:
+        payload: dict[str, Any] = {"type": "message", "role": role,
+                                   "content": [{"type": "output_text" if role == "assistant" else "input_text",
+                                                "text": text}]}
+        if kinds:
+            payload["internal_chat_message_metadata_passthrough"] = {"content_item_kinds": kinds}
+        return line(payload)
+
+    rules = " ".join(f"guide{k}" for k in range(start_words))
+    lines = [json.dumps({"timestamp": "2026-01-01T00:00:00.000Z", "type": "session_meta",
+                         "payload": {"id": "s-1", "cwd": "/w", "cli_version": "0.142.0"}}),
+             message("user", f"# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\n{rules}\n</INSTRUCTIONS>",
+                     ["agents_md"] if harness else ["user.input_text"])]
+    for n in range(40):
+        lines.append(message("user", f"step {n}: " + " ".join(f"item{n}x{k}" for k in range(150))))
+        lines.append(message("assistant", f"done {n}: " + " ".join(f"note{n}x{k}" for k in range(150))))
+    return codex.read("\n".join(lines) + "\n", "/tmp/rollout.jsonl")
+
+
+def _text_budget(t: Any, target: int) -> Any:
+    from worksurface import Config
+    from worksurface import Session as WsSession
+    from worksurface.offline.sizing import prepare_once
+
+    with WsSession.open(None, config=Config().with_overrides(post_compact_target_tokens=target)) as session:
+        return prepare_once(session, t, force=True).report.boundary
+
+
+def test_a_long_standing_start_leaves_the_text_the_floor_a_fixed_part_would() -> None:
+    # Codex's injected AGENTS.md (~6k tokens here) is carried whole by every compaction: at a 4k target
+    # it used to leave the summary a quarter of the target; like a fixed part measured outside the
+    # messages, it now leaves the text autocompact.text_floor_tokens of the target.
+    boundary = _text_budget(_codex_rollout(3_000, harness=True), 4_000)
+    assert boundary is not None and boundary["text_floor"]["room"] == 0
+    assert boundary["text_budget"] >= 4_000 - 200 and boundary["summary_budget"] >= 0.7 * 4_000
+    # The same words typed by the user are conversation: summarized, never a fixed part.
+    typed = _text_budget(_codex_rollout(3_000, harness=False), 4_000)
+    assert typed is not None and "text_floor" not in typed and typed["text_budget"] < 4_000
+    # A start that leaves the text more than its floor changes nothing.
+    small = _text_budget(_codex_rollout(100, harness=True), 4_000)
+    assert small is not None and "text_floor" not in small
+
+
+@settings(max_examples=8, deadline=None)
+@given(target=st.sampled_from([4_000, 10_000, 20_000, 40_000]))
+def test_the_text_room_under_a_standing_start_never_shrinks_as_the_target_grows(target: int) -> None:
+    t = _codex_rollout(3_000, harness=True)
+    smaller = _text_budget(t, target // 2)
+    larger = _text_budget(t, target)
+    assert smaller is not None and larger is not None and larger["text_budget"] >= smaller["text_budget"]
+
+
+REAL_CODEX = TRANSCRIPTS / "field" / "EntityProcess-agentv" / "79" / "6eaddfe2f9" / "0" / "full.jsonl"
+
+
+@needs_shared(REAL_CODEX)
+def test_a_real_rollout_s_standing_start_leaves_a_small_target_s_text_its_floor() -> None:
+    from worksurface.formats import read_transcript
+    from worksurface.probes.cut import cut, cut_transcript
+
+    t = read_transcript(REAL_CODEX)
+    at = cut_transcript(t, cut(t.messages, "boundary").before)
+    boundary = _text_budget(at, 4_000)
+    assert boundary is not None and boundary["text_floor"]["room"] == 0
+    # With its usage: the measured fixed part (9k) and the standing start (15k counted) are both
+    # outside the text's floor; the summary gets more than the whole quarter-of-the-target floor did.
+    assert boundary["text_budget"] >= 3_000 and boundary["summary_budget"] > 1_000
