@@ -121,7 +121,8 @@ class AutocompactConfig(Section):
     text_floor_tokens: int = Field(4_000, ge=0, description=(
         "Once the fixed part leaves the text under text_floor, the least text the compaction keeps, in the "
         "target's own tokens (never more than the target), counted with what the view keeps before the "
-        "summary (the system prefix, standing context): a share alone starves a small target (a quarter "
+        "summary (the system prefix; the harness's standing instructions a view carries whole, such as "
+        "Codex's AGENTS.md, are a fixed part and not counted): a share alone starves a small target (a quarter "
         "of --target 4000 is 1k, a few hundred tokens of summary), while Claude Code's own summaries are "
         "2.7-4.2k. A target the fixed part leaves room in is met as before."))
     summarizer: str = Field(
