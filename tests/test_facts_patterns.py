@@ -69,6 +69,10 @@ CONSTRAINTS = [
     ("CONTENTS_OF_RE", "search", "Contents of /repo/CLAUDE.md (project instructions, checked into the codebase):\n\n"
      "- Use uv for dependencies", "Contents of /repo/CLAUDE.md:\n- Use uv"),
     ("OUTPUT_FILE_RE", "search", "Write the report to results/summary.csv", "Write the report in the morning"),
+    ("INJECTED_RULES_RE", "match", "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\n- Use bun\n</INSTRUCTIONS>",
+     "Please read # AGENTS.md instructions for /repo\n<INSTRUCTIONS>"),
+    ("USER_INSTRUCTIONS_RE", "match", "<user_instructions>\n- Use bun\n</user_instructions>",
+     "see <user_instructions> below"),
     ("ISSUE_HEADER_RE", "search", "○ web-3kq [EPIC] · Checkout redesign   [● P2 · OPEN]", "○ checkout · redesign"),
     ("SEPARATOR_TAIL_RE", "search", "Acceptance: the cart keeps coupons\n==========", "keep a --- b as it is"),
     (r"/(?:issues|pull|browse)/", "search", "https://github.com/acme/api/issues/42",
@@ -138,6 +142,7 @@ FINDINGS = [
      "mypy is installed in the venv"),
     ("FINDING_RES[4][1]", "search", "This confirms the race is in the cache layer.", "Does this confirm the race?"),
     ("INTENT_RE", "match", "Let me check the logs.", "Letting the job finish."),
+    ("FOUND_ONLY_RE", "match", "Found the problem!", "Found the problem: the cache key is stale."),
 ]
 
 IDENTIFIERS = [

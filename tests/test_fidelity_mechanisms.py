@@ -216,6 +216,24 @@ def test_a_suspect_ruled_out_and_an_assumption_taken_back_are_excluded_with_thei
     assert "(ruled out) The JWT expires after 15 minutes" in tried and "(assumption corrected)" in tried
 
 
+@settings(max_examples=40, deadline=None)
+@given(opening=st.sampled_from(["Found the problem!", "Found the issue.", "I found the bug:", "Found the root cause!"]),
+       cause=st.sampled_from(["The `.gitignore` is blocking all the markdown files from being committed.",
+                              "The retry loop never resets its counter after a success."]))
+def test_found_the_problem_is_a_cause_with_the_sentence_that_says_what_it_is(opening: str, cause: str) -> None:
+    from worksurface.facts.findings import CAUSE, findings
+
+    s = Session()
+    s.user("Why are the docs missing from the site?")
+    s.say(f"{opening} {cause} Let me fix this.")
+    # "Found it." may be a file or a function: no cause, and never joined to what follows.
+    s.say("Found it. The config lives in settings/base.py with the other defaults.")
+    # In a command's output the same words are the world's, not the agent's conclusion.
+    s.call("Bash", {"command": "cat notes.txt"}, f"{opening} {cause}", tool_use_result={"stdout": "x", "stderr": ""})
+    got = [(f.kind, f.text) for f in findings(s.transcript().messages)]
+    assert got == [(CAUSE, f"{opening} {cause}")]
+
+
 # ------------------------------------------ the harness's standing start is its fixed part
 
 

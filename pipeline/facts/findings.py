@@ -30,7 +30,8 @@ FINDING_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (CAUSE, re.compile(r"(?i)\b(?:root )?cause (?:is|was|of (?:the|this)\b)|\bcaused by\b"
                        r"|\bthe (?:issue|problem|bug|culprit|reason) (?:is|was)\b|\bturns out\b|\bis failing because\b"
                        r"|\bfails because\b|\b(?:this|it) (?:happens|is) because\b|\bthat'?s why\b|\bthe fix (?:is|was)\b"
-                       r"|\bthe error (?:is|was|says)\b|\b(?:is|was) due to\b")),
+                       r"|\bthe error (?:is|was|says)\b|\b(?:is|was) due to\b"
+                       r"|^(?:i )?found (?:the|a) (?:problem|issue|bug|culprit|cause|root cause)\b")),
     (USE_INSTEAD, re.compile(r"(?i)\binstead,? (?:use|call|run|we (?:should|need to|must) use)\b"
                              r"|\bshould (?:use|call|run) \S+ instead\b|\buse \S+ instead of\b|\bneed(?:s)? to use\b"
                              r"|\bthe (?:right|correct|proper) (?:way|approach|fix) is\b")),
@@ -41,6 +42,8 @@ FINDING_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (CONCLUSION, re.compile(r"(?i)^(?:so |this (?:means|confirms)|confirmed:?|found it|key (?:insight|finding)"
                             r"|important:|note:)")),
 )
+# A sentence that only says a cause was found ("Found the problem!"): the next one says what it is.
+FOUND_ONLY_RE = re.compile(r"(?i)^(?:i )?found (?:the|a) (?:problem|issue|bug|culprit|cause|root cause)\W*$")
 # Any of them, in one search: most sentences state no finding, and one case-blind scan of the text
 # rules that out where five would (an alternation matches where one of its parts does).
 ANY_FINDING_RE = re.compile("|".join(f"(?:{p.pattern.removeprefix('(?i)')})" for _, p in FINDING_RES), re.I)
@@ -93,12 +96,15 @@ def _scan(said: list[Unit], only: str | None, complaint: re.Pattern[str], messag
                 if ANY_FINDING_RE.search(text) else None
         else:
             kind = only if complaint.search(text) and not INTENT_RE.match(text) else None
-        if kind is None or len(text) < MIN_FINDING_CHARS:
+        if kind is None:
             continue
-        # "The cause is X." often ends with a colon that the next sentence completes.
-        if text.rstrip().endswith(":") and n < len(said):
+        # "The cause is X." often ends with a colon that the next sentence completes, and "Found the
+        # problem!" says only that the next sentence is the cause ("Found it." may be a file: not so).
+        if (text.rstrip().endswith(":") or FOUND_ONLY_RE.match(text)) and n < len(said):
             text += " " + said[n].text
             n += 1
+        if len(text) < MIN_FINDING_CHARS:
+            continue
         key = " ".join(text.split()).casefold()
         if key in seen:
             continue
