@@ -17,6 +17,14 @@ from worksurface.core.model import Message, Origin, Text, ToolCall, ToolResult
 from worksurface.session.diskstore import DiskStore
 from worksurface.session.memstore import MemoryStore
 from worksurface.session.store import content_digest
+from worksurface.session.writebehind import Flusher, WriteBehindStore
+
+
+@pytest.fixture
+def flusher():
+    f = Flusher()
+    yield f
+    f.close()
 
 
 def _messages(n: int, start: int = 0) -> list[Message]:
@@ -32,10 +40,12 @@ def _messages(n: int, start: int = 0) -> list[Message]:
     return out
 
 
-@pytest.fixture(params=["disk", "postgres", "memory"])
+@pytest.fixture(params=["disk", "postgres", "memory", "write-behind"])
 def store(request, tmp_path):
     if request.param == "memory":
         s = MemoryStore()
+    elif request.param == "write-behind":     # a hot copy in front of a directory store (session.writebehind)
+        s = WriteBehindStore(DiskStore(tmp_path / "sess"), request.getfixturevalue("flusher"))
     else:
         from backends import Backend
         backend = (Backend.disk(tmp_path) if request.param == "disk"
@@ -187,9 +197,10 @@ def test_artifacts_are_content_addressed(store):
     assert store.artifact_info(a.id)["kind"] == "budget"
     with pytest.raises(ArtifactNotFoundError):
         store.get_artifact("0" * 16)
-    if isinstance(store, DiskStore):
+    directory = store.durable if isinstance(store, WriteBehindStore) else store
+    if isinstance(directory, DiskStore):
         path = Path(a.path)
-        assert path == store.path / "artifacts" / f"{a.id}.txt"
+        assert path == directory.path / "artifacts" / f"{a.id}.txt"
         assert path.read_text() == "big output\n" * 100
     else:
         assert a.path is None

@@ -34,6 +34,7 @@ from ..core.tokens import get_encoding
 from ..core.view import live_slice
 from ..formats import ownmark
 from ..graph.compose import load_langgraph
+from ..session.writebehind import Flusher
 from . import relay, sse
 from .anthropic import AnthropicMessages
 from .apis import FETCH_TOOL, Api, OddAnswer, Usage, Watch, dumps
@@ -65,7 +66,8 @@ class Gateway:
         self.session_config = config.session_config()
         self.metrics = Metrics()
         self.workers = Workers(config.worker_threads)
-        self.registry = Registry(config, self.session_config, self.workers)
+        self.flusher = Flusher() if config.writes_behind() else None
+        self.registry = Registry(config, self.session_config, self.workers, self.flusher)
         self.upstream = Upstream(config, transport)
         self._evicting: asyncio.Task[None] | None = None
 
@@ -75,6 +77,8 @@ class Gateway:
         await self.registry.close()
         await self.upstream.close()
         self.workers.close()
+        if self.flusher is not None:
+            self.flusher.close()
 
     # --- the APIs --------------------------------------------------------------------------------
 

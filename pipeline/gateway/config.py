@@ -97,6 +97,11 @@ class GatewayConfig(BaseSettings):
                                 "fewer finish each request sooner.")
     max_open_sessions: int = Field(256, ge=1, description="Sessions kept open in memory; the least "
                                    "recently used beyond this are closed (their data stays in the store).")
+    hot_sessions: bool | None = Field(None, description="Keep an open session's state in memory and write "
+                                      "it to the store behind the request (session.writebehind): each "
+                                      "answer's end waits until the call is stored. The gateway must own "
+                                      "its sessions; None: on for a directory store, off for PostgreSQL, "
+                                      "whose replicas read what the others wrote before every call.")
     session: dict[str, Any] = Field(default_factory=dict, description="worksurface configuration for "
                                     "every session (window, stages, ...: the keys of worksurface.toml).")
 
@@ -105,6 +110,10 @@ class GatewayConfig(BaseSettings):
         if self.upstream:
             return self.upstream
         return self.anthropic_upstream if api == "anthropic" else self.openai_upstream
+
+    def writes_behind(self) -> bool:
+        """Whether sessions are kept hot with their writes behind the request (`hot_sessions`)."""
+        return self.hot_sessions if self.hot_sessions is not None else "://" not in self.store
 
     def session_config(self) -> Config:
         """The worksurface configuration sessions start from."""

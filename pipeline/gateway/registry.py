@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.config import Config
+from ..core.errors import SessionError
 from ..core.model import Origin
 from ..formats import ownmark
 from ..formats.reuse import Memo, Reuse
 from ..session.session import Session
+from ..session.writebehind import Flusher, StoreWriteError, WriteBehindStore
 from .config import GatewayConfig
 from .logs import event
 from .recognize import Recognized
@@ -68,16 +70,29 @@ class Entry:
         """Wait for the usage write under way, if any: a failed one is logged, never raised (the next
         call is then sized without it, as a first call is)."""
         task = self.recording
-        if task is None:
+        if task is not None:
+            try:
+                await asyncio.shield(task)
+            except Exception as exc:
+                event(logging.WARNING, "reported usage not stored", session=self.id,
+                      error=f"{type(exc).__name__}: {exc}"[:300])
+            finally:
+                if self.recording is task:
+                    self.recording = None
+        await self.stored()
+
+    async def stored(self) -> None:
+        """Wait until what this conversation's calls committed is in the durable store (a hot session's
+        writes go behind the request): an answer ends only then. A write that failed is logged; the
+        session is then reopened from the store on its next call (Registry.open)."""
+        store = self.session.store if self.session is not None else None
+        if not isinstance(store, WriteBehindStore):
             return
         try:
-            await asyncio.shield(task)
-        except Exception as exc:
-            event(logging.WARNING, "reported usage not stored", session=self.id,
-                  error=f"{type(exc).__name__}: {exc}"[:300])
-        finally:
-            if self.recording is task:
-                self.recording = None
+            await asyncio.wrap_future(store.durable_future())
+        except StoreWriteError as exc:
+            event(logging.WARNING, "session not stored: it is read again from the store on its next call",
+                  session=self.id, error=str(exc)[:300])
 
     def info(self) -> dict[str, Any]:
         return {"id": self.id, "api": self.api, "source": self.source, "created": self.created,
@@ -85,9 +100,11 @@ class Entry:
 
 
 class Registry:
-    def __init__(self, config: GatewayConfig, session_config: Config, workers: Workers) -> None:
+    def __init__(self, config: GatewayConfig, session_config: Config, workers: Workers,
+                 flusher: Flusher | None = None) -> None:
         self.config = config
         self.workers = workers
+        self.flusher = flusher      # hot sessions' writes (None: every call writes the store itself)
         self.session_config = session_config
         self._entries: OrderedDict[str, Entry] = OrderedDict()
 
@@ -104,10 +121,15 @@ class Registry:
         return self._entries.get(session_id)
 
     def open(self, entry: Entry) -> Session:
-        """The entry's session, opened on first use (in a worker thread, under the entry's lock)."""
+        """The entry's session, opened on first use (in a worker thread, under the entry's lock). A hot
+        session whose writes failed is dropped first: it is ahead of the store, which is read again."""
+        failed = entry.session.store if entry.session is not None else None
+        if isinstance(failed, WriteBehindStore) and failed.failed is not None:
+            entry.session, entry.reuse, entry.memo = None, Reuse(), Memo()
+            failed.close()      # releases the durable store; what it holds is the last stored commit
         if entry.session is None:
             stored = read_info(self.config.store, entry.id)
-            entry.session = open_gateway_session(self.config.store, entry.id, self.session_config)
+            entry.session = open_gateway_session(self.config.store, entry.id, self.session_config, self.flusher)
             if stored:
                 entry.summaries |= set(stored.get("summaries") or ())
                 entry.created = float(stored.get("created") or entry.created)
@@ -136,14 +158,23 @@ class Registry:
             if entry.session is not None and not entry.lock.locked():
                 session, entry.session = entry.session, None
                 entry.reuse, entry.memo = Reuse(), Memo()   # its next request is read whole, like a first one
-                await self.workers.run(session.close)
+                await self._close(entry, session)
                 excess -= 1
 
     async def close(self) -> None:
         for entry in self._entries.values():
             if entry.session is not None:
                 session, entry.session = entry.session, None
-                await self.workers.run(session.close)
+                await self._close(entry, session)
+
+    async def _close(self, entry: Entry, session: Session) -> None:
+        """Close a session (a hot one's writes stored first); one that cannot be stored is logged, and
+        the store keeps its last stored commit."""
+        try:
+            await self.workers.run(session.close)
+        except SessionError as exc:
+            event(logging.WARNING, "session not stored at close: the store keeps its last stored call",
+                  session=entry.id, error=str(exc)[:300])
 
     # --- the /sessions endpoints -----------------------------------------------------------------
 

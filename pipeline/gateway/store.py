@@ -25,6 +25,7 @@ from ..core.fileio import atomic_write
 from ..session.locations import delete_session, list_sessions, open_store
 from ..session.pgstore import is_postgres_url
 from ..session.session import Session
+from ..session.writebehind import Flusher, WriteBehindStore
 
 INFO_FILE = "gateway.json"
 # In a database, the gateway's notes about a session are this metadata key of the session.
@@ -55,15 +56,19 @@ def session_dir(store: str, session_id: str) -> Path:
     return Path(store) / session_id
 
 
-def open_gateway_session(store: str, session_id: str, config: Config) -> Session:
-    """The session `session_id` in `store`, created on first use."""
+def open_gateway_session(store: str, session_id: str, config: Config, flusher: Flusher | None = None) -> Session:
+    """The session `session_id` in `store`, created on first use; with `flusher`, kept hot in memory
+    and written behind (session.writebehind)."""
     _check(store, session_id)
     if not is_url(store):
         root = Path(store)
         root.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
         os.chmod(root, PRIVATE_DIR)
         session_dir(store, session_id).mkdir(exist_ok=True, mode=PRIVATE_DIR)
-    return Session.open(store, session_id=session_id, config=config)
+    if flusher is None:
+        return Session.open(store, session_id=session_id, config=config)
+    # Session.open closes the store it was given if the session cannot be opened on it.
+    return Session.open(WriteBehindStore(open_store(store, session_id, limits=config.store), flusher), config=config)
 
 
 def list_gateway_sessions(store: str) -> list[str]:

@@ -1,0 +1,260 @@
+"""A session kept hot in memory in front of its durable store, its writes applied behind the caller.
+
+A long-lived process that owns its sessions (the gateway: one process per conversation) reads a
+session's state once and then only writes it. `WriteBehindStore` answers every read from memory (a
+key it has not seen is read through from the durable store once), and turns each committed
+transaction into one batch that a `Flusher` thread applies to the durable store in one transaction of
+its own, in commit order, while the caller goes on. `durable()` is a future that completes once
+everything committed so far is stored: the gateway holds the end of an answer until then, so what a
+client saw answered is durable and a replica taking the next call reads it.
+
+The durable store is only ever behind, never different: batches are applied in order, each all or
+nothing, so after a crash it holds the state of some earlier commit. A failed batch fails the store
+(`StoreWriteError` on its next use); the owner then drops the hot copy and reopens the session from
+what is stored. The process must own the session: another writer's commits are not seen here.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
+
+from ..core.errors import SessionError
+from .store import ReentrantLock, Store
+
+log = logging.getLogger(__name__)
+
+# A value in memory is its text, the function that encodes a frozen value (`_put_deferred`), or DELETED.
+DELETED = object()
+
+
+class StoreWriteError(SessionError):
+    """The durable store refused a batch of a write-behind session: the hot copy is ahead of what is
+    stored, so it is no longer used (reopen the session from the store)."""
+
+
+class WriteBehindStore(Store):
+    """`durable`'s contract, read from memory and written behind (module doc). `flusher` applies the
+    batches (a process shares one)."""
+
+    def __init__(self, durable: Store, flusher: "Flusher") -> None:
+        super().__init__(durable.counter)
+        self.durable = durable
+        self._flusher = flusher
+        self._data: dict[str, Any] = {}
+        self._depth = 0
+        self._touched: dict[str, None] = {}         # keys written in the open transaction, in order
+        self._undo: dict[str, Any] = {}             # their values before it (absent: read through again)
+        self._locking = ReentrantLock(durable.location, lambda deadline, timeout: None, lambda: None)
+        self._failure: BaseException | None = None
+        self._last: Future[None] = _done()
+        self._guard = threading.Lock()              # `_last` and `_failure`, set by the flusher's thread
+
+    @property
+    def location(self) -> str:
+        return self.durable.location
+
+    @property
+    def failed(self) -> BaseException | None:
+        """Why a batch could not be stored (None: every batch so far was, or is on its way)."""
+        return self._failure
+
+    # --- key-value layer ---------------------------------------------------------------------------
+
+    def _get(self, key: str) -> str | None:
+        value = self._data.get(key, _ABSENT)
+        if value is _ABSENT:
+            text = self.durable._get(key)
+            self._data[key] = DELETED if text is None else text
+            return text
+        if value is DELETED:
+            return None
+        if callable(value):
+            value = self._data[key] = value()
+        assert isinstance(value, str)
+        return value
+
+    def _get_many(self, keys: Sequence[str]) -> list[str | None]:
+        missing = [k for k in keys if k not in self._data]
+        if missing:
+            for key, text in zip(missing, self.durable._get_many(missing)):
+                self._data[key] = DELETED if text is None else text
+        return [self._get(k) for k in keys]
+
+    def _put(self, key: str, text: str) -> None:
+        self._set(key, text)
+
+    def _put_deferred(self, key: str, encode: Callable[[], str]) -> None:
+        self._set(key, encode)      # encoded by the flusher, off the caller's path
+
+    def _delete(self, key: str) -> None:
+        self._set(key, DELETED)
+
+    def _set(self, key: str, value: Any) -> None:
+        if not self._depth:
+            with self._atomic():
+                self._set(key, value)
+            return
+        if key not in self._touched:
+            self._touched[key] = None
+            self._undo[key] = self._data.get(key, _ABSENT)
+        self._data[key] = value
+
+    def _keys(self) -> list[str]:
+        keys = dict.fromkeys(self.durable._keys())
+        keys.update(dict.fromkeys(self._data))
+        return [k for k in keys if self._data.get(k, _ABSENT) is not DELETED]
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        self._check_usable()
+        outermost = self._depth == 0
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            if outermost:
+                for key, old in self._undo.items():
+                    if old is _ABSENT:
+                        self._data.pop(key, None)
+                    else:
+                        self._data[key] = old
+            raise
+        else:
+            if outermost and self._touched:
+                batch = {key: self._data[key] for key in self._touched}
+                with self._guard:
+                    self._last = self._flusher.submit(self, batch)
+        finally:
+            self._depth -= 1
+            if outermost:
+                self._touched, self._undo = {}, {}
+
+    def _materialize(self, artifact_id: str, content: str) -> str | None:
+        # The file before the commit that names it, as the durable store writes it (an orphan is harmless).
+        return self.durable._materialize(artifact_id, content)
+
+    def lock(self, timeout: float = 30.0) -> Any:
+        """This object's lock (the process owns the session: the durable store's lock is taken per batch)."""
+        self._check_usable()
+        return self._locking.hold(timeout)
+
+    def check(self) -> None:
+        self.durable.check()
+
+    def _committed_before(self) -> bool:
+        return self.durable._committed_before()
+
+    # --- durability --------------------------------------------------------------------------------
+
+    def durable_future(self) -> "Future[None]":
+        """Completes once every transaction committed so far is in the durable store (with the
+        `StoreWriteError` of a batch that could not be stored)."""
+        with self._guard:
+            return self._last
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything committed is stored; `StoreWriteError` if a batch was not."""
+        self.durable_future().result(timeout)
+
+    def close(self) -> None:
+        """Store what is still on its way, then release the durable store."""
+        try:
+            if self._failure is None:
+                self.flush()
+        finally:
+            self.durable.close()
+
+    def _check_usable(self) -> None:
+        failure = self._failure
+        if failure is not None:
+            raise StoreWriteError(f"{self.location}: a write behind the session failed ({failure}); the hot copy "
+                                  "is no longer used: reopen the session from the store") from failure
+
+    def _fail(self, exc: BaseException) -> None:
+        with self._guard:
+            if self._failure is None:
+                self._failure = exc
+
+
+_ABSENT = object()
+
+
+def _done() -> "Future[None]":
+    future: Future[None] = Future()
+    future.set_result(None)
+    return future
+
+
+class Flusher:
+    """One thread applying write-behind batches to their durable stores, in the order they were
+    committed. Batches of one store that queue up while the thread is busy are applied as one
+    transaction (the later value of a key wins): the durable store then skips the states between."""
+
+    def __init__(self, name: str = "worksurface-write-behind") -> None:
+        self._queue: queue.SimpleQueue[tuple[WriteBehindStore, dict[str, Any], Future[None]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    def submit(self, store: WriteBehindStore, batch: dict[str, Any]) -> "Future[None]":
+        if self._closed:
+            raise StoreWriteError(f"{store.location}: the write-behind thread is stopped")
+        future: Future[None] = Future()
+        self._queue.put((store, batch, future))
+        return future
+
+    def close(self) -> None:
+        """Apply what is queued, then stop the thread."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join()
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            item = self._queue.get()
+            pending = [item]
+            while True:         # what queued meanwhile goes in the same round
+                try:
+                    pending.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(p is None for p in pending)
+            rounds: dict[int, tuple[WriteBehindStore, dict[str, Any], list[Future[None]]]] = {}
+            for p in pending:
+                if p is None:
+                    continue
+                store, batch, future = p
+                merged = rounds.setdefault(id(store), (store, {}, []))
+                merged[1].update(batch)
+                merged[2].append(future)
+            for store, batch, futures in rounds.values():
+                self._apply(store, batch, futures)
+
+    @staticmethod
+    def _apply(store: WriteBehindStore, batch: dict[str, Any], futures: list["Future[None]"]) -> None:
+        error: BaseException | None = store.failed
+        if error is None:
+            try:
+                durable = store.durable
+                with durable.lock(), durable.transaction():
+                    for key, value in batch.items():
+                        if value is DELETED:
+                            durable._delete(key)
+                        else:
+                            durable._put(key, value() if callable(value) else value)
+            except BaseException as exc:   # the store is failed; its owner reopens it from what is stored
+                log.warning("write-behind batch not stored at %s: %s", store.location, exc)
+                store._fail(exc)
+                error = exc
+        for future in futures:
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(StoreWriteError(f"{store.location}: not stored ({error})"))
