@@ -36,6 +36,7 @@ from ..formats import ownmark
 from ..graph.compose import load_langgraph
 from ..session.writebehind import Flusher
 from . import relay, sse
+from .collector import Collector
 from .anthropic import AnthropicMessages
 from .apis import FETCH_TOOL, Api, OddAnswer, Usage, Watch, dumps
 from .fetch import MAX_FETCH_ROUNDS, Answered, FetchCall, Round
@@ -67,6 +68,7 @@ class Gateway:
         self.metrics = Metrics()
         self.workers = Workers(config.worker_threads)
         self.flusher = Flusher() if config.writes_behind() else None
+        self.collector = Collector(config.collect_interval)
         self.registry = Registry(config, self.session_config, self.workers, self.flusher)
         self.upstream = Upstream(config, transport)
         self._evicting: asyncio.Task[None] | None = None
@@ -83,6 +85,19 @@ class Gateway:
     # --- the APIs --------------------------------------------------------------------------------
 
     async def handle(self, api: Api, request: Request) -> Response:
+        self.collector.enter()
+        try:
+            response = await self._handle(api, request)
+        except BaseException:
+            self.collector.leave()
+            raise
+        if isinstance(response, StreamingResponse):     # under way until its last chunk is sent
+            response.body_iterator = _finally(response.body_iterator, self.collector.leave)
+        else:
+            self.collector.leave()
+        return response
+
+    async def _handle(self, api: Api, request: Request) -> Response:
         started = time.perf_counter()
         raw = await request.body()
         url = join_url(self.config.upstream_for(api.NAME), request.url.path, request.url.query)
@@ -467,7 +482,9 @@ def create_app(config: GatewayConfig, transport: httpx.AsyncBaseTransport | None
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await gateway.workers.run(get_encoding)     # loaded once here, not in a first request's time
         await gateway.workers.run(load_langgraph)   # so is the graph a session's first compaction runs
+        gateway.collector.start()                   # what is alive now is never collected again
         yield
+        await gateway.collector.stop()
         await gateway.close()
 
     routes = [
@@ -506,6 +523,15 @@ async def _then(chunks: AsyncIterator[bytes], done: Callable[[], Awaitable[None]
     await done()
     if held is not None:
         yield held
+
+
+async def _finally(chunks: AsyncIterator[Any], done: Callable[[], None]) -> AsyncIterator[Any]:
+    """`chunks`, then `done()` however the stream ends (sent, failed or dropped by the client)."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        done()
 
 
 async def _chunks(upstream: UpstreamResponse) -> AsyncIterator[bytes]:

@@ -102,6 +102,9 @@ class GatewayConfig(BaseSettings):
                                       "answer's end waits until the call is stored. The gateway must own "
                                       "its sessions; None: on for a directory store, off for PostgreSQL, "
                                       "whose replicas read what the others wrote before every call.")
+    collect_interval: float = Field(30.0, gt=0, description="Seconds between the full garbage collections "
+                                    "the gateway runs at a quiet moment (gateway.collector), instead of "
+                                    "Python's own, which would stop whichever request was under way.")
     session: dict[str, Any] = Field(default_factory=dict, description="worksurface configuration for "
                                     "every session (window, stages, ...: the keys of worksurface.toml).")
 
