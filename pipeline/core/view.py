@@ -348,6 +348,12 @@ class IncrementalRecovery:
 
     def __init__(self) -> None:
         self._full: list[Message] = []  # the previous call's transcript (its message objects)
+        # The previous call's output list, and how many leading messages this call's output shares
+        # with it as the very same objects: a caller that kept what it was given last (the session's
+        # log) knows that much of the new output without comparing it again.
+        self.previous: list[Message] | None = None
+        self.unchanged = 0
+        self._last: list[Message] | None = None
         self._reset(0)
 
     def _reset(self, start: int) -> None:
@@ -379,13 +385,18 @@ class IncrementalRecovery:
         apis = _api_ids(window)
         if not self._open.isdisjoint(results) or not self._api.isdisjoint(apis):
             self._reset(self.start)
+        # The fixed output of earlier calls stays as it is (it only grows), so the previous output's
+        # first len(_out) messages are this one's too; after a reset nothing is known to be shared.
+        unchanged = len(self._out)
         # What can no longer change is fixed first, so only the part after it is recovered here: each
         # message is recovered once, not once in the window and again when it is fixed.
         fixed = self._advance(live)
         window = live[self._stable:]
         done = clean_recovered(close_interrupted(window))
         self.recomputed = fixed + len(window)
-        return Recovered(self._out + done.messages, tuple(self._removed) + done.removed, self._gone | done.gone)
+        out = self._out + done.messages
+        self.previous, self.unchanged, self._last = self._last, unchanged, out
+        return Recovered(out, tuple(self._removed) + done.removed, self._gone | done.gone)
 
     def _advance(self, live: Sequence[Message]) -> int:
         """Fix the output up to the start of the last assistant turn, when nothing after it can change

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -129,11 +130,24 @@ def common_prefix_tokens(previous: Sequence[Message], current: Sequence[Message]
     return _common_prefix(previous, current, counter)[0]
 
 
-def _common_prefix(previous: Sequence[Message], current: Sequence[Message], counter: TokenCounter) -> tuple[int, bool]:
+def _common_prefix(previous: Sequence[Message], current: Sequence[Message], counter: TokenCounter,
+                   previous_tokens: int | None = None) -> tuple[int, bool]:
     """`common_prefix_tokens`, and whether the match ended at a message that differs (rather than at
-    the end of either list): a later view that extends `current` then shares exactly as much."""
-    total = 0
-    for a, b in zip(previous, current):
+    the end of either list): a later view that extends `current` then shares exactly as much.
+    `previous_tokens`: the tokens of all of `previous`, when known (the shared run of the very same
+    objects is then counted from whichever of its two sides is shorter)."""
+    # The leading run of the very same objects is found at C speed; the comparison by content goes on
+    # from where it ends, as it would have from the start.
+    same = list(map(operator.is_, previous, current))
+    try:
+        start = same.index(False)
+    except ValueError:
+        start = len(same)
+    if previous_tokens is not None and start > len(previous) // 2:
+        total = previous_tokens - counter.messages(previous[start:])
+    else:
+        total = counter.messages(previous[:start])
+    for a, b in zip(previous[start:], current[start:]):
         if same_content(a, b):
             total += counter.message(b)
             continue
@@ -217,6 +231,9 @@ class _Entry:
     # The cached entry whose view this one's began with when it was sent (None: none, or it left the
     # cache): a view that begins with this one's begins with that one's too, unchecked.
     base: "_Entry | None" = None
+    # The list the caller sent (`view` is a copy of it): a caller that says a later view begins with
+    # that list (`PromptCache.send`'s `extends`) is taken at its word for this entry.
+    sent: object = None
 
     def common_tokens(self, view: Sequence[Message], counter: TokenCounter, extends: bool | None = None) -> int:
         """Tokens at the start of `view` equal to this entry's view (`extends`: whether `view` begins
@@ -226,7 +243,7 @@ class _Entry:
         known = self.compared
         if known is not None and begins_with(view, known[0]):
             return known[1]
-        common, settled = _common_prefix(self.view, view, counter)
+        common, settled = _common_prefix(self.view, view, counter, self.tokens)
         self.compared = (list(view), common) if settled else None
         return common
 
@@ -245,9 +262,11 @@ class PromptCache:
     _last_at: float | None = None
 
     def send(self, view: Sequence[Message], at: float | None = None, output_tokens: int = 0,
-             tokens: int | None = None) -> BilledCall:
+             tokens: int | None = None, extends: Sequence[Message] | None = None) -> BilledCall:
         """Bill one call. `tokens`: the view's size when the caller knows it (a session keeps a
-        running total), so a call that only appended messages costs no pass over the whole view."""
+        running total), so a call that only appended messages costs no pass over the whole view.
+        `extends`: a list sent before, unchanged since, that the caller knows `view` begins with (its
+        entry is then not compared again)."""
         at = self._last_at if at is None else at
         live = [e for e in self._entries if not self._expired(e, at)]
         cold = bool(self._entries) and not live
@@ -258,9 +277,10 @@ class PromptCache:
         vouched: set[int] = set()
         extended: _Entry | None = None
         for entry in reversed(live):
-            extends = id(entry) in vouched or begins_with(view, entry.view)
-            commons[id(entry)] = entry.common_tokens(view, self.counter, extends)
-            if extends:
+            grows = (id(entry) in vouched or (extends is not None and entry.sent is extends)
+                     or begins_with(view, entry.view))
+            commons[id(entry)] = entry.common_tokens(view, self.counter, grows)
+            if grows:
                 extended = extended or entry
                 base = entry.base
                 while base is not None:
@@ -279,7 +299,7 @@ class PromptCache:
         self.total += cost
         if hit is not None:
             hit.last_used = at
-        entries = (live + [_Entry(list(view), at, tokens, base=extended)])[-MAX_CACHE_ENTRIES:]
+        entries = (live + [_Entry(list(view), at, tokens, base=extended, sent=view)])[-MAX_CACHE_ENTRIES:]
         kept = {id(e) for e in entries}
         for e in entries:  # an entry that left the cache vouches for nothing (and is freed)
             if e.base is not None and id(e.base) not in kept:
@@ -304,7 +324,8 @@ class PromptCache:
             return
         self.calls, self.total, self._last_at = int(data["calls"]), float(data["total"]), data.get("last_at")
         if last_view:
-            self._entries = [_Entry(list(last_view), data.get("last_used"), self.counter.messages(last_view))]
+            self._entries = [_Entry(list(last_view), data.get("last_used"), self.counter.messages(last_view),
+                                    sent=last_view)]
 
     def _expired(self, entry: _Entry, at: float | None) -> bool:
         if at is None or entry.last_used is None:

@@ -46,16 +46,19 @@ class ProtectedIds:
     in the messages after it, instead of back through a long agentic run on every call."""
 
     def __init__(self) -> None:
-        self._seen: tuple[list[Message], int | None] | None = None  # (the previous view, its user turn)
+        # (the previous view, its user turn, the list the caller passed for it)
+        self._seen: tuple[list[Message], int | None, object] | None = None
 
-    def __call__(self, view: Sequence[Message]) -> frozenset[str]:
+    def __call__(self, view: Sequence[Message], extends: Sequence[Message] | None = None) -> frozenset[str]:
+        """`protected_ids(view)`. `extends`: a list passed before, unchanged since, that the caller
+        knows `view` begins with (not compared again when it is the previous one)."""
         seen = self._seen
-        if seen is not None and begins_with(view, seen[0]):
+        if seen is not None and ((extends is not None and seen[2] is extends) or begins_with(view, seen[0])):
             start, turn = len(seen[0]), seen[1]
         else:
             start, turn = 0, None
         found = last_user_turn_index(view[start:])
         if found is not None:
             turn = start + found
-        self._seen = (list(view), turn)
+        self._seen = (list(view), turn, view)
         return protected_ids(view, turn)

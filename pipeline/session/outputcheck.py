@@ -23,15 +23,18 @@ class OutputChecks:
     """The checks of one session's output views, remembering the last view each one read."""
 
     def __init__(self) -> None:
-        self._ids: tuple[list[Message], set[str]] | None = None  # (a view checked, its message ids)
+        # (a view checked (a copy), its message ids, the list the caller passed)
+        self._ids: tuple[list[Message], set[str], object] | None = None
         self._hash: tuple[list[Message], Any] | None = None  # (a view, its running digest state)
 
-    def check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True) -> None:
-        """Raise InvariantError when `view` (made from `live` by `edits`) breaks an invariant."""
+    def check(self, live: list[Message], view: list[Message], edits: Sequence[Edit] = (), rewound: bool = True,
+              base: Sequence[Message] | None = None) -> None:
+        """Raise InvariantError when `view` (made from `live` by `edits`) breaks an invariant. `base`: a
+        list checked or digested before, unchanged since, that the caller knows `view` begins with."""
         if not rewound and edits and all(status_only(e) for e in edits):
             # The status bar inserts and removes only its own messages, which carry no tool blocks: pairing
             # cannot change, so only the ids are checked.
-            if not self._ids_unique(view):
+            if not self._ids_unique(view, base):
                 raise InvariantError("worksurface produced an invalid view: " + "; ".join(check_no_duplicates(view)[:5]))
             return
         before_calls, before_results = orphans(live)
@@ -43,13 +46,13 @@ class OutputChecks:
         if problems:
             raise InvariantError("worksurface produced an invalid view: " + "; ".join(problems[:5]))
 
-    def _ids_unique(self, view: list[Message]) -> bool:
+    def _ids_unique(self, view: list[Message], base: Sequence[Message] | None = None) -> bool:
         known = self._ids
         if known is not None:
             # The view checked before had each id once: without the ids of its messages from where this
             # view first differs (the status bar's own message, mostly), the set holds those before it.
-            checked, ids = known
-            n = shared_length(view, checked)
+            checked, ids, passed = known
+            n = len(checked) if base is not None and passed is base else shared_length(view, checked)
             ids.difference_update(m.id for m in checked[n:])
             new = view[n:]
         else:
@@ -59,14 +62,15 @@ class OutputChecks:
                 self._ids = None
                 return False
             ids.add(m.id)
-        self._ids = (list(view), ids)
+        self._ids = (list(view), ids, view)
         return True
 
-    def digest(self, view: list[Message]) -> str:
+    def digest(self, view: list[Message], extends: Sequence[Message] | None = None) -> str:
         """`view_digest(view)`, hashing only the messages after the previous view when `view` starts
-        with it."""
+        with it (`extends`: a list digested before, unchanged since, that the caller knows `view`
+        begins with: not compared again when it is the previous one)."""
         previous = self._hash
-        if previous is not None and begins_with(view, previous[0]):
+        if previous is not None and ((extends is not None and previous[0] is extends) or begins_with(view, previous[0])):
             h = _hashed(previous[1].copy(), view[len(previous[0]):])
         else:
             h = _hashed(hashlib.blake2b(digest_size=16), view)

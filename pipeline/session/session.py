@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..core.clearing import HARNESS_STAGE, clearing_edits
 from ..core.config import Config
-from ..core.edits import Edit, apply_edits, breaks_sent_prefix, refers_to, removed_refs
+from ..core.edits import Edit, Insert, apply_edits, breaks_sent_prefix, refers_to, removed_refs
 from ..core.errors import (ArtifactNotFoundError, CommitConflictError, ContextOverflowError, SessionError,
                            StoreDamagedError)
 from ..formats.base import Transcript
@@ -101,6 +101,10 @@ class Session:
         with reading_stored(store, "token cache"):
             self.counter.load_message_counts(store.token_cache())
         self._log: list[Message] = store.log_messages()
+        self._log_source: list[Message] | None = None  # the recovered live list the log was last committed from
+        # The view the last committed call started from, when the view it sent began with it (that
+        # call's stages edited nothing and its status only appended): the next view begins with it too.
+        self._view_base: list[Message] | None = None
         self._digests: list[str] = [m.digest for m in self._log]
         # Running token totals, so a call counts only its new messages: _log_tokens[i] is the tokens of
         # the log's first i messages; _view_tokens is (the cached view object, its tokens).
@@ -262,13 +266,13 @@ class Session:
             repeat = self._repeat(live, keep, usage, force)
             if repeat is not None:
                 return repeat
-            view = self._current_view(live, keep)
+            view, base = self._current_view(live, keep)
             raw_tokens = self._log_tokens[keep] + self.counter.messages(live[keep:])
             # The harness's own clearings (core/clearing.py) in the new messages: sticky edits, so the
             # view, its size and the stages follow what the harness sends; the log keeps the originals.
             harness = clearing_edits(live, keep if self._log and not rewound else 0)
             if harness:
-                view = apply_edits(view, harness)
+                view, base = apply_edits(view, harness), None
                 counted = self.counter.messages(view)
                 self._counted = (view, counted)
             else:
@@ -292,7 +296,7 @@ class Session:
             # stages leave under the threshold is still under it with its status.
             offset += self.counter.messages(planned[1].messages)
             ctx = self._context(now, force, instructions, view, live, keep, transcript, status_inputs, offset,
-                                raw_tokens)
+                                raw_tokens, self._view_base if base is not None else None)
             ctx = dataclasses.replace(ctx, calibration=calibration, usage_offset=usage_offset)
             final = self._run_graph(view, counted, offset, ctx)
             new_edits: list[Edit] = [*harness, *final["edits"]]
@@ -302,14 +306,21 @@ class Session:
             if status_edits:
                 out_view = apply_edits(out_view, status_edits)
                 new_edits += status_edits
+            # Whether the view sent begins with the one committed last (no stage edited, and the status
+            # only appended): then what remembers that view (the bill, the digest, the checks) reads only
+            # what follows it. One identity pass here instead of one in each of them.
+            grown = final["view"] is view and (_appends_only(status_edits, view) or begins_with(out_view, view))
+            sent_base = base if grown else None
             if new_edits or rewound:
-                self._checks.check(live, out_view, new_edits, bool(rewound))  # an unedited view: the previous one plus new
+                # an unedited view: the previous one plus new
+                self._checks.check(live, out_view, new_edits, bool(rewound), base=sent_base)
             report = build_report(final, self._graph.names, self._known_tokens(final["view"]), raw_tokens,
                                   counted + offset, started, rewound)
             report.sizes = view_sizes(ctx, counted, report.tokens_after, report.boundary is not None, anchored)
             report.notices += usage_notices
             report.status = status_report
-            billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view))
+            billed = self._billing.send(out_view, now, tokens=self._known_tokens(out_view, extends=grown),
+                                        extends=sent_base)
             report.cost, report.cost_total = billed.cost, billed.total
             recovery = recovered.notes(self._noted)
             report.notices += recovery
@@ -319,7 +330,8 @@ class Session:
             add_notices(report, ctx, self.config, self.store.get_meta, counted)
             size = measured_size(ctx, report.tokens_after, bool(report.boundary), counted)
             over = overflowed(report, size, self.config)
-            self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, over, size)
+            self._commit(live, keep, new_edits, out_view, now, report, new_status, usage, over, size, sent_base)
+            self._view_base = view if grown else None
             # The caller's own list: a harness that appends to the view it got must not change the one
             # the session goes on from (the next call would show the appended messages twice).
             prepared = Prepared(list(out_view), report, list(final["cache_edits"]))
@@ -377,8 +389,11 @@ class Session:
         """(messages of the log still valid, messages rewound). A rewind drops the edits about the
         removed messages and restarts the status bar."""
         n = min(len(self._log), len(live))
-        keep = 0
-        if all(map(operator.is_, self._log[:n], live[:n])):
+        # The log holds the output recovery gave the call committed last: the messages recovery says it
+        # gave again, as the same objects, need no comparing (a long session's log is most of it).
+        recovery = self._recovery
+        keep = min(n, recovery.unchanged) if recovery.previous is self._log_source is not None else 0
+        if all(map(operator.is_, self._log[keep:n], live[keep:n])):
             keep = n  # the same message objects as the previous call (C speed, no digest compared)
         while keep < n and self._digests[keep] == live[keep].digest:
             keep += 1
@@ -421,13 +436,14 @@ class Session:
         self._counted = (view, tokens)
         return tokens
 
-    def _current_view(self, live: list[Message], keep: int) -> list[Message]:
-        """Stored edits applied to the live transcript; incremental when only messages were appended
-        (edits only ever refer to messages that existed when they were made)."""
+    def _current_view(self, live: list[Message], keep: int) -> tuple[list[Message], list[Message] | None]:
+        """Stored edits applied to the live transcript, and the view committed last when the result
+        begins with it (None: rebuilt); incremental when only messages were appended (edits only ever
+        refer to messages that existed when they were made)."""
         cached = self._cached
         if cached is not None and cached[0] == keep and cached[1] == len(self._edits) and keep == len(self._log):
-            return cached[2] + live[keep:]
-        return apply_edits(live, self._edits)
+            return cached[2] + live[keep:], cached[2]
+        return apply_edits(live, self._edits), None
 
     def _calibration(self, full: Sequence[Message], usage_offset: int) -> Calibration:
         """The calibration of the transcript's usage (read incrementally), or without any recorded
@@ -437,7 +453,8 @@ class Session:
 
     def _context(self, now: float, force: bool, instructions: str | None, view: list[Message],
                  live: list[Message], keep: int, transcript: Transcript | Sequence[Message],
-                 status: StatusInputs, offset: int, raw_tokens: int) -> StageContext:
+                 status: StatusInputs, offset: int, raw_tokens: int,
+                 view_base: list[Message] | None = None) -> StageContext:
         store = self.store
         last = store.get_meta("last_prepare_at")
         snips = [(tuple(ids), reason) for ids, reason in store.get_meta("pending_snips", [])]
@@ -453,7 +470,7 @@ class Session:
         return StageContext(
             config=self.config, counter=self.counter, artifacts=store, now=now,
             idle_seconds=None if last is None else max(0.0, now - last), forced=force, epoch=epoch,
-            protected=self._protected(view), token_offset=offset, transcript=live,
+            protected=self._protected(view, extends=view_base), token_offset=offset, transcript=live,
             queued_inputs=_queued(transcript), ledger=self.ledger,
             # New since the previous call, so never sent; on a session's first call the transcript's
             # own history was sent by the harness already (the stage then judges from its shape).
@@ -474,13 +491,14 @@ class Session:
         # Most calls edit nothing: the graph's path is walked directly, compile-run only when a stage acts.
         return self._graph.run(start, ctx)
 
-    def _known_tokens(self, view: list[Message]) -> int:
+    def _known_tokens(self, view: list[Message], extends: bool = False) -> int:
         """Tokens of a view: from the running total when it starts with the view counted last in this
         call (the same message objects: nothing fired, or only messages were added at its end). The
         view becomes the one counted last: the graph's output, the view sent with its status and the
-        view committed are mostly one another's extensions, each checked once."""
+        view committed are mostly one another's extensions, each checked once. `extends`: the caller
+        knows `view` begins with the view counted last."""
         base, tokens = self._counted
-        if begins_with(view, base):
+        if extends or begins_with(view, base):
             tokens += self.counter.messages(view[len(base):])
         else:
             tokens = self.counter.messages(view)
@@ -489,8 +507,10 @@ class Session:
 
     def _commit(self, live: list[Message], keep: int, new_edits: list[Edit], view: list[Message],
                 now: float, report: PrepareReport, status: PublisherState,
-                usage: int | tuple[str, int] | None, overflowed: bool, size: int) -> None:
-        """Everything this call decided, in one transaction: a crash leaves the previous state."""
+                usage: int | tuple[str, int] | None, overflowed: bool, size: int,
+                base: list[Message] | None = None) -> None:
+        """Everything this call decided, in one transaction: a crash leaves the previous state.
+        `base`: the view committed before, when `view` begins with it."""
         store = self.store
         meta = MetaWriter(store, self._meta_held, self._generation)
         expected = self._generation
@@ -522,7 +542,7 @@ class Session:
             # Only the parts of the ledger this call changed: per-call work follows what is new.
             ledger_save = self.ledger.write(store.set_meta)
             store.set_meta("last_view_tail", view[-1].id if view else None)
-            store.set_meta("view_digest", self._checks.digest(view))
+            store.set_meta("view_digest", self._checks.digest(view, extends=base))
             store.update_token_cache(self.counter.take_unsaved())
             store.set_meta("billing", self._billing.state_json())
             self._bump_generation(expected)
@@ -530,8 +550,12 @@ class Session:
         self.status_bar.reset_pending = False
         if ledger_save is not None:
             self.ledger.saved(ledger_save)
-        self._log = self._log[:keep] + list(live[keep:])
-        self._digests = self._digests[:keep] + [m.digest for m in live[keep:]]
+        # In place: the log is this object's own list (the store's is written above), and a copy of
+        # the whole log on every call would cost what the session holds, not what is new.
+        del self._log[keep:], self._digests[keep:]
+        self._log += live[keep:]
+        self._digests += [m.digest for m in live[keep:]]
+        self._log_source = live
         del self._log_tokens[keep + 1:]
         self._log_tokens.extend(itertools.accumulate(map(self.counter.message, live[keep:]),
                                                      initial=self._log_tokens[keep]))
@@ -578,6 +602,14 @@ class Session:
             return None
         tokens = kept.get("tokens")
         return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+
+
+def _appends_only(edits: Sequence[Edit], view: Sequence[Message]) -> bool:
+    """Whether applying `edits` to `view` keeps all of `view` at its start: inserts after its last
+    message (found first, searching from the end, whatever the inserts before added after it) or at the
+    end. Decided from the edits, without a pass over the view."""
+    last = view[-1].id if view else None
+    return all(isinstance(e, Insert) and e.after in (None, last) for e in edits)
 
 
 def _queued(transcript: Transcript | Sequence[Message]) -> tuple[tuple[str | None, str], ...]:
