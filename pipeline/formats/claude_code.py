@@ -37,7 +37,7 @@ from .claude_code_records import (BOUNDARY_SUBTYPE, CLEARED_RESULT, CLEARING_SUB
 from .claude_code_window import WindowEvidence
 from .claude_code_writer import fit_usage, record_uuid, session_lines, write, write_chunks, write_session
 from .damaged import DamagedLine, ParsedLine, first_record, lines, orphaned_by, parsed_lines
-from .validate import mark_unanswered
+from .validate import INTERRUPTED, mark_unanswered
 
 __all__ = ["BOUNDARY_SUBTYPE", "CLEARED_RESULT", "NAME", "RECORD_TYPES", "UUID_NAMESPACE", "WRITABLE",
            "fit_usage", "read", "read_records", "record_id", "record_uuid", "session_lines", "sniff", "write",
@@ -79,6 +79,8 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
     segment_calls: dict[str, int] = {}  # call id -> line, since the last compact boundary
     uuids: dict[str, int] = {}  # record uuid -> line
     results: list[tuple[str, int, str | None]] = []  # (call id, line, record uuid)
+    calling: set[str] = set()  # ids of the messages that hold tool calls
+    boundaries = 0
     last_id: str | None = None
     count = 0
     damaged: list[DamagedLine] = []
@@ -87,6 +89,7 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
     window = WindowEvidence()
     parents: dict[str, Any] = {}  # record uuid -> parentUuid, every record (a preserved segment is walked)
     instructions: str | None = None  # a manual /compact's, queued and not yet applied
+    # Once per record of a file of 100k: each line below is worth its microsecond (see benchmarks/large.py).
     for number, line, record in parsed:
         count += 1
         if isinstance(record, DamagedLine):
@@ -102,21 +105,25 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
         if keep is None and keeps_line(line):
             lines[id(record)] = (record, line)
         try:
-            _check_uuid(record, uuids, number)
+            uuid = record.get("uuid")
+            if uuid is not None:
+                _check_uuid(uuid, uuids, number)
+                parents[uuid] = record.get("parentUuid")
             window.see(record, number)
-            if isinstance(record.get("uuid"), str):
-                parents[record["uuid"]] = record.get("parentUuid")
+            kind = record.get("type")
             if is_message_record(record):
                 message = _read_message(record)
-                if message.meta.get("compact_boundary") and instructions is not None:
+                boundary = kind == "system"  # the one system record that is a message
+                if boundary and instructions is not None:
                     message = replace(message, meta={**message.meta, "instructions": instructions})
-                if message.meta.get("compact_boundary") or record["type"] == "assistant":
+                if boundary or kind == "assistant":
                     instructions = None  # applied by this compaction, or the agent went on without it
                 messages.append(keep(message) if keep is not None else message)
                 last_id = message.id
-                if message.meta.get("compact_boundary"):
+                if boundary:
                     # Calls before a boundary are history; a later epoch may repeat them (a kept tail).
                     segment_calls = {}
+                    boundaries += 1
                 for block in message.blocks:
                     if isinstance(block, ToolResult):
                         results.append((block.call_id, number, message.id))
@@ -126,20 +133,20 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
                                                f"{segment_calls[block.id]}): a call id must be unique")
                         segment_calls[block.id] = number
                         call_ids.add(block.id)
-                        if record["type"] == "assistant":  # where harnesses write calls: what a result may answer
+                        calling.add(message.id)
+                        if kind == "assistant":  # where harnesses write calls: what a result may answer
                             readable_calls.add(block.id)
-            elif isinstance(record.get("type"), str):
+            elif isinstance(kind, str):
                 # Not a message: progress, snapshots, queue operations, and the record types every
                 # Claude Code release adds (attachment, cost-state, api-request, ...), kept verbatim.
                 extras.append((last_id, record))
-                if record["type"] == "queue-operation" and record.get("operation") == QUEUE_ENQUEUE:
+                if kind == "queue-operation" and record.get("operation") == QUEUE_ENQUEUE:
                     text = _queued_text(record.get("content"))
                     queued.append((last_id, text))
                     instructions = _compact_instructions(text) if text.startswith(COMPACT_COMMAND) else instructions
                 elif _is_clearing_record(record) and messages:
                     _note_clearing(messages, record)
             else:
-                kind = record.get("type")
                 raise RecordError(f"record type must be a string, not {kind!r}" if kind is not None
                                    else "record has no 'type'")
         except (RecordError, BlockError) as exc:
@@ -156,9 +163,13 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
             raise FormatError(f"tool_result for tool_use id {call_id!r}, which never appears in the file",
                               path=path, line=number, record=uuid)
     notices: list[str] = []
-    messages, extras = relink_preserved(messages, extras, parents, uuids, notices, path)
-    # Calls without a result (the user interrupted, the session ended) are kept and flagged.
-    marked = mark_unanswered(messages)
+    read = len(messages)
+    if boundaries:  # only a boundary's preserved messages are relinked
+        messages, extras = relink_preserved(messages, extras, parents, uuids, notices, path)
+    # Calls without a result (the user interrupted, the session ended) are kept and flagged; the
+    # loop above saw every result and which messages call, unless relinking dropped a message.
+    marked = (_mark_unanswered(messages, {r[0] for r in results}, calling) if len(messages) == read
+              else mark_unanswered(messages))
     inferred = window.infer()
     meta: dict[str, Any] = {"window_inference": inferred.to_json()}
     if inferred.window is not None:
@@ -336,10 +347,21 @@ def _tokens_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _check_uuid(record: dict[str, Any], seen: dict[str, int], number: int) -> None:
-    uuid = record.get("uuid")
-    if uuid is None:
-        return
+def _mark_unanswered(messages: list[Message], answered: set[str], calling: set[str]) -> list[Message]:
+    """`validate.mark_unanswered` from what the reader gathered: the call ids some result answers and
+    the ids of the messages that call (only those are looked into)."""
+    out = messages
+    for i, m in enumerate(messages):
+        if m.id in calling:
+            missing = [c.id for c in m.tool_calls if c.id not in answered]
+            if missing:
+                out = out if out is not messages else list(messages)
+                out[i] = replace(m, meta={**m.meta, INTERRUPTED: missing})
+    return out
+
+
+def _check_uuid(uuid: Any, seen: dict[str, int], number: int) -> None:
+    """A record's uuid (not None) is a string no earlier record of the file has."""
     if not isinstance(uuid, str):
         raise RecordError(f"uuid must be a string, not {type(uuid).__name__}")
     if uuid in seen:
@@ -352,10 +374,11 @@ def _read_message(record: dict[str, Any]) -> Message:
     if not isinstance(record.get("uuid"), str):
         raise RecordError(f"{record['type']} record without a string uuid")
     role, origin, blocks = message_parts(record)
+    get = record.get
     meta: dict[str, Any] = {
-        "raw": record, "cwd": record.get("cwd"), "git_branch": record.get("gitBranch"),
-        "timestamp": record.get("timestamp"), "is_sidechain": bool(record.get("isSidechain")),
-        "is_meta": bool(record.get("isMeta")), "is_compact_summary": bool(record.get("isCompactSummary")),
+        "raw": record, "cwd": get("cwd"), "git_branch": get("gitBranch"), "timestamp": get("timestamp"),
+        "is_sidechain": True if get("isSidechain") else False, "is_meta": True if get("isMeta") else False,
+        "is_compact_summary": True if get("isCompactSummary") else False,
     }
     if "todos" in record:
         meta["todos"] = record["todos"]

@@ -26,7 +26,7 @@ def decode_content(content: Any) -> tuple[Block, ...]:
     if isinstance(content, str):
         return (Text(content),)
     if isinstance(content, list):
-        return tuple(decode_block(b) for b in content)
+        return tuple([decode_block(b) for b in content])
     raise BlockError(f"message.content must be a string or a list, not {type(content).__name__}")
 
 
@@ -35,7 +35,8 @@ def decode_block(block: Any) -> Block:
         raise BlockError(f"content block is a {type(block).__name__}, not an object")
     kind = block.get("type")
     if kind == "text":
-        return Text(_string(block, "text", "text block"))
+        text = block.get("text")
+        return Text(text) if isinstance(text, str) else Text(_string(block, "text", "text block"))
     if kind == "tool_use":
         call_id, name, args = block.get("id"), block.get("name"), block.get("input", {})
         if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(args, dict):

@@ -101,8 +101,10 @@ def message_parts(record: dict[str, Any]) -> tuple[str, Origin, tuple[Block, ...
     role = record.get(ROLE_FIELD, kind)
     if role not in ROLES:
         raise RecordError(f"unknown {ROLE_FIELD} {role!r}")
+    if ORIGIN_FIELD not in record:  # every record Claude Code wrote: no enum lookup
+        return role, Origin.CONVERSATION, blocks
     try:
-        origin = Origin(record.get(ORIGIN_FIELD, Origin.CONVERSATION.value))
+        origin = Origin(record[ORIGIN_FIELD])
     except ValueError:
         raise RecordError(f"unknown {ORIGIN_FIELD} {record.get(ORIGIN_FIELD)!r}") from None
     return role, origin, blocks

@@ -57,13 +57,17 @@ class WindowEvidence:
 
     def see(self, record: dict[str, Any], line: int) -> None:
         kind = record.get("type")
-        if kind == "assistant":
-            self._chosen(record.get("requestedModel"))
+        if kind == "assistant":  # most records of a session: the checks below are written out inline
+            model = record.get("requestedModel")
+            if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
+                self.model, self.chosen = model, True
             body = record.get("message")
             if isinstance(body, dict):
                 if not self.chosen:
                     self._api_model(body.get("model"))
-                self._size(_context_tokens(body.get("usage")), line, "a request's measured usage")
+                usage = body.get("usage")
+                if isinstance(usage, dict):
+                    self._size(_context_tokens(usage), line, "a request's measured usage")
         elif kind == "attachment":
             attachment = record.get("attachment")
             if isinstance(attachment, dict) and attachment.get("type") == "model":
@@ -113,5 +117,12 @@ def _context_tokens(usage: Any) -> int | None:
     """The context a request's usage measured (input, cache read and cache write tokens)."""
     if not isinstance(usage, dict):
         return None
-    parts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
-    return sum(p for p in parts if isinstance(p, int) and not isinstance(p, bool))
+    total = 0
+    for key in _CONTEXT_KEYS:
+        part = usage.get(key)
+        if isinstance(part, int) and not isinstance(part, bool):
+            total += part
+    return total
+
+
+_CONTEXT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

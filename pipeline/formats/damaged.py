@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
+import orjson
+
 from ..core import strictjson
 from ..core.errors import FormatError
 
@@ -53,9 +55,45 @@ class StrictError(FormatError):
     """`--strict`: a session file with a damaged line is refused instead of read around it."""
 
 
+# The fast path of `parse_line` (orjson) reads a line to the same value as `strictjson` except where
+# orjson differs, and those lines go to strictjson instead: an integer past 64 bits (orjson makes it a
+# float; a run of FAST_DIGITS digits anywhere in the line sends it), nesting near the depth where json
+# stops (orjson goes on to 1024 levels; a line with more than FAST_MAX_DEPTH brackets sends it), text
+# that is not UTF-8 (a lone surrogate) and any line orjson refuses (strictjson gives the error the
+# notice names). Lines over FAST_MAX_CHARS (a huge tool result) are read by strictjson as well: the
+# fast path would hold two more copies of them at once.
+FAST_DIGITS = 19
+FAST_MAX_DEPTH = 800
+FAST_MAX_CHARS = 1 << 20
+_DIGIT_RUN = b"0" * FAST_DIGITS
+_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # a digit -> "0", any other byte -> " "
+
+
+def _fast_record(line: str) -> Any:
+    """The line's JSON value by orjson, or None when strictjson must read it (see FAST_DIGITS)."""
+    if len(line) > FAST_MAX_CHARS:
+        return None
+    try:
+        data = line.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if _DIGIT_RUN in data.translate(_DIGITS):
+        return None
+    # Nesting FAST_MAX_DEPTH deep takes twice as many characters: a shorter line needs no count.
+    if len(data) > 2 * FAST_MAX_DEPTH and data.count(b"[") + data.count(b"{") > FAST_MAX_DEPTH:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
 def parse_line(line: str, number: int, last: bool) -> dict[str, Any] | DamagedLine:
     """One JSONL line as a record object, or the DamagedLine saying why it is not one. `last`: the
     line ends the file without a newline, so a line that does not parse is cut, not broken."""
+    record = _fast_record(line)
+    if isinstance(record, dict):
+        return record
     try:
         record = strictjson.loads(line)
     except strictjson.UnreadableNumber as exc:
