@@ -64,6 +64,7 @@ CONSTRAINTS = [
     ("MEDIUM_RE", "search", "Always run the linter before committing.", "The linter ran before the commit."),
     ("IMPERATIVE_RE", "match", "Use the existing HTTP client", "Useful helpers live in utils/"),
     ("TASK_COMMAND_RE", "search", "gh issue view 42 --comments", "gh issue list --state open"),
+    ("REVIEW_COMMAND_RE", "search", "gh pr view 40 --json title,body", "gh issue view 40 --json title,body"),
     ("TASK_TOOL_RE", "search", "get_issue", "create_issue"),  # the tool's name, MCP prefix dropped
     ("TASK_FILE_RE", "match", "TASK.md", "task_runner.py"),
     ("CONTENTS_OF_RE", "search", "Contents of /repo/CLAUDE.md (project instructions, checked into the codebase):\n\n"

@@ -314,3 +314,64 @@ def test_a_real_rollout_s_standing_start_leaves_a_small_target_s_text_its_floor(
     # With its usage: the measured fixed part (9k) and the standing start (15k counted) are both
     # outside the text's floor; the summary gets more than the whole quarter-of-the-target floor did.
     assert boundary["text_budget"] >= 3_000 and boundary["summary_budget"] > 1_000
+
+
+# ------------------------------------------ a tracker's JSON output is read as its words
+
+
+ISSUE_JSON = {"number": 12, "state": "OPEN", "url": "https://github.com/acme/api/issues/12",
+              "title": "Export invoices as CSV",
+              "body": "## Scope\n\nAdd `invoices export`.\n\n## Constraints\n\n- Do not add a new dependency.\n"
+                      "- Keep the JSON output unchanged.\n\n## Acceptance criteria\n\n- The CSV has a header row.",
+              "comments": [{"author": {"login": "ana"}, "body": "Never write the file outside the workspace."}]}
+
+
+def test_an_issue_read_as_json_gives_its_title_rules_and_criteria_as_plain_output_would() -> None:
+    import json
+
+    from worksurface.facts import standing_constraints, task_specs
+    from worksurface.facts.constraints import TASK_SPEC
+
+    s = Session()
+    s.user("Work on issue 12.")
+    s.call("Bash", {"command": "gh issue view 12 --json number,state,url,title,body,comments"},
+           json.dumps(ISSUE_JSON), tool_use_result={"stdout": json.dumps(ISSUE_JSON), "stderr": ""})
+    messages = s.transcript().messages
+    (spec,) = task_specs(messages)
+    assert spec.title == "Export invoices as CSV" and spec.criteria == ("The CSV has a header row.",)
+    rules = {c.text for c in standing_constraints(messages) if c.source == TASK_SPEC}
+    assert rules == {"Do not add a new dependency.", "Keep the JSON output unchanged.",
+                     "Never write the file outside the workspace."}
+
+
+def test_a_pull_request_read_is_task_text_but_its_description_states_no_rule() -> None:
+    import json
+
+    from worksurface.facts import standing_constraints, task_specs
+
+    pr = {"title": "feat: CSV export", "body": "- `bun run lint` passed.\n- No runtime code changed.\n"
+                                               "- Never merged without review."}
+    s = Session()
+    s.user("Is PR 40 ready?")
+    s.call("Bash", {"command": "gh pr view 40 --json title,body"}, json.dumps(pr),
+           tool_use_result={"stdout": json.dumps(pr), "stderr": ""})
+    messages = s.transcript().messages
+    assert [t.title for t in task_specs(messages)] == ["feat: CSV export"]
+    assert [c.text for c in standing_constraints(messages)] == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(output=st.text(max_size=120))
+def test_output_that_is_not_json_is_read_as_it_is(output: str) -> None:
+    from worksurface.facts.constraints import spec_text
+    from worksurface.facts.text import output_body
+
+    import json
+
+    try:
+        json.loads(output_body(output).strip())
+        is_json = output_body(output).strip().startswith(("{", "["))
+    except ValueError:
+        is_json = False
+    if not is_json:
+        assert spec_text(output) == output_body(output)

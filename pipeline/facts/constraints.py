@@ -12,6 +12,7 @@ is kept with source "task spec" and the command or file it came from: an observa
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from dataclasses import dataclass
@@ -59,6 +60,9 @@ QUESTION_OPEN_RE = re.compile(
 TASK_COMMAND_RE = re.compile(
     r"\b(?:bd|beads|br)\s+show\b|\bgh\s+(?:issue|pr)\s+view\b|\bglab\s+(?:issue|mr)\s+view\b"
     r"|\bjira\s+(?:issue\s+)?view\b|\blinear\s+issue\b")
+# Of those, the ones that print a pull or merge request: its description reports work done (what it
+# changed, the checks it passed), so it is task text to read, and states no rule of the task.
+REVIEW_COMMAND_RE = re.compile(r"\bgh\s+pr\s+view\b|\bglab\s+mr\s+view\b")
 # MCP or custom tools that fetch an issue or ticket.
 TASK_TOOL_RE = re.compile(r"(?i)(?:get|view|read|fetch|show)_?(?:issue|ticket|task|story)|issue_read")
 # The argument of such a tool that names the issue (what the user's words must name too).
@@ -224,6 +228,42 @@ def _bare_url(value: str) -> str:
     return re.sub(r"^[a-z][a-z0-9+.-]*://", "", value.strip(), flags=re.I).rstrip("/")
 
 
+# The fields of a tracker's JSON output (`gh issue view --json title,body,comments`) that hold its text,
+# the title first; other strings (states, URLs, logins, dates) are not task text.
+JSON_TITLE_KEYS = ("title", "name", "summary")
+
+
+def spec_text(output: str) -> str:
+    """A task text as its words: a tracker's JSON output (`--json`) read as the strings it holds (the
+    title, then every string with a space in it: the body, the comments), each on its own lines, so a
+    rule or a heading in the body is found as it is in plain output; any other output as it is."""
+    body = output_body(output)
+    stripped = body.strip()
+    if not stripped.startswith(("{", "[")):
+        return body
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return body
+    titles: list[str] = []
+    texts: list[str] = []
+
+    def walk(node: Any, key: str = "") -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and node.strip():
+            if key.lower() in JSON_TITLE_KEYS:
+                titles.append(node.strip())
+            elif " " in node.strip():
+                texts.append(node.strip())
+    walk(value)
+    return "\n\n".join(titles[:1] + texts) if titles or texts else body
+
+
 def user_named(messages: Sequence[Message], queued_inputs: Sequence[tuple[str | None, str]] = (),
                earlier: Iterable[str] = ()) -> UserNamed:
     """What the user said, by message index (`earlier`: said before `messages`), to ask whether
@@ -303,7 +343,7 @@ def task_specs(messages: Sequence[Message], queued_inputs: Sequence[tuple[str | 
         if origin is None:
             continue
         lines = numbered_lines(rec.output) if rec.kind == "read" else None
-        body = "\n".join(lines[n] for n in sorted(lines)) if lines else output_body(rec.output)
+        body = "\n".join(lines[n] for n in sorted(lines)) if lines else spec_text(rec.output)
         at = rec.result_index if rec.result_index is not None else rec.index
         parts = issue_parts(body)
         for issue, part in parts:
@@ -417,8 +457,8 @@ def standing_constraints(messages: Sequence[Message],
                 body = "\n".join(lines[n] for n in sorted(lines)) if lines else r.content
                 if rules:
                     add(body, rules, m.id, i, path or "")
-                else:
-                    add(body, TASK_SPEC, m.id, i, origin or "")
+                elif not REVIEW_COMMAND_RE.search(origin or ""):
+                    add(body if lines else spec_text(r.content), TASK_SPEC, m.id, i, origin or "")
         for text in queued_after.get(i, ()):
             add(text, USER, m.id, i)
     return found
