@@ -25,11 +25,12 @@ FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthChe
 
 
 class _Forgetful(IncrementalRecovery):
-    """Recovery that never says what it gave again: the session compares its whole log."""
+    """Recovery that never says what it gave or was given again: the session compares its whole log,
+    the ledger its whole transcript."""
 
     def __call__(self, full: Sequence[Message]) -> Any:
         out = super().__call__(full)
-        self.previous = None
+        self.previous, self.transcript_previous = None, None
         return out
 
 
@@ -80,19 +81,25 @@ def _outputs(session_type: type[Session], full: list[Message], plan: list[tuple[
                 sent = _reparsed(sent)
             elif how == 2 and sent:
                 sent = sent[:-1]  # a rewind of the last message
+            elif how == 4 and sent:
+                # Another reader has the session's ledger read an edited history (as `worksurface
+                # brief` does): the next call's transcript is not what the ledger read last.
+                edited = list(sent)
+                edited[0] = edited[0].with_blocks((Text("forget the port: write the release notes"),))
+                session.ledger.update(edited)
             prepared = session.prepare(sent, now=1_000.0 + (400.0 if how == 3 else 10.0) * k)
             r = prepared.report
             out.append((view_digest(prepared.messages), r.view_tokens_before, r.tokens_after, r.cost, r.cost_total,
                         [(s.name, s.tokens_before, s.tokens_after, str(s.outcome), s.items) for s in r.stages],
                         json.dumps(r.status, sort_keys=True, default=str), prepared.cache_edits, r.notices,
-                        session.store.get_meta("view_digest"), session.store.get_meta("billing"),
-                        [m.digest for m in session._log]))
+                        [m.digest for m in session._log],
+                        {key: session.store._get(key) for key in sorted(session.store._keys())}))
     return out
 
 
 @FAST
 @given(st.lists(st.integers(0, 3), min_size=4, max_size=24),
-       st.lists(st.tuples(st.integers(1, 100), st.sampled_from([0, 0, 0, 1, 2, 3])), min_size=2, max_size=12),
+       st.lists(st.tuples(st.integers(1, 100), st.sampled_from([0, 0, 0, 1, 2, 3, 4])), min_size=2, max_size=12),
        st.sampled_from(["delta", "replace", "append"]))
 def test_a_session_with_the_hints_decides_what_one_without_them_decides(steps: list[int],
                                                                        calls: list[tuple[int, int]],
@@ -200,3 +207,45 @@ def test_recovery_says_only_what_it_gave_again_as_the_same_objects(steps: list[i
             assert all(a is b for a, b in zip(out[:recovery.unchanged], last))
             assert recovery.unchanged <= min(len(out), len(last))
         last = out
+
+
+class _Reader:
+    """A ledger follower that records what it read (a fresh start clears it)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.read: list[str] = []
+
+    def reset(self) -> None:
+        self.seen, self.read = 0, []
+
+    def observe(self, message: Message, index: int, progress: Any) -> None:
+        self.read.append(message.digest)
+        self.seen = index + 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=16),
+       st.lists(st.tuples(st.integers(1, 100), st.booleans()), min_size=1, max_size=8))
+def test_a_ledger_told_what_it_read_before_reads_what_one_comparing_everything_reads(
+        steps: list[int], calls: list[tuple[int, bool]]) -> None:
+    """Updates marked as the session marks them, with another reader's unmarked update of an edited
+    history now and then: the mark of the update before it no longer vouches for anything."""
+    from worksurface.ledger import Ledger
+
+    full = _transcript(steps)
+    hinted, plain = Ledger(), Ledger()
+    hinted_reader, plain_reader = _Reader(), _Reader()
+    hinted.follow(hinted_reader)
+    plain.follow(plain_reader)
+    recovery = IncrementalRecovery()
+    for cut, elsewhere in sorted(calls):
+        sent = full[:max(1, len(full) * cut // 100)]
+        if elsewhere:
+            edited = [sent[0].with_blocks((Text("write the release notes instead"),))] + sent[1:]
+            hinted.update(edited)
+            plain.update(edited)
+        recovery(sent)
+        hinted.update(sent, mark=recovery.transcript_mark, same=(recovery.transcript_previous, recovery.transcript_same))
+        plain.update(sent)
+        assert hinted_reader.read == plain_reader.read == [m.digest for m in sent]

@@ -354,6 +354,11 @@ class IncrementalRecovery:
         self.previous: list[Message] | None = None
         self.unchanged = 0
         self._last: list[Message] | None = None
+        # Likewise for the transcripts: the copy this call kept of it (`transcript_mark`, never changed
+        # after), the previous call's copy, and how many leading messages of this transcript are the
+        # very objects of that one (what a reader that saw the previous transcript need not compare).
+        self.transcript_previous: list[Message] | None = None
+        self.transcript_same = 0
         self._reset(0)
 
     def _reset(self, start: int) -> None:
@@ -368,9 +373,9 @@ class IncrementalRecovery:
 
     def __call__(self, full: Sequence[Message]) -> Recovered:
         previous = self._full
-        extends = len(full) >= len(previous) > 0 and (
-            all(map(operator.is_, previous, full))  # the same objects: C speed
-            or all(a.digest == b.digest for a, b in zip(previous, full)))  # a harness that parses again
+        grows = len(full) >= len(previous) > 0
+        identical = grows and all(map(operator.is_, previous, full))  # the same objects: C speed
+        extends = identical or (grows and all(a.digest == b.digest for a, b in zip(previous, full)))  # parsed again
         start = self.start if extends else 0
         for i in range(len(full) - 1, len(previous) - 1 if extends else -1, -1):
             if _is_boundary(full[i]):
@@ -379,6 +384,7 @@ class IncrementalRecovery:
         if not extends or start != self.start:
             self._reset(start)
         self._full = list(full)
+        self.transcript_previous, self.transcript_same = previous, len(previous) if identical else 0
         live = full[self.start:]
         window = live[self._stable:]
         results = {r.call_id for m in window for r in m.tool_results}
@@ -397,6 +403,11 @@ class IncrementalRecovery:
         out = self._out + done.messages
         self.previous, self.unchanged, self._last = self._last, unchanged, out
         return Recovered(out, tuple(self._removed) + done.removed, self._gone | done.gone)
+
+    @property
+    def transcript_mark(self) -> list[Message]:
+        """This call's copy of the transcript (the next call's `transcript_previous`)."""
+        return self._full
 
     def _advance(self, live: Sequence[Message]) -> int:
         """Fix the output up to the start of the last assistant turn, when nothing after it can change

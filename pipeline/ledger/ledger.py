@@ -92,6 +92,7 @@ class Ledger(LedgerStorage):
         # and the messages of the newest transcript read (where the followers are).
         self._pending: _Unfolded | None = None
         self._read: list[Message] = []
+        self._read_mark: object = None  # what the caller named the update that read `_read` by
 
     @classmethod
     def over(cls, messages: Sequence[Message], queued: Sequence[tuple[str | None, str]] = ()) -> "Ledger":
@@ -105,14 +106,19 @@ class Ledger(LedgerStorage):
     # --- folding ----------------------------------------------------------------------------------
 
     def update(self, transcript: Sequence[Message], *, queued: Sequence[tuple[str | None, str]] = (),
-               extras: Sequence[tuple[str | None, Any]] = ()) -> None:
+               extras: Sequence[tuple[str | None, Any]] = (), mark: object = None,
+               same: tuple[object, int] | None = None) -> None:
         """Read the messages not seen yet: the followers (the status bar) read them now, the fold waits
         until something reads the ledger (`settle`). A transcript that no longer extends what was read
         (rewound or edited history) starts over. `extras` are the transcript's non-message records
         (`Transcript.extras`): the harness's attachment records among them announce tools, MCP servers
-        and agent types."""
+        and agent types. `mark`: what the caller names this update by; `same`: (the mark of an
+        earlier update, how many leading messages of `transcript` are the very objects it was given):
+        when that update is the last one, those messages are not compared again (a long session's
+        transcript is mostly them)."""
         n = len(transcript)
-        changed = self._first_change(transcript)
+        known = same[1] if same is not None and same[0] is not None and same[0] is self._read_mark else 0
+        changed = self._first_change(transcript, known)
         # What this object read shows any change; a ledger loaded from a store has read nothing yet, and
         # its fold's last message is checked instead.
         if changed < min(self.folded, len(self._read)) or _diverged(transcript, self.folded, self.last_digest):
@@ -127,18 +133,20 @@ class Ledger(LedgerStorage):
                 f.reset()
         self._feed(transcript, queued)
         self._read = list(transcript)  # a copy: the caller may append to its list before the fold
+        self._read_mark = mark
         if n > self.folded or len(extras) > self.extras_seen:
             self._pending = (self._read, tuple(queued), tuple(extras))
 
-    def _first_change(self, transcript: Sequence[Message]) -> int:
+    def _first_change(self, transcript: Sequence[Message], known: int = 0) -> int:
         """Where `transcript` first differs from the messages read before (the shorter one's length when
         one extends the other): the same objects are checked at C speed, other objects by digest. A
-        history edited anywhere is seen, not only at its end."""
+        history edited anywhere is seen, not only at its end. `known`: leading messages the caller
+        knows are the very objects read."""
         read = self._read
         n = min(len(read), len(transcript))
-        if all(map(operator.is_, read, transcript[:n])):
+        i = min(known, n)
+        if all(map(operator.is_, read[i:n], transcript[i:n])):
             return n
-        i = 0
         while i < n and (read[i] is transcript[i] or read[i].digest == transcript[i].digest):
             i += 1
         return i

@@ -262,7 +262,9 @@ class Session:
             # recovery's repairs made (the transcript itself extended) keeps what it folded. Read before
             # a repeated call returns: a reopened session's ledger may be behind its log.
             self.ledger.update(full, queued=_queued(transcript),
-                               extras=transcript.extras if isinstance(transcript, Transcript) else ())
+                               extras=transcript.extras if isinstance(transcript, Transcript) else (),
+                               mark=self._recovery.transcript_mark,
+                               same=(self._recovery.transcript_previous, self._recovery.transcript_same))
             repeat = self._repeat(live, keep, usage, force)
             if repeat is not None:
                 return repeat
