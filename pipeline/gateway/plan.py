@@ -13,7 +13,7 @@ from ..core.model import Origin
 from ..formats import ownmark
 from ..session.session import PrepareReport, Session
 from . import context_management as cm_
-from .apis import Api, dumps
+from .apis import Api
 from .registry import Entry, Registry
 
 
@@ -80,5 +80,5 @@ def _plan(api: Api, registry: Registry, entry: Entry, session: Session, body: Ma
                 plan.compaction, plan.pause = summary, cm.compact.pause
                 registry.remember_summary(entry, cm_.summary_key(summary))
     plan.doc = api.build(transcript, view, body, offer_fetch, entry.memo)
-    plan.body = dumps(plan.doc)
+    plan.body = entry.encoder.dumps(plan.doc)
     return plan

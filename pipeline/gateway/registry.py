@@ -19,6 +19,7 @@ from ..formats.reuse import Memo, Reuse
 from ..session.session import Session
 from ..session.writebehind import Flusher, StoreWriteError, WriteBehindStore
 from .config import GatewayConfig
+from .encoding import BodyEncoder
 from .logs import event
 from .recognize import Recognized
 from .workers import Workers
@@ -40,6 +41,7 @@ class Entry:
     session: Session | None = None
     reuse: Reuse = field(default_factory=Reuse)   # the previous request's messages, for reading the next
     memo: Memo = field(default_factory=Memo)      # what the previous forwarded body made of each message
+    encoder: BodyEncoder = field(default_factory=BodyEncoder)     # and the bytes of its values
     recording: "asyncio.Task[None] | None" = None
     last_report: dict[str, Any] | None = None
     summaries: set[str] = field(default_factory=set)
@@ -125,7 +127,7 @@ class Registry:
         session whose writes failed is dropped first: it is ahead of the store, which is read again."""
         failed = entry.session.store if entry.session is not None else None
         if isinstance(failed, WriteBehindStore) and failed.failed is not None:
-            entry.session, entry.reuse, entry.memo = None, Reuse(), Memo()
+            entry.session, entry.reuse, entry.memo, entry.encoder = None, Reuse(), Memo(), BodyEncoder()
             failed.close()      # releases the durable store; what it holds is the last stored commit
         if entry.session is None:
             stored = read_info(self.config.store, entry.id)
@@ -157,7 +159,7 @@ class Registry:
                 break
             if entry.session is not None and not entry.lock.locked():
                 session, entry.session = entry.session, None
-                entry.reuse, entry.memo = Reuse(), Memo()   # its next request is read whole, like a first one
+                entry.reuse, entry.memo, entry.encoder = Reuse(), Memo(), BodyEncoder()   # its next request is read whole, like a first one
                 await self._close(entry, session)
                 excess -= 1
 
