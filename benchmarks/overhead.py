@@ -48,6 +48,9 @@ class _CallRecord:
     visits: int = 0
     reinject: bool = False
     ms: list[float] = field(default_factory=list)  # worksurface, one per replay
+    # The same calls in this process's CPU time: on a shared machine, wall time also counts the time
+    # other processes held the cores, which a slope over a replay mistakes for growth.
+    cpu_ms: list[float] = field(default_factory=list)
     base: dict[str, list[float]] = field(default_factory=dict)
     new_content_ms: float | None = None  # (d): a recount of the messages new since the previous call
     new_tokens: int = 0  # what (d) counted
@@ -62,6 +65,7 @@ def run(plan: Plan) -> dict[str, Any]:
         row["meets_targets"] = _meets(row)
         row["meets_targets_beyond_new_content"] = _meets(row, "beyond_new_content")
         row["meets_targets_at_equal_new_content"] = _meets(row, "at_equal_new_content")
+        row["meets_targets_at_equal_new_content_cpu"] = _meets(row, "at_equal_new_content_cpu")
         rows.append(row)
         every += records
     pooled = _aggregate("all transcripts", every)
@@ -73,6 +77,8 @@ def run(plan: Plan) -> dict[str, Any]:
         "sessions_meeting_targets": sum(r["meets_targets"] for r in rows), "sessions": len(rows),
         "sessions_meeting_targets_beyond_new_content": sum(r["meets_targets_beyond_new_content"] for r in rows),
         "sessions_meeting_targets_at_equal_new_content": sum(r["meets_targets_at_equal_new_content"] for r in rows),
+        "sessions_meeting_targets_at_equal_new_content_cpu": sum(r["meets_targets_at_equal_new_content_cpu"]
+                                                                 for r in rows),
         "sessions_over_target_by_new_content_alone": _over_by_new_content(rows),
     }
     return {"transcripts": rows, "pooled": pooled, "targets": targets, "notes": _dedupe(notes),
@@ -116,9 +122,10 @@ def _replay(source: replay.Source, repeats: int, plan: Plan,
         memory.reset_peak()
         with Session.open(None, config=config) as session:
             for call, rec in zip(calls, records):
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 prepared = session.prepare(messages[:call.size], now=call.now)
                 rec.ms.append((time.perf_counter() - started) * 1000)
+                rec.cpu_ms.append((time.process_time() - cpu_started) * 1000)
                 if rep == 0:
                     new = messages[starts[call.index]:call.size]
                     started = time.perf_counter()
@@ -191,7 +198,9 @@ def _aggregate(name: str, records: list[_CallRecord]) -> dict[str, Any]:
         "beyond_new_content": _growth(quiet, lambda r: None if r.new_content_ms is None
                                       else ws[id(r)] - r.new_content_ms),
         "at_equal_new_content": _round(partial_slope([r.tokens for r in quiet], [r.new_tokens for r in quiet],
-                                                     [ws[id(r)] for r in quiet]) * GROWTH_UNIT_TOKENS)}
+                                                     [ws[id(r)] for r in quiet]) * GROWTH_UNIT_TOKENS),
+        "at_equal_new_content_cpu": _round(partial_slope([r.tokens for r in quiet], [r.new_tokens for r in quiet],
+                                                         [median(r.cpu_ms) for r in quiet]) * GROWTH_UNIT_TOKENS)}
     ws_sampled = out["worksurface"]["no_fire_paired"]["median"]
     for b in BASELINES:
         values = [median(r.base[b]) for r in sampled if b in r.base]
@@ -242,9 +251,11 @@ def render(result: dict[str, Any], caption: str) -> str:
                      r["growth_ms_per_100k"]["worksurface"], r["growth_ms_per_100k"]["recount"],
                      r["growth_ms_per_100k"].get("new_content"), r["growth_ms_per_100k"].get("beyond_new_content"),
                      r["growth_ms_per_100k"].get("at_equal_new_content"),
+                     r["growth_ms_per_100k"].get("at_equal_new_content_cpu"),
                      r.get("max_tokens"), r.get("peak_rss_growth_mb"), _verdict(r.get("meets_targets")),
                      _verdict(r.get("meets_targets_beyond_new_content")),
-                     _verdict(r.get("meets_targets_at_equal_new_content"))])
+                     _verdict(r.get("meets_targets_at_equal_new_content")),
+                     _verdict(r.get("meets_targets_at_equal_new_content_cpu"))])
     t = result["targets"]
     verdict = (f"Target on calls where no stage fires: below {t['recount_ratio_target']}x of (a) — "
                f"{'reached' if t['below_target_vs_recount'] else 'not reached'}; within "
@@ -254,7 +265,9 @@ def render(result: dict[str, Any], caption: str) -> str:
                f"{t['growth_target_ms_per_100k']} ms per 100k tokens): {t['sessions_meeting_targets']} of "
                f"{t['sessions']} sessions; with the growth beyond (d): "
                f"{t.get('sessions_meeting_targets_beyond_new_content', 'n/a')} of {t['sessions']}; with the growth at "
-               f"equal new content: {t.get('sessions_meeting_targets_at_equal_new_content', 'n/a')} of {t['sessions']}.")
+               f"equal new content: {t.get('sessions_meeting_targets_at_equal_new_content', 'n/a')} of {t['sessions']}; "
+               f"the same in CPU time: {t.get('sessions_meeting_targets_at_equal_new_content_cpu', 'n/a')} of "
+               f"{t['sessions']}.")
     over = t.get("sessions_over_target_by_new_content_alone")
     if over:
         verdict += (f" On {', '.join(over)}, (d) alone (an exact count of only the new messages) grows by "
@@ -263,8 +276,10 @@ def render(result: dict[str, Any], caption: str) -> str:
     headers = ["transcript", "calls", "no-fire calls", "ws median ms", "ws p95 ms", "ws no-fire median",
                "ws no-fire p95", "ws fired median", "(a) recount ms", "(b) trim ms", "(c) empty graph ms",
                "ws/(a)", "ws/(b)", "ws/(c)", "ws growth ms/100k tok", "(a) growth ms/100k tok", "(d) new-content growth ms/100k tok",
-               "ws growth beyond (d) ms/100k tok", "ws growth at equal new content ms/100k tok", "max view tokens", "peak RSS growth MB",
-               "per-session target", "target, growth beyond (d)", "target, growth at equal new content"]
+               "ws growth beyond (d) ms/100k tok", "ws growth at equal new content ms/100k tok",
+               "ws growth at equal new content, CPU ms/100k tok", "max view tokens", "peak RSS growth MB",
+               "per-session target", "target, growth beyond (d)", "target, growth at equal new content",
+               "target, growth at equal new content (CPU)"]
     parts = ["## Per-call overhead", caption,
              "One `prepare` per model call (prefix ending right before each assistant message that answers "
              "a user or tool message). ws = worksurface `Session.prepare` (memory-only session, default "
@@ -279,7 +294,8 @@ def render(result: dict[str, Any], caption: str) -> str:
              "call (timed on every call): a session whose new outputs grow as it goes has a growth there too, "
              "and the growth beyond (d) is the slope of worksurface's time minus (d); the growth at equal new "
              "content is the slope on view tokens of a least-squares fit that also has (d)'s token count as a "
-             "regressor. `field` rows are other users' sessions "
+             "regressor, and its CPU column the same fit of the calls' CPU time (this process's, so the time other "
+             "processes held the cores on a shared machine is not taken for growth). `field` rows are other users' sessions "
              f"(`../shared/transcripts/field/`), replayed {result.get('field_repeats', 1)} time(s) each. Peak RSS "
              "growth: the replay's RSS high-water mark above the RSS before it (the transcript is read before; "
              "the baselines' per-call work is included).",

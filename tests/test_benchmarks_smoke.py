@@ -47,12 +47,16 @@ def test_overhead_times_every_call_and_the_baselines_on_the_sampled_ones(plan, r
         assert row["baselines"][name]["median"] > 0
         assert row["ratios"][name] > 0
     assert set(row["growth_ms_per_100k"]) == {"worksurface", "recount", "new_content", "beyond_new_content",
-                                              "at_equal_new_content"}
+                                              "at_equal_new_content", "at_equal_new_content_cpu"}
     growth = row["growth_ms_per_100k"]
     # (d) is timed on every call, so both of its figures are numbers (a NaN slope: no calls timed).
     assert growth["new_content"] == growth["new_content"] and growth["beyond_new_content"] == growth["beyond_new_content"]
     assert isinstance(row["meets_targets_beyond_new_content"], bool)
     assert isinstance(row["meets_targets_at_equal_new_content"], bool)
+    # Every call is timed in CPU time too, so its growth is a number and every session is judged on it.
+    cpu = growth["at_equal_new_content_cpu"]
+    assert cpu == cpu and isinstance(row["meets_targets_at_equal_new_content_cpu"], bool)
+    assert r["targets"]["sessions_meeting_targets_at_equal_new_content_cpu"] <= r["targets"]["sessions"]
     assert set(r["targets"]) >= {"below_target_vs_recount", "within_target_vs_empty_graph"}
 
 
