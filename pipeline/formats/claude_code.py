@@ -168,7 +168,7 @@ def read_records(parsed: Iterable[ParsedLine], path: str | None = None, keep: Ke
         messages, extras = relink_preserved(messages, extras, parents, uuids, notices, path)
     # Calls without a result (the user interrupted, the session ended) are kept and flagged; the
     # loop above saw every result and which messages call, unless relinking dropped a message.
-    marked = (_mark_unanswered(messages, {r[0] for r in results}, calling) if len(messages) == read
+    marked = (_mark_unanswered(messages, call_ids - {r[0] for r in results}, calling) if len(messages) == read
               else mark_unanswered(messages))
     inferred = window.infer()
     meta: dict[str, Any] = {"window_inference": inferred.to_json()}
@@ -347,13 +347,15 @@ def _tokens_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _mark_unanswered(messages: list[Message], answered: set[str], calling: set[str]) -> list[Message]:
-    """`validate.mark_unanswered` from what the reader gathered: the call ids some result answers and
-    the ids of the messages that call (only those are looked into)."""
+def _mark_unanswered(messages: list[Message], unanswered: set[str], calling: set[str]) -> list[Message]:
+    """`validate.mark_unanswered` from what the reader gathered: the call ids no result answers (most
+    files: none, and nothing is looked into) and the ids of the messages that call."""
+    if not unanswered:
+        return messages
     out = messages
     for i, m in enumerate(messages):
         if m.id in calling:
-            missing = [c.id for c in m.tool_calls if c.id not in answered]
+            missing = [c.id for c in m.tool_calls if c.id in unanswered]
             if missing:
                 out = out if out is not messages else list(messages)
                 out[i] = replace(m, meta={**m.meta, INTERRUPTED: missing})

@@ -64,10 +64,14 @@ class WindowEvidence:
             body = record.get("message")
             if isinstance(body, dict):
                 if not self.chosen:
-                    self._api_model(body.get("model"))
+                    model = body.get("model")
+                    if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
+                        self.model = model
                 usage = body.get("usage")
                 if isinstance(usage, dict):
-                    self._size(_context_tokens(usage), line, "a request's measured usage")
+                    tokens = _context_tokens(usage)
+                    if tokens is not None and tokens > self.largest:
+                        self._size(tokens, line, "a request's measured usage")
         elif kind == "attachment":
             attachment = record.get("attachment")
             if isinstance(attachment, dict) and attachment.get("type") == "model":
