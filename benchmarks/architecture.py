@@ -121,17 +121,17 @@ def stage_context_fields(root: Path) -> list[str]:
     return [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
 
 
-def status_parsers(root: Path) -> list[str]:
-    """Modules of status/ that import facts/ or `re`."""
+def status_parsers(root: Path, folder: str = "status", patterns: bool = True) -> list[str]:
+    """Modules of status/ (or another `folder` of the package) that import facts/ or (`patterns`) `re`."""
     out = []
-    for path in sorted((root / "pipeline" / "status").glob("*.py")):
+    for path in sorted((root / "pipeline" / folder).glob("*.py")):
         why = set()
         for node in ast.walk(parse(path)):
             if isinstance(node, ast.Import):
-                why |= {a.name for a in node.names if a.name in ("re", "re2")}
+                why |= {a.name for a in node.names if a.name in ("re", "re2") and patterns}
             elif isinstance(node, ast.ImportFrom):
                 mod = node.module or ""
-                if node.level == 0 and mod in ("re", "re2"):
+                if node.level == 0 and mod in ("re", "re2") and patterns:
                     why.add(mod)
                 if "facts" in mod.split(".") or (node.level and mod == "" and any(a.name == "facts" for a in node.names)):
                     why.add("facts")
@@ -194,12 +194,15 @@ def measure(root: Path) -> dict[str, Any]:
         "session_store_keys": len(store_keys(root)),
         "stage_context_fields": len(stage_context_fields(root)),
         "status_modules_importing_facts_or_re": len(status_parsers(root)),
+        "summarizer_modules_importing_facts": len(status_parsers(root, "summarizers", patterns=False)),
         "files_per_fact_kind_median": statistics.median(kinds.values()) if kinds else 0,
         "files_per_fact_kind_max": max(kinds.values()) if kinds else 0,
         "skip_reason_text_matches": len(skip_text_matches(root)),
         "details": {"complex_functions": complex_, "meta_keys": meta, "session_attributes": session_attributes(root),
                     "store_keys": store_keys(root), "stage_context_fields": stage_context_fields(root),
-                    "status_parsers": status_parsers(root), "files_per_kind": kinds,
+                    "status_parsers": status_parsers(root),
+                    "summarizers_importing_facts": status_parsers(root, "summarizers", patterns=False),
+                    "files_per_kind": kinds,
                     "skip_reason_text_matches": skip_text_matches(root)},
     }
 

@@ -6,7 +6,6 @@ the same and so publishes nothing, which keeps the bar from changing on every ca
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .snapshot import Field
@@ -31,7 +30,8 @@ HIDDEN_FIELDS = frozenset({("tools", "by_tool")})
 _TODO_MARK = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 # Control characters, lone surrogates (truncated tool output) and non-characters: none is valid
 # in XML text, and a lone surrogate cannot even be encoded as UTF-8.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_CONTROL: dict[int, None] = dict.fromkeys([*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f, *range(0xd800, 0xe000),
+                                           0xfffe, 0xffff])
 # Multi-line fields render as an element body, one item per line; the rest are attributes.
 BLOCK_FIELDS = frozenset({("task", "todos")}) | {("signals", n) for n in
                                                   ("fix_verification", "change_approach",
@@ -41,7 +41,8 @@ BLOCK_FIELDS = frozenset({("task", "todos")}) | {("signals", n) for n in
 def bar_text(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     """Text for one field of the bar: whitespace collapsed, control characters dropped, cut to `limit`
     characters (with an ellipsis)."""
-    text = " ".join(_CONTROL.sub("", text).split())
+    # Printable ASCII (most text) holds none of them: nothing to translate.
+    text = " ".join((text if text.isascii() and text.isprintable() else text.translate(_CONTROL)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

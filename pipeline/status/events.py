@@ -8,12 +8,12 @@ tampered with fails loudly on load, naming the record and the problem.
 
 from __future__ import annotations
 
-import re
+import string
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping, Union
 
 from ..core.errors import WorksurfaceError
-from ..facts.todos import TodoItem
+from ..ledger.walk import TodoItem
 
 SOURCES = ("harness", "transcript")
 # "current": the value was true when the event happened; "session_start": a snapshot taken when
@@ -23,8 +23,16 @@ FRESHNESS = ("current", "session_start")
 TODO_STATUSES = ("pending", "in_progress", "completed")
 SECTIONS = ("task", "environment", "repository", "tools", "verification", "resources",
             "permissions", "signals")
-# Runner names become attribute names in the rendered bar: keep them to a safe alphabet.
-_RUNNER_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,31}$")
+# Runner names become attribute names in the rendered bar: keep them to a safe alphabet (a lower-case
+# letter, then at most 31 of these characters).
+RUNNER_NAME = "a lower-case letter, then at most 31 of a-z 0-9 _ . -"
+_RUNNER_FIRST = frozenset(string.ascii_lowercase)
+_RUNNER_REST = frozenset(string.ascii_lowercase + string.digits + "_.-")
+
+
+def is_runner_name(name: str) -> bool:
+    """Whether `name` is a safe runner name (`RUNNER_NAME`)."""
+    return 1 <= len(name) <= 32 and name[0] in _RUNNER_FIRST and _RUNNER_REST.issuperset(name[1:])
 
 
 class StatusError(WorksurfaceError):
@@ -210,8 +218,8 @@ class VerificationFinished(_Event):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check(isinstance(self.runner, str) and bool(_RUNNER_NAME.match(self.runner)), self.type,
-               f"runner must match {_RUNNER_NAME.pattern}, not {self.runner!r}")
+        _check(isinstance(self.runner, str) and is_runner_name(self.runner), self.type,
+               f"runner must be {RUNNER_NAME}, not {self.runner!r}")
         for n in ("passed", "failed", "skipped"):
             _check(getattr(self, n) is not None, self.type, f"{n} is required")
             _opt_count(n, getattr(self, n), self.type)

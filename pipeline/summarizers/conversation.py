@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..core.model import Message
-from ..facts.requests import UserMessage, is_user_message
+from ..ledger.views import UserMessage, user_turns
 
 
 def replied_reports(messages: Sequence[Message], limit: int) -> list[tuple[int, str]]:
@@ -14,7 +14,7 @@ def replied_reports(messages: Sequence[Message], limit: int) -> list[tuple[int, 
     user typed, newest first (none when the agent said nothing since the previous one). A harness's
     notice (a background task ending, an interrupt marker) replies to nothing."""
     out: list[tuple[int, str]] = []
-    user_at = [i for i, m in enumerate(messages) if is_user_message(m)]
+    user_at = user_turns(messages)
     for k in range(len(user_at) - 1, -1, -1):
         if len(out) >= limit:
             break

@@ -32,6 +32,8 @@ FIRST_REQUEST_LABEL = "First request of the session (verbatim):"
 LATEST_REQUEST_LABEL = "Latest user request (verbatim"
 USER_ENTRY_RE = re.compile(r"^\[(\d+)(, [^\]\n]+)?\] ", re.M)
 LABEL_STOP_RE = re.compile(r"\n(?:First request of the session|Newer user messages|- Task text read|Earlier summary)")
+# Claude Code's compaction summary opens with this section; its first line says what was asked.
+CLAUDE_CODE_PRIMARY_RE = re.compile(r"Primary Request and Intent:\**\s*\n?(.+)")
 
 
 def split_sections(text: str) -> dict[str, str]:
@@ -63,6 +65,24 @@ def after_label(body: str, label: str) -> str | None:
         return None
     stop = LABEL_STOP_RE.search(rest[1])
     return rest[1][: stop.start()].strip() if stop else rest[1].strip()
+
+
+def summary_request(text: str) -> str | None:
+    """The first request a compaction summary quotes (worksurface's structured summary, or Claude
+    Code's "Primary Request and Intent" section), its first non-blank line stripped of list marks;
+    None when it quotes none. The status bar's goal behind a compaction the transcript no longer holds."""
+    quoted: str | None = None
+    start = text.find(TITLE)
+    if start >= 0:
+        active = split_sections(text[start:]).get(ACTIVE_REQUEST, "")
+        # The first request is quoted under its own label only when a later one differs from it.
+        quoted = after_label(active, FIRST_REQUEST_LABEL) or after_label(active, LATEST_REQUEST_LABEL)
+    elif (cc := CLAUDE_CODE_PRIMARY_RE.search(text)) is not None:
+        quoted = cc.group(1)
+    for line in (quoted or "").splitlines():
+        if line.strip():
+            return line.strip().lstrip("-* ").strip()
+    return None
 
 
 # The key under which quoted user messages are carried (oldest first), beside the section headings.

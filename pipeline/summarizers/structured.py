@@ -11,20 +11,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from .. import facts
 from ..core.errors import SummarizerError
 from ..core.escape import one_line as on_its_line
-from ..facts.answers import Decision
-from ..facts.findings import COMPLAINT
-from ..facts.followups import FOLLOW_UP, VERIFIED
-from ..facts.plans import is_plan_document
-from ..facts.requests import VIA_ANSWERS
-from ..facts.shell import first_line
-from ..facts.text import one_line
 from ..core.model import Message, Origin, is_user_turn
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
 from ..ledger import Ledger
 from ..ledger.source import FactSource
+from ..ledger.views import (COMPLAINT, FOLLOW_UP, VERIFIED, VIA_ANSWERS, Decision, command_forms, current_work,
+                            first_line, is_plan_document, one_line)
 from .base import Summary, SummaryRequest
 from .conversation import given_how, newest_of_each, replied_reports
 from .packing import Item, Section, pack, render, shrink
@@ -87,7 +81,7 @@ APPROACH_ORDER = {"rejected": 0, "interrupted": 0, "worked around": 1, "reverted
 
 
 class StructuredSummarizer:
-    """Writes the fixed-section summary from `worksurface.facts`; same input, same bytes."""
+    """Writes the fixed-section summary from the ledger's records and views; same input, same bytes."""
 
     name = NAME
 
@@ -384,7 +378,7 @@ class _Builder:
         return items + self.carried_items(PROGRESS, group=CARRIED_GROUP)
 
     def current_work(self) -> list[Item]:
-        work = facts.current_work(self.messages, RECENT_CALLS)
+        work = current_work(self.messages, RECENT_CALLS)
         items: list[Item] = []
         if work.text:
             # Words the agent said many calls ago are no longer its current work: they come after
@@ -459,7 +453,7 @@ class _Builder:
         add("branches", ids.branches, 2)
         add("worktrees", ids.worktrees, 2)
         # Command forms, most used first: the session's build, test, lint and sync steps in a few tokens.
-        forms = [f"`{form}`" + (f" ({n})" if n > 1 else "") for form, n in facts.command_forms(ids.commands)]
+        forms = [f"`{form}`" + (f" ({n})" if n > 1 else "") for form, n in command_forms(ids.commands)]
         add("command forms used (distinct runs)", forms, HEAD_COMMAND_FORMS)
         # Tools in use, busiest first: after a compaction the model should still know what it has
         # been working with (deferred and plan-mode tools especially).

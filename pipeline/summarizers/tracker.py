@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..facts.tracker import issue_changes
+from ..ledger.views import listed_issues
 from ..ledger.source import FactSource
 
 # A tracker command longer than this is cut where its result repeats it.
@@ -31,7 +31,7 @@ def closed_issues(src: FactSource) -> set[str]:
         for change in u.changes:
             note(change.issue, u.index, change.status)
     for spec in src.task_specs():
-        for change in issue_changes("bd show", spec.text):
+        for change in listed_issues(spec.text):
             if change.issue != spec.issue:  # its own header is the state when read, before any claim
                 note(change.issue, spec.index, change.status)
     return {issue for issue, (_, status) in latest.items() if status == "completed"}
