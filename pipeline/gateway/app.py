@@ -18,7 +18,7 @@ import json
 import logging
 import time
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx
 from starlette.applications import Starlette
@@ -45,7 +45,8 @@ from .logs import event
 from .metrics import Metrics
 from .openai_chat import OpenAIChat
 from .plan import Plan, plan_call
-from .recognize import read_head
+from .bodyparse import BodyParser
+from .recognize import PrefixMemo, read_head
 from .registry import Entry, Registry
 from .store import valid_session_id
 from .responses import OpenAIResponses
@@ -56,6 +57,8 @@ STATE_HEADER = "x-worksurface"
 SESSION_HEADER = "x-worksurface-session"
 APPLIED_HEADER = "x-worksurface-applied-edits"
 TOKEN_HEADER = "x-worksurface-token"
+# Request bodies kept to parse the next one of their conversation from (each about twice its size).
+RECENT_BODIES = 64
 ANTHROPIC, CHAT, RESPONSES = AnthropicMessages(), OpenAIChat(), OpenAIResponses()
 
 
@@ -69,6 +72,9 @@ class Gateway:
         self.workers = Workers(config.worker_threads)
         self.flusher = Flusher() if config.writes_behind() else None
         self.collector = Collector(config.collect_interval)
+        # Recent bodies and their stable prefixes: a request is parsed and recognised from what changed.
+        recent = min(config.max_open_sessions, RECENT_BODIES)
+        self.parser, self.prefixes = BodyParser(recent), PrefixMemo(recent)
         self.registry = Registry(config, self.session_config, self.workers, self.flusher)
         self.upstream = Upstream(config, transport)
         self._evicting: asyncio.Task[None] | None = None
@@ -103,7 +109,7 @@ class Gateway:
         url = join_url(self.config.upstream_for(api.NAME), request.url.path, request.url.query)
         headers = request.headers.items()
         try:
-            head = await self.workers.run(read_head, api, request.headers, raw)
+            head = await self.workers.run(read_head, api, request.headers, raw, self.parser, self.prefixes)
         except Exception as exc:    # any request worksurface cannot read goes on as it came
             return await self._unreadable(api, request, url, raw, started, exc)
         if head.passthrough is not None:
@@ -160,7 +166,7 @@ class Gateway:
         raw = await request.body()
         url = join_url(self.config.upstream_for(ANTHROPIC.NAME), request.url.path, request.url.query)
         try:
-            head = await self.workers.run(read_head, ANTHROPIC, request.headers, raw)
+            head = await self.workers.run(read_head, ANTHROPIC, request.headers, raw, self.parser, self.prefixes)
         except Exception:
             return await self._forward(ANTHROPIC, "unparsed", url, request.headers.items(), raw, started)
         entry = self.registry.find(head.recognized.session_id) if head.recognized is not None else None
@@ -525,7 +531,7 @@ async def _then(chunks: AsyncIterator[bytes], done: Callable[[], Awaitable[None]
         yield held
 
 
-async def _finally(chunks: AsyncIterator[Any], done: Callable[[], None]) -> AsyncIterator[Any]:
+async def _finally(chunks: AsyncIterable[Any], done: Callable[[], None]) -> AsyncIterator[Any]:
     """`chunks`, then `done()` however the stream ends (sent, failed or dropped by the client)."""
     try:
         async for chunk in chunks:

@@ -14,12 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..core.model import Message
 from ..formats import ownmark
 from .apis import Api
+from .bodyparse import BodyParser
 from .context_management import parse as parse_context_management
 
 SESSION_HEADER = "x-worksurface-session"
@@ -50,10 +53,12 @@ class Head:
     recognized: Recognized | None
 
 
-def read_head(api: Api, headers: Mapping[str, str], raw: bytes) -> Head:
+def read_head(api: Api, headers: Mapping[str, str], raw: bytes, parser: BodyParser | None = None,
+              prefixes: "PrefixMemo | None" = None) -> Head:
     """Parse a request and recognise its conversation, reading only its stable prefix (an exception:
-    the request is not readable, and goes on unchanged)."""
-    body = json.loads(raw)
+    the request is not readable, and goes on unchanged). `parser` and `prefixes` make that follow
+    what changed since a recent request of the conversation (bodyparse, PrefixMemo)."""
+    body = parser.parse(raw) if parser is not None else json.loads(raw)
     if not isinstance(body, dict):
         raise ValueError(f"a request body must be a JSON object, not {type(body).__name__}")
     parse_context_management(body)
@@ -61,8 +66,58 @@ def read_head(api: Api, headers: Mapping[str, str], raw: bytes) -> Head:
     if reason is not None:
         return Head(body, reason, None)
     with ownmark.keyed(ownmark.NO_KEY):     # before the session's key is known, every text is the client's
-        prefix = api.stable_prefix(body)
+        prefix = prefixes.stable_prefix(api, body) if prefixes is not None else api.stable_prefix(body)
     return Head(body, None, recognize(api.NAME, headers, body, prefix))
+
+
+class PrefixMemo:
+    """`api.stable_prefix(body)` once per stable prefix: a body whose values before its first user
+    message are the very objects of a recent body's (what BodyParser hands back for unchanged text)
+    and whose other fields are those objects or equal scalars has that body's prefix, read before."""
+
+    def __init__(self, recent: int = 64) -> None:
+        self._recent: OrderedDict[tuple[str, int], tuple[tuple[Any, ...], list[Message]]] = OrderedDict()
+        self._limit = recent
+        self._lock = threading.Lock()
+
+    def stable_prefix(self, api: Api, body: dict[str, Any]) -> list[Message]:
+        items = body.get(api.LIST_KEY)
+        if not isinstance(items, list) or not items:
+            return api.stable_prefix(body)
+        end = next((i + 1 for i, item in enumerate(items) if api.is_user(item)), len(items))
+        parts = (*((k, v) for k, v in body.items() if k != api.LIST_KEY), *items[:end])
+        key = (api.NAME, id(items[0]))
+        with self._lock:
+            known = self._recent.get(key)
+        if known is not None and _same_parts(known[0], parts):
+            return known[1]
+        prefix = api.stable_prefix(body)
+        with self._lock:
+            self._recent[key] = (parts, prefix)     # holding the parts keeps their identities theirs
+            self._recent.move_to_end(key)
+            while len(self._recent) > self._limit:
+                self._recent.popitem(last=False)
+        return prefix
+
+
+def _same_parts(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, tuple) and isinstance(y, tuple):       # a (field, value) pair
+            if x[0] != y[0] or not _same_value(x[1], y[1]):
+                return False
+        elif x is not y:
+            return False
+    return True
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    if x is y:
+        return True
+    if isinstance(x, (dict, list)) or isinstance(y, (dict, list)):
+        return False            # a container is the same only as the same object (never compared deep)
+    return type(x) is type(y) and x == y
 
 
 def recognize(api: str, headers: Mapping[str, str], body: Mapping[str, Any],
