@@ -111,19 +111,20 @@ class AutocompactConfig(Section):
         "against re-billing what stays, batched to its economic size (worksurface.engine.pricing). The ledger"
         " carries the working state across compactions, so an earlier one costs little retention and can save"
         " much of a long session's bill. 1.0: compact only at the threshold (Claude Code)."))
-    text_floor: float = Field(0.25, ge=0, le=1, description=(
+    text_floor: float = Field(0.5, ge=0, le=1, description=(
         "The least share of the post-compact target a compaction leaves to text (summary, kept tail, "
         "reinjected parts), in the target's own tokens. Where the harness's fixed part (system prompt, "
         "tools: worksurface.core.calibration) leaves the text less, the compaction keeps this floor and "
         "says the view measures over its target; an economic compaction does not fire at all (it would "
-        "trade the working state for money). A quarter: at the default 40k target about 10k, where the "
-        "hand probes of the long sessions keep most facts (4k counted kept 46-91% of them, 10k 63-100%)."))
+        "trade the working state for money). A half: at the default 40k target about 20k, where the hand "
+        "probes of the 13 labeled sessions keep 84% of their facts (10k counted kept 77%, 4k 64%; "
+        "benchmarks/RESULTS.md, Hand probes per user)."))
     text_floor_tokens: int = Field(4_000, ge=0, description=(
         "Once the fixed part leaves the text under text_floor, the least text the compaction keeps, in the "
         "target's own tokens (never more than the target), counted with what the view keeps before the "
         "summary (the system prefix; the harness's standing instructions a view carries whole, such as "
-        "Codex's AGENTS.md, are a fixed part and not counted): a share alone starves a small target (a quarter "
-        "of --target 4000 is 1k, a few hundred tokens of summary), while Claude Code's own summaries are "
+        "Codex's AGENTS.md, are a fixed part and not counted): a share alone starves a small target (half "
+        "of --target 4000 is 2k, a summary of about 1.5k), while Claude Code's own summaries are "
         "2.7-4.2k. A target the fixed part leaves room in is met as before."))
     summarizer: str = Field(
         "structured",
