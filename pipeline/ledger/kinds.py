@@ -48,6 +48,18 @@ Merge = Literal["first", "latest"]
 
 
 @dataclass(frozen=True)
+class SummaryLine:
+    """How a kind's records read in the structured summary, declared with the kind: one line per
+    record (`text`), newest first, in the section headed `section` (one of `summarizers.sections`'
+    headings), under the label `group`. The lines are filler: offered only once no section has a
+    non-filler item left that fits, so a kind added this way never displaces another's facts."""
+
+    section: str
+    group: str
+    text: Callable[[Any], str]
+
+
+@dataclass(frozen=True)
 class Kind:
     """One kind of record. `extract` yields its records from a window, `index` fields relative to it;
     `from_result` instead takes them from what the progress reader read of each result as its message
@@ -55,7 +67,8 @@ class Kind:
     rule, named in `folded_by`. `merge` says which of two records with one key stands: the first (a
     constraint keeps when it was first said) or the latest (a test run's newer result). `cap` keeps
     the newest that many; `stored` False: the kind is rebuilt from other stored state on load (the
-    files, from the file tracker)."""
+    files, from the file tracker). `summary`: how its records read in the structured summary, when
+    the summarizer renders them from this declaration (kinds with a section of their own leave it None)."""
 
     name: str
     type: type
@@ -66,6 +79,7 @@ class Kind:
     stored: bool = True
     folded_by: str = ""
     from_result: Callable[[ResultFacts], Iterable[Any]] | None = None
+    summary: SummaryLine | None = None
 
     def put(self, records: dict[str, Any], record: Any) -> bool:
         """Merge one record into this kind's records; True when that changed them."""

@@ -16,6 +16,7 @@ from ..core.escape import one_line as on_its_line
 from ..core.model import Message, Origin, is_user_turn
 from ..core.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, get_encoding
 from ..ledger import Ledger
+from ..ledger.kinds import KINDS, SummaryLine
 from ..ledger.source import FactSource
 from ..ledger.views import (COMPLAINT, FOLLOW_UP, VERIFIED, VIA_ANSWERS, Decision, command_forms, current_work,
                             first_line, is_plan_document, one_line)
@@ -163,6 +164,9 @@ class _Builder:
             NEXT_STEP: self.next_step(users),
             IDENTIFIERS: self.identifiers(),
         }
+        for kind in KINDS:
+            if kind.summary is not None:
+                built[kind.summary.section] += self.declared(kind.name, kind.summary, len(built[kind.summary.section]))
         out = []
         for heading in ("",) + HEADINGS:
             priority, share = PLAN[heading]
@@ -471,6 +475,12 @@ class _Builder:
             kind, _, values = line.partition(": ")
             items.append(Item(values, (2, n), (len(items), n), f"{kind} (earlier):"))
         return items
+
+    def declared(self, name: str, line: SummaryLine, after: int) -> list[Item]:
+        """The lines of a kind that declares how it reads (`kinds.Kind.summary`): newest first, as filler,
+        after the section's own `after` items."""
+        records = self.src.records(name)[::-1]
+        return [Item(line.text(r), (3, n), (after + n, 0), line.group, filler=True) for n, r in enumerate(records)]
 
     def stale_rank(self, index: int) -> int:
         """Where words said long ago rank among the recent results and edits (ranked by the index of
