@@ -433,8 +433,8 @@ def standing_constraints(messages: Sequence[Message],
             # The system prompt is the stable prefix: never removed, never restated. The rules files
             # a harness injected into its standing start are the project's rules all the same: kept,
             # marked as carried by every view (a brief for a fresh agent needs them).
-            for source, origin, body in injected_rules_files(m):
-                add(body, source, m.id, i, origin, carried=True)
+            for source, folder, body in injected_rules_files(m):
+                add(body, source, m.id, i, folder, carried=True)
             continue
         if i in outputs:
             continue  # a tool's output written as a user message by a format conversion
