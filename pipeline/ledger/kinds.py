@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 from .. import facts
 from ..core.model import Message
-from ..facts import answers, followups
+from ..facts import answers, followups, runtimes
 from ..facts import (AgentUse, Announcement, Approach, Commit, Constraint, ErrorFact, FileFact, Finding, Outcome,
                      SkillUse, TaskSpec, TestRun, TrackerUpdate, UserMessage)
 from ..facts.reading import ResultFacts
@@ -26,6 +26,8 @@ MAX_EDIT_GISTS = 60
 MAX_OUTCOMES = 80
 # The agent's follow-ups and verification reports kept (newest): a summary quotes a handful.
 MAX_FOLLOW_UPS = 40
+# Programs whose versions are kept (the newest queried).
+MAX_RUNTIMES = 20
 
 
 def fold_text(text: str) -> str:
@@ -133,6 +135,10 @@ KINDS: tuple[Kind, ...] = (
     Kind("announcements", Announcement, lambda a: f"{a.kind}:{a.message_id}",
          lambda w: facts.announced_tools(w.messages)),
     Kind("agents", AgentUse, lambda g: f"{g.agent_type}:{g.message_id}", lambda w: facts.agents_used(w.messages)),
+    # The runtime and tool versions the session's own version queries printed: the latest per program.
+    Kind("runtimes", runtimes.RuntimeVersion, lambda r: r.tool, lambda w: runtimes.runtime_versions(w.messages),
+         cap=MAX_RUNTIMES, summary=SummaryLine("Identifiers", "runtime and tool versions (as printed)",
+                                               lambda r: f"{r.tool} {r.version}")),
     Kind("subagents", SubagentTask, lambda t: t.call_id,
          folded_by="the progress reader, as each message arrives (facts.subagents.fold over the message and "
                    "the held ones whose calls it answers): one task per call id, its latest state"),

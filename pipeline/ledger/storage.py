@@ -20,8 +20,8 @@ from .records import Records, file_records
 # ledger holds a few thousand records).
 MAX_JSON_MEMO = 20_000
 # Bumped when the extractors read a message differently: a stored ledger of another version is
-# folded again from the transcript (2: slash commands, rejection words, answers, todo details).
-LEDGER_VERSION = 2
+# folded again from the transcript (2: slash commands, rejection words, answers, todo details; 3: runtime versions).
+LEDGER_VERSION = 3
 # Session meta keys: the head of the ledger, each larger part, each tracked file.
 LEDGER_KEY = "ledger"
 PART_PREFIX = "ledger."
