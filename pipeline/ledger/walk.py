@@ -15,14 +15,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..core.model import Message, Origin, ToolCall, ToolResult, is_user_turn
+from ..core.model import Message, Origin, ToolCall, ToolResult
 from ..core.toolkinds import call_path, call_target, effective_kind, normalize_name, shell_command, tool_kind
 from ..facts.git import GitFacts
 from ..facts.meta import message_branch, message_cwd
 from ..facts.provenance import CONVERTED_CALL, harness_tool
+from ..facts.requests import is_user_message
+from ..facts.commands import slash_command
 from ..facts.reading import MessageProgress, ProgressReader, ResultFacts, TestRun
 from ..facts.session_context import cd_directory, permission_mode, result_fingerprints, short_hash, stamp_date
 from ..facts.subagents import AGENT, SubagentTask
+from ..facts.text import strip_reminders
 from ..facts.todos import TodoItem, normalize_status
 from ..facts.tracker import IssueChange
 
@@ -137,7 +140,7 @@ class StatusReader:
                 blocks.append(CallSeen(block.id, block.name, effective_kind(block), call_target(block)))
             elif isinstance(block, ToolResult):
                 blocks.append(self._result(block, found.get(block.call_id)))
-        return dataclasses.replace(context, request=_request_line(m) if is_user_turn(m) else None,
+        return dataclasses.replace(context, request=_request_line(m),
                                    blocks=tuple(blocks), tasks=progress.tasks)
 
     def _day(self, stamp: object) -> str | None:
@@ -183,8 +186,16 @@ class StatusReader:
 
 
 def _request_line(message: Message) -> str | None:
-    """The first non-blank line of a user turn, unless the harness wrote it (it opens with `<` or `[`)."""
-    for line in message.text.splitlines():
+    """The first line of what the user typed: a user message by the ledger's test (`is_user_message`:
+    harness notes and outputs are not), read without its hook reminders; None for a slash command's
+    markup (its request is the prompt it expands into) and for a line the harness tagged (`<...>`,
+    `[...]`: notifications, interruption notes)."""
+    if not is_user_message(message):
+        return None
+    text = strip_reminders(message.text)
+    if slash_command(text) is not None:
+        return None
+    for line in text.splitlines():
         if line.strip():
             return None if line.strip().startswith(_HARNESS_TEXT) else line
     return None
