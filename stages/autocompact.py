@@ -240,12 +240,19 @@ def run(state: PipelineState, config: AutocompactConfig, ctx: StageContext) -> S
 
 
 def standing_room(ctx: StageContext, room: TextRoom, reserved: int, carried: int, cap: int) -> TextRoom:
-    """`room` with the floor a fixed part gets when the harness's standing instructions the view keeps
-    whole (`carried` counted tokens: Codex's permissions, AGENTS.md and environment) leave the text under
-    its floor: they are the harness's fixed part written as messages, so, as a fixed part measured
-    outside the messages does, they leave the text autocompact.text_floor_tokens of the target
-    (counted with `reserved`, the rest of what the view keeps), not a sliver of a small target."""
-    if not carried or not room.floored:
+    """`room` as the harness's standing instructions the view keeps whole (`carried` counted tokens:
+    Codex's permissions, AGENTS.md and environment) leave it: they are the harness's fixed part written
+    as messages. Without a measured size the target is a text budget, which a fixed part outside the
+    messages takes nothing of, so they take nothing of it either (`reserved`: the rest of what the view
+    keeps); measured, when they leave the text under its floor, they leave it, as a measured fixed part
+    does, autocompact.text_floor_tokens of the target (counted with `reserved`), not a sliver."""
+    if not carried:
+        return room
+    if ctx.calibration is None:
+        # Without a measured size the target is a text budget (the harness's fixed part is not in it
+        # either): the standing start takes none of it.
+        return text_room(ctx, reserved, cap=cap)
+    if not room.floored:
         return room
     floor = int(min(ctx.config.autocompact.text_floor_tokens, compaction_target(ctx, cap)) / tokenizer_ratio(ctx))
     return replace(room, floor=max(room.floor, floor - reserved))
