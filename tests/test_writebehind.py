@@ -72,7 +72,7 @@ def _apply(store: Any, ops: list[tuple[str, Any, Any]]) -> None:
                 raise RuntimeError("rolled back")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_OPS)
 def test_a_flushed_hot_store_holds_what_a_direct_write_holds(tmp_path_factory: Any, flusher: Flusher,
                                                              ops: list[tuple[str, Any, Any]]) -> None:

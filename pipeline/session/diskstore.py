@@ -12,6 +12,7 @@ lock files 0600.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ import stat
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import diskcache
 import filelock
@@ -156,6 +157,10 @@ class DiskStore(Store):
         except (sqlite3.OperationalError, diskcache.Timeout) as exc:
             raise SessionError(f"{self.path}: cannot write the session ({exc}); this call's changes were "
                                "rolled back, the last committed state is kept") from None
+
+    def _materialize_later(self, artifact_id: str, content: str) -> tuple[str, Callable[[], object]]:
+        return (os.path.abspath(self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"),
+                functools.partial(self._materialize, artifact_id, content))
 
     def _materialize(self, artifact_id: str, content: str) -> str:
         path = self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"

@@ -131,6 +131,11 @@ class Store(ABC):
     def _materialize(self, artifact_id: str, content: str) -> str | None:
         """Write the artifact where a model can open it; return the path (None: no file)."""
 
+    def _materialize_later(self, artifact_id: str, content: str) -> tuple[str | None, Callable[[], object]]:
+        """Where `_materialize` puts the artifact, and the call that writes it there, for a caller that
+        writes it later (session.writebehind). A backend that cannot say where first writes it now."""
+        return self._materialize(artifact_id, content), lambda: None
+
     @abstractmethod
     def lock(self, timeout: float = 30.0) -> Any:
         """Serialize users of this session (re-entrant within one store object); raises

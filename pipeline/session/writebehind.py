@@ -135,8 +135,14 @@ class WriteBehindStore(Store):
                 self._touched, self._undo = {}, {}
 
     def _materialize(self, artifact_id: str, content: str) -> str | None:
-        # The file before the commit that names it, as the durable store writes it (an orphan is harmless).
-        return self.durable._materialize(artifact_id, content)
+        # The file is written behind too, ahead of the batches committed after it: it is there before the
+        # answer that names it ends (a model opens it only in a later call); the content is in the store.
+        self._check_usable()
+        path, write = self.durable._materialize_later(artifact_id, content)
+        future = self._flusher.submit_write(self, write)
+        with self._guard:
+            self._last = future
+        return path
 
     def lock(self, timeout: float = 30.0) -> Any:
         """This object's lock (the process owns the session: the durable store's lock is taken per batch)."""
@@ -190,22 +196,34 @@ def _done() -> "Future[None]":
     return future
 
 
+# A queued piece of work: a batch (key -> text, encoder or DELETED) or a file write, and its future.
+_Work = tuple[WriteBehindStore, "dict[str, Any] | Callable[[], object]", "Future[None]"]
+
+
 class Flusher:
     """One thread applying write-behind batches to their durable stores, in the order they were
     committed. Batches of one store that queue up while the thread is busy are applied as one
     transaction (the later value of a key wins): the durable store then skips the states between."""
 
     def __init__(self, name: str = "worksurface-write-behind") -> None:
-        self._queue: queue.SimpleQueue[tuple[WriteBehindStore, dict[str, Any], Future[None]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._closed = False
         self._thread.start()
 
     def submit(self, store: WriteBehindStore, batch: dict[str, Any]) -> "Future[None]":
+        """Apply `batch` (key -> text, encoder or DELETED) to `store`'s durable store in one transaction."""
+        return self._put(store, batch)
+
+    def submit_write(self, store: WriteBehindStore, write: Callable[[], object]) -> "Future[None]":
+        """Run `write` (an artifact's file) before the batches submitted after it."""
+        return self._put(store, write)
+
+    def _put(self, store: WriteBehindStore, work: "dict[str, Any] | Callable[[], object]") -> "Future[None]":
         if self._closed:
             raise StoreWriteError(f"{store.location}: the write-behind thread is stopped")
         future: Future[None] = Future()
-        self._queue.put((store, batch, future))
+        self._queue.put((store, work, future))
         return future
 
     def close(self) -> None:
@@ -226,16 +244,41 @@ class Flusher:
                 except queue.Empty:
                     break
             stop = any(p is None for p in pending)
+            # In submission order; the batches between two files are merged per store (their futures
+            # complete together, after the batches before them).
             rounds: dict[int, tuple[WriteBehindStore, dict[str, Any], list[Future[None]]]] = {}
             for p in pending:
                 if p is None:
                     continue
-                store, batch, future = p
+                store, work, future = p
+                if callable(work):
+                    self._apply_all(rounds)
+                    self._write(store, work, future)
+                    continue
                 merged = rounds.setdefault(id(store), (store, {}, []))
-                merged[1].update(batch)
+                merged[1].update(work)
                 merged[2].append(future)
-            for store, batch, futures in rounds.values():
-                self._apply(store, batch, futures)
+            self._apply_all(rounds)
+
+    def _apply_all(self, rounds: dict[int, tuple[WriteBehindStore, dict[str, Any], list["Future[None]"]]]) -> None:
+        for store, batch, futures in rounds.values():
+            self._apply(store, batch, futures)
+        rounds.clear()
+
+    @staticmethod
+    def _write(store: WriteBehindStore, write: Callable[[], object], future: "Future[None]") -> None:
+        error: BaseException | None = store.failed
+        if error is None:
+            try:
+                write()
+            except BaseException as exc:
+                log.warning("write-behind file not written at %s: %s", store.location, exc)
+                store._fail(exc)
+                error = exc
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(StoreWriteError(f"{store.location}: not stored ({error})"))
 
     @staticmethod
     def _apply(store: WriteBehindStore, batch: dict[str, Any], futures: list["Future[None]"]) -> None:
