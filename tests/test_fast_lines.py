@@ -1,5 +1,7 @@
-"""Session lines read by orjson where it reads them as strictjson does, and by strictjson where it does
-not (issue 51): the same record, key order, number types and damaged-line problem either way."""
+"""Reading a Claude Code session fast (issue 51) without reading it differently: lines read by orjson
+where it reads them as strictjson does, and by strictjson where it does not (the same record, key order,
+number types and damaged-line problem either way), and unanswered calls marked from what the reader's
+loop saw as `validate.mark_unanswered` marks them."""
 
 from __future__ import annotations
 
@@ -78,3 +80,38 @@ def test_records_read_one_by_one_share_their_key_strings() -> None:
     assert isinstance(first, dict) and isinstance(second, dict)
     assert [id(k) for k in first] == [id(k) for k in second]
     assert [id(k) for k in first["message"]] == [id(k) for k in second["message"]]
+
+
+# A session of assistant records calling tools, each call answered or not, with a compact boundary
+# somewhere (calls may repeat after it): the reader marks unanswered calls from what its loop saw.
+def _session(answered: list[list[bool]], boundary_at: int) -> str:
+    records: list[dict[str, object]] = []
+    for turn, calls in enumerate(answered):
+        if turn == boundary_at:
+            records.append({"type": "system", "subtype": "compact_boundary", "uuid": f"b{turn}",
+                            "content": "Conversation compacted", "compactMetadata": {"trigger": "auto"}})
+        records.append({"type": "user", "uuid": f"u{turn}", "message": {"role": "user", "content": f"step {turn}"}})
+        ids = [f"t{turn}-{k}" for k in range(len(calls))]
+        records.append({"type": "assistant", "uuid": f"a{turn}", "message": {
+            "role": "assistant", "id": f"m{turn}",
+            "content": [{"type": "tool_use", "id": i, "name": "Bash", "input": {"command": "ls"}} for i in ids]}})
+        done = [i for i, ok in zip(ids, calls) if ok]
+        if done:
+            records.append({"type": "user", "uuid": f"r{turn}", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in done]}})
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.booleans(), max_size=3), min_size=1, max_size=6), st.integers(0, 6))
+def test_unanswered_calls_are_marked_as_validate_marks_them(answered: list[list[bool]], boundary_at: int) -> None:
+    from dataclasses import replace
+
+    from worksurface.formats import claude_code
+    from worksurface.formats.validate import INTERRUPTED, mark_unanswered
+
+    read = claude_code.read(_session(answered, boundary_at)).messages
+    bare = [replace(m, meta={k: v for k, v in m.meta.items() if k != INTERRUPTED}) for m in read]
+    expected = mark_unanswered(bare)
+    assert [m.meta.get(INTERRUPTED) for m in read] == [m.meta.get(INTERRUPTED) for m in expected]
+    assert any(not all(c) for c in answered if c) == any(INTERRUPTED in m.meta for m in read)
