@@ -11,7 +11,6 @@ and feeds it the messages it reads, so what it skips is skipped here too.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -123,25 +122,26 @@ class StatusReader:
         cwd = message_cwd(m)
         if cwd is not None:
             self._cwd = cwd
-        context = MessageSeen(m.id, True, summary, cwd, self._day(meta.get("timestamp")), message_branch(m),
-                              permission_mode(meta), progress.todos, progress.context_tokens)
+        date, branch, mode = self._day(meta.get("timestamp")), message_branch(m), permission_mode(meta)
         if m.role == "assistant":
             said = m.text
             self._converted = (sum(1 for line in said.splitlines() if line.startswith(CONVERTED_CALL))
                                if CONVERTED_CALL in said else 0)
         elif self._converted and m.role == "user" and not m.tool_results:
             self._converted -= 1
-            return dataclasses.replace(context, tool_output=True)
-        found = {f.call_id: f for f in progress.results}
+            return MessageSeen(m.id, True, summary, cwd, date, branch, mode, progress.todos,
+                               progress.context_tokens, tool_output=True)
         blocks: list[CallSeen | ResultSeen] = []
-        for block in m.blocks:
-            if isinstance(block, ToolCall):
-                self._calls[block.id] = block
-                blocks.append(CallSeen(block.id, block.name, effective_kind(block), call_target(block)))
-            elif isinstance(block, ToolResult):
-                blocks.append(self._result(block, found.get(block.call_id)))
-        return dataclasses.replace(context, request=_request_line(m),
-                                   blocks=tuple(blocks), tasks=progress.tasks)
+        if m.tool_calls or m.tool_results:
+            found = {f.call_id: f for f in progress.results}
+            for block in m.blocks:
+                if isinstance(block, ToolCall):
+                    self._calls[block.id] = block
+                    blocks.append(CallSeen(block.id, block.name, effective_kind(block), call_target(block)))
+                elif isinstance(block, ToolResult):
+                    blocks.append(self._result(block, found.get(block.call_id)))
+        return MessageSeen(m.id, True, summary, cwd, date, branch, mode, progress.todos, progress.context_tokens,
+                           False, _request_line(m), tuple(blocks), progress.tasks)
 
     def _day(self, stamp: object) -> str | None:
         # Most messages carry the same day as the one before: no pattern to match for them.
