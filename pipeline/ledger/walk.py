@@ -34,6 +34,8 @@ __all__ = ["AGENT", "CallSeen", "GitFacts", "IssueChange", "MessageProgress", "M
 
 # A user turn that the harness wrote (task notifications, interruption notes) is not a request.
 _HARNESS_TEXT = ("<", "[")
+# A result the progress reader read nothing of.
+_NOTHING_READ = ResultFacts("")
 # The harness's own plan-mode tools, and the stage a successful call of each starts.
 PLAN_STAGES = {"enterplanmode": "planning", "exitplanmode": "implementing"}
 
@@ -160,7 +162,7 @@ class StatusReader:
         hashes = result_fingerprints(content) if kind in self._fingerprinted else None
         if call is None:
             return ResultSeen(result.call_id, "unknown", kind, ok, output_hash, hashes)
-        todo = progress.todo if progress is not None else None
+        read = progress or _NOTHING_READ
         shell = tool_kind(call) == "shell" and harness_tool(call)  # an MCP `bash` is another program's text
         new = cd_directory(shell_command(call) or "", self._cwd) if shell and ok else None
         if new is not None:
@@ -168,14 +170,12 @@ class StatusReader:
         path = call_path(call) if not shell and ok and kind in ("edit", "write") else None
         # Plan mode is the harness's: an MCP server's tool named like its plan tools changes no stage.
         stage = PLAN_STAGES.get(normalize_name(call.name)) if ok and harness_tool(call) else None
-        shown = progress if shell else None  # what only the harness's own shell's output says
+        shown = read if shell else _NOTHING_READ  # what only the harness's own shell's output says
         return ResultSeen(result.call_id, call.name, kind, ok, output_hash, hashes, answered=True,
-                          tool_todo=todo is not None, todos=todo.items if todo is not None else (),
-                          test=progress.test if progress is not None else None, shell=shell,
-                          git=shown.git if shown is not None else None,
-                          issues=shown.issues if shown is not None else (),
-                          updates_tracker=shown.updates_tracker if shown is not None else False,
-                          cwd=new, touched=self._relative(path) if path else None, stage=stage)
+                          tool_todo=read.todo is not None, todos=read.todo.items if read.todo else (),
+                          test=read.test, shell=shell, git=shown.git, issues=shown.issues,
+                          updates_tracker=shown.updates_tracker, cwd=new,
+                          touched=self._relative(path) if path else None, stage=stage)
 
     def _relative(self, path: str) -> str:
         """A path under the working directory, relative to it (shorter, and how the agent names it)."""
