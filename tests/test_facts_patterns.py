@@ -287,11 +287,21 @@ TRACKER = [
     (r"\s*(?:&&|;|\|\|)\s*", "search", "git add -A && git commit -m fix", "git add -A"),
 ]
 
+RUNTIMES = [
+    ("_VERSION_RE", "search", "Python 3.11.7", "version 3"),
+]
+
+SESSION_CONTEXT = [
+    ("_NOT_A_RESULT", "match", "Found 3 files", "src/found.py"),
+    ("_CD", "match", "cd repo && make", "echo cd repo"),
+    ("_DATE", "match", "2026-12-07T11:55:00Z", "Dec 7 2026"),
+]
+
 TABLES: dict[str, list[tuple[str, str, str, str]]] = {
     "approaches": APPROACHES, "calls": CALLS, "commands": COMMANDS, "observations": OBSERVATIONS, "plans": PLANS, "constraints": CONSTRAINTS, "errors": ERRORS, "files": FILES, "fileviews": FILEVIEWS, "findings": FINDINGS,
     "identifiers": IDENTIFIERS, "git": GIT, "progress": PROGRESS, "provenance": PROVENANCE, "shell": SHELL,
     "subagents": SUBAGENTS, "testsummary": TESTSUMMARY, "text": TEXT, "todos": TODOS, "tools": TOOLS,
-    "tracker": TRACKER,
+    "tracker": TRACKER, "runtimes": RUNTIMES, "session_context": SESSION_CONTEXT,
 }
 # The names an inline f-string pattern uses, as the module has them where it builds the pattern.
 FILLS: dict[str, dict[str, Any]] = {
