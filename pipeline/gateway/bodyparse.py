@@ -122,13 +122,9 @@ class BodyParser:
         return ParsedBody(s, doc, fields, elements)
 
     def _value(self, s: str, i: int, previous: ParsedBody | None, key: str) -> tuple[Any, int]:
-        if previous is not None and key in previous.doc and s[i] in _SELF_DELIMITING:
-            before = previous.value_text(key)
-            if before is not None and s.startswith(before, i):
-                self.reused += 1
-                return previous.doc[key], i + len(before)
-        value, end = _SCAN(s, i)
-        return value, end
+        if previous is None or key not in previous.doc:
+            return _SCAN(s, i)
+        return self._taken_over(s, i, previous.value_text(key), previous.doc[key])
 
     def _list(self, s: str, i: int, previous: ParsedBody | None,
               key: str) -> tuple[list[Any], int, list[tuple[int, int]]]:
@@ -140,21 +136,14 @@ class BodyParser:
         if s[i] == "]":
             return items, i + 1, spans
         while True:
-            n = len(items)
-            start = i
-            if n < len(old_spans) and s[i] in _SELF_DELIMITING:
-                a, b = old_spans[n]
+            n, start = len(items), i
+            if n < len(old_spans):
                 assert previous is not None and isinstance(old, list)
-                if s.startswith(previous.text[a:b], i):
-                    items.append(old[n])
-                    i += b - a
-                    self.reused += 1
-                else:
-                    value, i = _SCAN(s, i)
-                    items.append(value)
+                a, b = old_spans[n]
+                value, i = self._taken_over(s, i, previous.text[a:b], old[n])
             else:
                 value, i = _SCAN(s, i)
-                items.append(value)
+            items.append(value)
             spans.append((start, i))
             i = _skip(s, i)
             if s[i] == ",":
@@ -163,6 +152,14 @@ class BodyParser:
             if s[i] != "]":
                 raise _Odd
             return items, i + 1, spans
+
+    def _taken_over(self, s: str, i: int, before: str | None, value: Any) -> tuple[Any, int]:
+        """`value` and the end of its text when the text at `i` is `before` (a self-delimiting value's
+        text, so the value there ends where `before` does), else what is there, parsed."""
+        if before is not None and s[i] in _SELF_DELIMITING and s.startswith(before, i):
+            self.reused += 1
+            return value, i + len(before)
+        return _SCAN(s, i)    
 
 
 def _skip(s: str, i: int) -> int:

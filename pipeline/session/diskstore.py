@@ -158,12 +158,14 @@ class DiskStore(Store):
             raise SessionError(f"{self.path}: cannot write the session ({exc}); this call's changes were "
                                "rolled back, the last committed state is kept") from None
 
+    def _artifact_file(self, artifact_id: str) -> Path:
+        return self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"
+
     def _materialize_later(self, artifact_id: str, content: str) -> tuple[str, Callable[[], object]]:
-        return (os.path.abspath(self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"),
-                functools.partial(self._materialize, artifact_id, content))
+        return os.path.abspath(self._artifact_file(artifact_id)), functools.partial(self._materialize, artifact_id, content)
 
     def _materialize(self, artifact_id: str, content: str) -> str:
-        path = self.path / ARTIFACTS_DIR / f"{artifact_id}.txt"
+        path = self._artifact_file(artifact_id)
         # A link planted in the file's place would send the model that opens the path elsewhere: the
         # atomic rename replaces the link itself (never what it points to) with the artifact.
         if not path.exists() or path.is_symlink():

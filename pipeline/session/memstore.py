@@ -77,7 +77,7 @@ class MemoryStore(Store):
             if outermost:
                 self._undo = {}
 
-    def _materialize(self, artifact_id: str, content: str) -> None:
+    def _materialize(self, artifact_id: str, content: str) -> str | None:
         return None
 
     def lock(self, timeout: float = 30.0) -> Any:

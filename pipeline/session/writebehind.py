@@ -24,12 +24,14 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from ..core.errors import SessionError
-from .store import ReentrantLock, Store
+from .memstore import MemoryStore
+from .store import Store
 
 log = logging.getLogger(__name__)
 
-# A value in memory is its text, the function that encodes a frozen value (`_put_deferred`), or DELETED.
-DELETED = object()
+def DELETED() -> str:
+    """The value of a key deleted in memory (a sentinel in the memory store's place of an encoder: never called)."""
+    raise AssertionError("a deleted key has no text")
 
 
 class StoreWriteError(SessionError):
@@ -37,19 +39,18 @@ class StoreWriteError(SessionError):
     stored, so it is no longer used (reopen the session from the store)."""
 
 
-class WriteBehindStore(Store):
+class WriteBehindStore(MemoryStore):
     """`durable`'s contract, read from memory and written behind (module doc). `flusher` applies the
-    batches (a process shares one)."""
+    batches (a process shares one). The memory store's texts and undo journal hold the hot copy: a key
+    it has not seen is read through from `durable`, a deleted one is DELETED (never read through again),
+    and each outermost transaction's touched keys (the journal's) become one batch."""
+
+    persistent = True
 
     def __init__(self, durable: Store, flusher: "Flusher") -> None:
+        self.durable = durable      # first: the memory store's lock names this store's location
         super().__init__(durable.counter)
-        self.durable = durable
         self._flusher = flusher
-        self._data: dict[str, Any] = {}
-        self._depth = 0
-        self._touched: dict[str, None] = {}         # keys written in the open transaction, in order
-        self._undo: dict[str, Any] = {}             # their values before it (absent: read through again)
-        self._locking = ReentrantLock(durable.location, lambda deadline, timeout: None, lambda: None)
         self._failure: BaseException | None = None
         self._last: Future[None] = _done()
         self._guard = threading.Lock()              # `_last` and `_failure`, set by the flusher's thread
@@ -66,17 +67,13 @@ class WriteBehindStore(Store):
     # --- key-value layer ---------------------------------------------------------------------------
 
     def _get(self, key: str) -> str | None:
-        value = self._data.get(key, _ABSENT)
-        if value is _ABSENT:
+        if key not in self._data:
             text = self.durable._get(key)
             self._data[key] = DELETED if text is None else text
             return text
-        if value is DELETED:
+        if self._data[key] is DELETED:
             return None
-        if callable(value):
-            value = self._data[key] = value()
-        assert isinstance(value, str)
-        return value
+        return super()._get(key)
 
     def _get_many(self, keys: Sequence[str]) -> list[str | None]:
         missing = [k for k in keys if k not in self._data]
@@ -85,54 +82,31 @@ class WriteBehindStore(Store):
                 self._data[key] = DELETED if text is None else text
         return [self._get(k) for k in keys]
 
-    def _put(self, key: str, text: str) -> None:
-        self._set(key, text)
-
-    def _put_deferred(self, key: str, encode: Callable[[], str]) -> None:
-        self._set(key, encode)      # encoded by the flusher, off the caller's path
-
     def _delete(self, key: str) -> None:
         self._set(key, DELETED)
 
     def _set(self, key: str, value: Any) -> None:
-        if not self._depth:
+        if not self._depth:     # a write outside a transaction is a transaction of its own
             with self._atomic():
-                self._set(key, value)
+                super()._set(key, value)
             return
-        if key not in self._touched:
-            self._touched[key] = None
-            self._undo[key] = self._data.get(key, _ABSENT)
-        self._data[key] = value
+        super()._set(key, value)
 
     def _keys(self) -> list[str]:
         keys = dict.fromkeys(self.durable._keys())
         keys.update(dict.fromkeys(self._data))
-        return [k for k in keys if self._data.get(k, _ABSENT) is not DELETED]
+        return [k for k in keys if self._data.get(k) is not DELETED]
 
     @contextmanager
     def _atomic(self) -> Iterator[None]:
         self._check_usable()
         outermost = self._depth == 0
-        self._depth += 1
-        try:
+        with super()._atomic():     # rolled back from the journal if the block raises
             yield
-        except BaseException:
-            if outermost:
-                for key, old in self._undo.items():
-                    if old is _ABSENT:
-                        self._data.pop(key, None)
-                    else:
-                        self._data[key] = old
-            raise
-        else:
-            if outermost and self._touched:
-                batch = {key: self._data[key] for key in self._touched}
+            if outermost and self._undo:
+                batch = {key: self._data[key] for key in self._undo}
                 with self._guard:
                     self._last = self._flusher.submit(self, batch)
-        finally:
-            self._depth -= 1
-            if outermost:
-                self._touched, self._undo = {}, {}
 
     def _materialize(self, artifact_id: str, content: str) -> str | None:
         # The file is written behind too, ahead of the batches committed after it: it is there before the
@@ -147,7 +121,7 @@ class WriteBehindStore(Store):
     def lock(self, timeout: float = 30.0) -> Any:
         """This object's lock (the process owns the session: the durable store's lock is taken per batch)."""
         self._check_usable()
-        return self._locking.hold(timeout)
+        return super().lock(timeout)
 
     def check(self) -> None:
         self.durable.check()
@@ -186,8 +160,6 @@ class WriteBehindStore(Store):
             if self._failure is None:
                 self._failure = exc
 
-
-_ABSENT = object()
 
 
 def _done() -> "Future[None]":
